@@ -1,0 +1,92 @@
+import { Command, InvalidArgumentError } from 'commander';
+import { pino } from 'pino';
+import { startSimulator, type SimulatorOptions } from '../../smpp/sim/simulator.js';
+
+function int(value: string): number {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 0) throw new InvalidArgumentError('expected a non-negative integer');
+  return n;
+}
+
+function ratio(value: string): number {
+  const n = Number(value);
+  if (!Number.isFinite(n) || n < 0 || n > 1) throw new InvalidArgumentError('expected a number between 0 and 1');
+  return n;
+}
+
+interface SimCliOptions {
+  host: string;
+  port: number;
+  systemId?: string;
+  password?: string;
+  acceptLatencyMs: number;
+  receiptDelayMs: number;
+  deliveredRatio: number;
+  throttleRatio: number;
+  disconnectAfter: number;
+  neverRespond?: boolean;
+  receiptsFirst?: boolean;
+  refuseBinds?: number;
+  idFormat: 'hex' | 'dec';
+  receiptIdStyle: 'same' | 'decimal' | 'padded-upper';
+  seed?: number;
+  statsIntervalMs: number;
+  logLevel: string;
+}
+
+/** `ferry sim`: runs the SMSC simulator in the foreground, logging JSON lines, until SIGINT/SIGTERM. */
+export function simCommand(): Command {
+  return new Command('sim')
+    .description('run a standalone SMSC simulator (SMPP v3.4) for tests and demos; nothing is delivered anywhere')
+    .option('--host <host>', 'address to listen on', '127.0.0.1')
+    .option('--port <port>', 'port to listen on (0 picks a free one)', int, 2776)
+    .option('--system-id <id>', 'accept only this system_id (default: any)')
+    .option('--password <password>', 'password for --system-id')
+    .option('--accept-latency-ms <ms>', 'delay before each submit_sm_resp', int, 0)
+    .option('--receipt-delay-ms <ms>', 'delay before each delivery receipt', int, 1000)
+    .option('--delivered-ratio <ratio>', 'share of receipts that are DELIVRD (the rest UNDELIV)', ratio, 0.95)
+    .option('--throttle-ratio <ratio>', 'share of submits answered ESME_RTHROTTLED', ratio, 0)
+    .option('--disconnect-after <n>', 'drop a connection at its Nth submit (0 never)', int, 0)
+    .option('--never-respond', 'never answer submits (for timeout tests)')
+    .option('--receipts-first', 'send receipts before the submit_sm_resp')
+    .option('--refuse-binds <status>', 'answer every bind with this command_status (e.g. 13 = ESME_RBINDFAIL)', int)
+    .option('--id-format <format>', 'message ids: hex or dec', 'hex')
+    .option('--receipt-id-style <style>', 'receipt ids: same, decimal or padded-upper', 'same')
+    .option('--seed <n>', 'seed for outcome and throttle dice', int)
+    .option('--stats-interval-ms <ms>', 'log counters this often (0 never)', int, 10_000)
+    .option('--log-level <level>', 'pino log level', 'info')
+    .action(async (opts: SimCliOptions) => {
+      if (opts.idFormat !== 'hex' && opts.idFormat !== 'dec') throw new InvalidArgumentError('--id-format must be hex or dec');
+      const logger = pino({ name: 'ferry-sim', level: opts.logLevel });
+      const options: SimulatorOptions = {
+        host: opts.host,
+        port: opts.port,
+        systemId: opts.systemId,
+        password: opts.password,
+        acceptLatencyMs: opts.acceptLatencyMs,
+        receiptDelayMs: opts.receiptDelayMs,
+        outcomes: { DELIVRD: opts.deliveredRatio, UNDELIV: 1 - opts.deliveredRatio },
+        throttleRatio: opts.throttleRatio,
+        disconnectAfterSubmits: opts.disconnectAfter,
+        neverRespond: opts.neverRespond ?? false,
+        receiptsBeforeResponse: opts.receiptsFirst ?? false,
+        refuseBinds: opts.refuseBinds ?? 0,
+        idFormat: opts.idFormat,
+        receiptIdStyle: opts.receiptIdStyle,
+        seed: opts.seed,
+        logger,
+      };
+      const sim = await startSimulator(options);
+      const statsTimer = opts.statsIntervalMs > 0 ? setInterval(() => logger.info({ stats: sim.stats }, 'simulator stats'), opts.statsIntervalMs) : undefined;
+      await new Promise<void>((resolve) => {
+        const stop = (signal: NodeJS.Signals): void => {
+          logger.info({ signal }, 'stopping simulator');
+          resolve();
+        };
+        process.once('SIGINT', stop);
+        process.once('SIGTERM', stop);
+      });
+      if (statsTimer) clearInterval(statsTimer);
+      await sim.close();
+    });
+}
