@@ -1,0 +1,115 @@
+import { Redis } from 'ioredis';
+import { MemoryThrottle } from './local/memory-throttle.js';
+import { SqlOtpStore } from './local/sql-otp-store.js';
+import { SqlQueue } from './local/sql-queue.js';
+import { RedisKeys } from './redis/keys.js';
+import { RedisOtpStore } from './redis/redis-otp-store.js';
+import { RedisQueue } from './redis/redis-queue.js';
+import { RedisThrottle } from './redis/redis-throttle.js';
+import { defineScripts } from './redis/scripts.js';
+import { redactUrl, StorageUnavailableError } from './sql/db.js';
+import type { Backends, Db, OtpStore, Queue, Throttle } from './types.js';
+
+export interface BackendOptions {
+  db: Db;
+  /** Redis for the queue, throttles and OTPs; absent → embedded (SQL queue and OTP store, in-process throttle). */
+  redisUrl?: string | null;
+  /** Prefix of every Redis key (default "ferry:"). */
+  keyPrefix?: string;
+  /** Epoch-ms clock for queue and throttle times (tests move it; instances should run NTP). */
+  clock?: () => number;
+  /** Redis connection errors after start (ioredis reconnects by itself); default: ignored. */
+  onRedisError?: (err: Error) => void;
+}
+
+export async function openBackends(opts: BackendOptions): Promise<Backends> {
+  const clock = opts.clock ?? Date.now;
+  if (!opts.redisUrl) {
+    const queues = new Map<string, Queue<unknown>>();
+    const queueOf = (name: string) => {
+      let q = queues.get(name);
+      if (!q) queues.set(name, (q = new SqlQueue(opts.db, name, { clock })));
+      return q;
+    };
+    return new StoreBackends('local', opts.db, new MemoryThrottle({ clock }), new SqlOtpStore(opts.db, { clock }), queueOf, null);
+  }
+
+  const redis = await connectRedis(opts.redisUrl, opts.onRedisError);
+  const scripted = defineScripts(redis);
+  const keys = new RedisKeys(opts.keyPrefix);
+  const queues = new Map<string, Queue<unknown>>();
+  const queueOf = (name: string) => {
+    let q = queues.get(name);
+    if (!q) queues.set(name, (q = new RedisQueue(scripted, keys, name, { clock })));
+    return q;
+  };
+  return new StoreBackends('redis', opts.db, new RedisThrottle(scripted, keys, { clock }), new RedisOtpStore(scripted, keys, { clock }), queueOf, redis);
+}
+
+/**
+ * Connects eagerly so a wrong URL fails the start, not the first message.
+ *
+ * While Redis is down after start, commands fail fast instead of waiting: `enableOfflineQueue: false`
+ * rejects anything sent while disconnected, and `maxRetriesPerRequest: 1` flushes commands that were
+ * in flight when the link dropped after one reconnect attempt (they are not silently replayed later,
+ * when their caller has long given up). Callers see an error at once and answer with back-pressure
+ * (ESME_RTHROTTLED / 503); ioredis keeps reconnecting in the background and traffic resumes by itself.
+ */
+async function connectRedis(url: string, onError?: (err: Error) => void): Promise<Redis> {
+  const redis = new Redis(url, {
+    lazyConnect: true,
+    enableOfflineQueue: false,
+    maxRetriesPerRequest: 1,
+    connectTimeout: 5000,
+    // A command that gets no answer (server hung, link black-holed) fails instead of hanging its caller.
+    commandTimeout: 10_000,
+    retryStrategy: (times) => Math.min(100 * times, 2000),
+  });
+  // Without a listener ioredis prints every reconnect error; the owner decides whether to log.
+  let lastError: Error | null = null;
+  redis.on('error', (err: Error) => {
+    lastError = err;
+    onError?.(err);
+  });
+  try {
+    await redis.connect();
+    await redis.ping();
+  } catch (err) {
+    redis.disconnect();
+    // connect() rejects with "Connection is closed"; the socket error says why (ECONNREFUSED, ENOTFOUND, auth).
+    const why = (lastError ?? (err as Error)).message;
+    throw new StorageUnavailableError(`Redis unreachable at ${redactUrl(url)}: ${why}`, { cause: lastError ?? err });
+  }
+  return redis;
+}
+
+/** The Redis roles on one side (Redis or embedded), plus the caller's db. */
+class StoreBackends implements Backends {
+  constructor(
+    readonly kind: 'redis' | 'local',
+    readonly db: Db,
+    readonly throttle: Throttle,
+    readonly otp: OtpStore,
+    private readonly queueOf: (name: string) => Queue<unknown>,
+    private readonly redis: Redis | null,
+  ) {}
+
+  queue<P = unknown>(name: string): Queue<P> {
+    return this.queueOf(name) as Queue<P>;
+  }
+
+  async ping(): Promise<void> {
+    await this.db.ping();
+    if (this.redis) await this.redis.ping();
+  }
+
+  /** Closes Redis; the db belongs to the caller. */
+  async close(): Promise<void> {
+    if (!this.redis) return;
+    try {
+      await this.redis.quit();
+    } catch {
+      this.redis.disconnect();
+    }
+  }
+}

@@ -1,0 +1,79 @@
+import type { Lane } from '../types.js';
+
+/** Keys of one queue, all under the hash tag `{q:<name>}` so every script runs on one Cluster slot. */
+export interface QueueKeys {
+  /** hash id → payload (JSON text) */
+  payload: string;
+  /** hash id → "lane|attempts|maxAttempts|runAt" */
+  meta: string;
+  /** hash id → last error */
+  error: string;
+  /** zset id → lease deadline */
+  leases: string;
+  /** zset id → time of death */
+  dead: string;
+  /** zset per lane id → time due, in serving order (receipt, priority, bulk) */
+  lanes: readonly [string, string, string];
+}
+
+/** Keys of one (account, phone) for OTP, under one hash tag so create/verify touch a single slot. */
+export interface OtpPhoneKeys {
+  /** string: id of the active OTP */
+  active: string;
+  /** zset: recent creates, scored by time (sliding-window rate limit) */
+  rate: string;
+}
+
+export const LANE_INDEX: Readonly<Record<Lane, number>> = { receipt: 0, priority: 1, bulk: 2 };
+export const DEFAULT_KEY_PREFIX = 'ferry:';
+
+const QUEUE_NAME = /^[A-Za-z0-9_.:-]{1,100}$/;
+
+/** Every Redis key Ferry uses is built here, under one configurable prefix. */
+export class RedisKeys {
+  constructor(readonly prefix: string = DEFAULT_KEY_PREFIX) {}
+
+  queue(name: string): QueueKeys {
+    // Braces in the name would move the hash tag; keep names plain.
+    if (!QUEUE_NAME.test(name)) throw new Error(`invalid queue name: ${JSON.stringify(name)}`);
+    const base = `${this.prefix}{q:${name}}:`;
+    return {
+      payload: base + 'payload',
+      meta: base + 'meta',
+      error: base + 'error',
+      leases: base + 'leases',
+      dead: base + 'dead',
+      lanes: [base + 'lane:receipt', base + 'lane:priority', base + 'lane:bulk'],
+    };
+  }
+
+  /** Token bucket state (hash: tokens, ts). Shares its tag with the window so reset is one DEL. */
+  throttleBucket(key: string): string {
+    return `${this.prefix}{t:${key}}:tb`;
+  }
+
+  /** Sliding window hits (zset scored by time). */
+  throttleWindow(key: string): string {
+    return `${this.prefix}{t:${key}}:sw`;
+  }
+
+  otpPhone(accountId: string, phone: string): OtpPhoneKeys {
+    const base = this.otpTagBase(accountId, phone);
+    return { active: base + 'active', rate: base + 'rate' };
+  }
+
+  /** The OTP record (hash), stored beside its phone's keys. */
+  otpRecord(accountId: string, phone: string, id: string): string {
+    return this.otpTagBase(accountId, phone) + 'r:' + id;
+  }
+
+  /** id → record key: verify/resend/get know only the id, and must find the record's slot. */
+  otpIndex(id: string): string {
+    return `${this.prefix}otp:id:${id}`;
+  }
+
+  // The account id is length-prefixed so ("a:b", "c") and ("a", "b:c") never share keys.
+  private otpTagBase(accountId: string, phone: string): string {
+    return `${this.prefix}{o:${accountId.length}:${accountId}:${phone}}:`;
+  }
+}

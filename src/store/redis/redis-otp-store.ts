@@ -1,0 +1,158 @@
+import type { OtpCreateResult, OtpRecord, OtpResendResult, OtpStore, OtpVerifyResult } from '../types.js';
+import type { RedisKeys } from './keys.js';
+import type { ScriptedRedis } from './scripts.js';
+
+/**
+ * OTPs on Redis. A record lives under its (account, phone) hash tag beside the phone's active
+ * pointer and rate log, so each transition is one script on one Cluster slot; an id index (set once
+ * at create, in the id's own slot) tells verify/resend/get where the record is.
+ */
+export class RedisOtpStore implements OtpStore {
+  private readonly clock: () => number;
+
+  constructor(
+    private readonly redis: ScriptedRedis,
+    private readonly keys: RedisKeys,
+    opts: { clock?: () => number } = {},
+  ) {
+    this.clock = opts.clock ?? Date.now;
+  }
+
+  async create(rec: OtpRecord, opts: { rateLimit: number; rateWindowMs: number; retainMs: number; now: number }): Promise<OtpCreateResult> {
+    const phone = this.keys.otpPhone(rec.accountId, rec.phone);
+    const index = this.keys.otpIndex(rec.id);
+    const retainUntil = rec.expiresAt + opts.retainMs;
+    // The index is in another Cluster slot than the record, so it is written first (NX also refuses a
+    // reused id) and taken back when the create is refused. An index without a record reads as not found.
+    const keep = Math.max(1, retainUntil - opts.now);
+    if ((await this.redis.set(index, JSON.stringify([rec.accountId, rec.phone]), 'PX', keep, 'NX')) === null) {
+      throw new Error(`OTP id already exists: ${rec.id}`);
+    }
+    let r: [string, ...(string | number)[]];
+    try {
+      r = (await this.redis.otpCreate(
+        phone.active,
+        phone.rate,
+        this.keys.otpRecord(rec.accountId, rec.phone, rec.id),
+        opts.now,
+        opts.rateLimit,
+        opts.rateWindowMs,
+        retainUntil,
+        ...recordFields(rec, retainUntil),
+      )) as [string, ...(string | number)[]];
+    } catch (err) {
+      await this.redis.del(index).catch(() => {});
+      throw err;
+    }
+    if (r[0] === 'OK') return { ok: true };
+    await this.redis.del(index);
+    switch (r[0]) {
+      case 'ACTIVE':
+        return { ok: false, reason: 'ACTIVE_OTP_EXISTS', retryAfterMs: Number(r[1]), activeId: String(r[2]) };
+      case 'RATE':
+        return { ok: false, reason: 'RATE_LIMIT_EXCEEDED', retryAfterMs: Number(r[1]) };
+      default:
+        throw new Error(`OTP id already exists: ${rec.id}`);
+    }
+  }
+
+  async get(id: string): Promise<OtpRecord | null> {
+    const where = await this.locate(id);
+    if (!where) return null;
+    const flat = await this.redis.hgetall(where.record);
+    return fromHash(flat, this.clock());
+  }
+
+  async active(accountId: string, phone: string, now: number): Promise<OtpRecord | null> {
+    const pointer = await this.redis.get(this.keys.otpPhone(accountId, phone).active);
+    if (!pointer) return null;
+    const id = pointer.slice(0, pointer.lastIndexOf('|'));
+    const rec = fromHash(await this.redis.hgetall(this.keys.otpRecord(accountId, phone, id)), now);
+    return rec && now < rec.expiresAt && rec.attemptsLeft > 0 ? rec : null;
+  }
+
+  async verify(id: string, codeHash: string, now: number): Promise<OtpVerifyResult> {
+    const where = await this.locate(id);
+    if (!where) return { status: 'not_found' };
+    const r = (await this.redis.otpVerify(where.record, where.active, id, codeHash, now)) as unknown[];
+    // The record is gone: drop its index too (it would expire with the retention anyway).
+    if (r[0] === 'verified' || r[0] === 'not_found') await this.redis.del(where.index);
+    switch (r[0]) {
+      case 'verified':
+        return { status: 'verified', record: parseRecord(r[1] as string[]) };
+      case 'invalid':
+        return { status: 'invalid', attemptsRemaining: Number(r[1]), record: parseRecord(r[2] as string[]) };
+      default:
+        return { status: r[0] as 'locked' | 'expired' | 'not_found' };
+    }
+  }
+
+  async resend(id: string, cooldownMs: number, now: number): Promise<OtpResendResult> {
+    const where = await this.locate(id);
+    if (!where) return { status: 'not_found' };
+    const r = (await this.redis.otpResend(where.record, now, cooldownMs)) as unknown[];
+    if (r[0] === 'not_found') await this.redis.del(where.index);
+    switch (r[0]) {
+      case 'ok':
+        return { status: 'ok', record: parseRecord(r[1] as string[]) };
+      case 'cooldown':
+        return { status: 'cooldown', retryAfterMs: Number(r[1]) };
+      default:
+        return { status: r[0] as 'locked' | 'expired' | 'not_found' };
+    }
+  }
+
+  private async locate(id: string): Promise<{ record: string; active: string; index: string } | null> {
+    const index = this.keys.otpIndex(id);
+    const v = await this.redis.get(index);
+    if (!v) return null;
+    const [accountId, phone] = JSON.parse(v) as [string, string];
+    return { record: this.keys.otpRecord(accountId, phone, id), active: this.keys.otpPhone(accountId, phone).active, index };
+  }
+}
+
+function recordFields(rec: OtpRecord, retainUntil: number): (string | number)[] {
+  return [
+    'id', rec.id,
+    'accountId', rec.accountId,
+    'phone', rec.phone,
+    'codeCipher', rec.codeCipher,
+    'codeHash', rec.codeHash,
+    'createdAt', rec.createdAt,
+    'expiresAt', rec.expiresAt,
+    'lastSentAt', rec.lastSentAt,
+    'maxAttempts', rec.maxAttempts,
+    'attemptsLeft', rec.attemptsLeft,
+    'meta', JSON.stringify(rec.meta ?? {}),
+    'retainUntil', retainUntil,
+  ];
+}
+
+/** A record from HGETALL (object form from the client, flat array from a script), or null once past retention. */
+function fromHash(h: Record<string, string>, now: number): OtpRecord | null {
+  if (!h.id) return null;
+  if (now >= Number(h.retainUntil)) return null;
+  return toRecord(h);
+}
+
+function parseRecord(flat: string[]): OtpRecord {
+  const h: Record<string, string> = {};
+  for (let i = 0; i < flat.length; i += 2) h[flat[i]] = flat[i + 1];
+  return toRecord(h);
+}
+
+function toRecord(h: Record<string, string>): OtpRecord {
+  return {
+    id: h.id,
+    accountId: h.accountId,
+    phone: h.phone,
+    codeCipher: h.codeCipher,
+    codeHash: h.codeHash,
+    createdAt: Number(h.createdAt),
+    expiresAt: Number(h.expiresAt),
+    lastSentAt: Number(h.lastSentAt),
+    maxAttempts: Number(h.maxAttempts),
+    attemptsLeft: Number(h.attemptsLeft),
+    meta: JSON.parse(h.meta) as Record<string, unknown>,
+  };
+}

@@ -1,0 +1,169 @@
+import type { Lane, LaneStats, PushItem, Queue, QueueItem, QueueStats } from '../types.js';
+import { LANES } from '../types.js';
+import { LANE_INDEX, type QueueKeys, type RedisKeys } from './keys.js';
+import type { ScriptedRedis } from './scripts.js';
+
+export interface RedisQueueOptions {
+  /** Epoch-ms clock; every time the scripts use comes from here, so instances and tests agree. */
+  clock?: () => number;
+  /** Dead items kept per queue (oldest dropped first). */
+  deadCap?: number;
+}
+
+const PUSH_CHUNK = 1000;
+// A lease call returns at most this many items (Lua unpack and reply size stay small).
+const LEASE_MAX = 1000;
+const RECLAIM_PER_CALL = 500;
+const DEFAULT_MAX_ATTEMPTS = 10;
+const ALL_LANES = '012';
+
+/** The queue on Redis: hashes of items, a zset per lane scored by due time, a zset of leases, a zset of dead. */
+export class RedisQueue<P = unknown> implements Queue<P> {
+  private readonly keys: QueueKeys;
+  /** The 8 keys every queue script takes, in its order. */
+  private readonly keyArgs: string[];
+  private readonly clock: () => number;
+  private readonly deadCap: number;
+
+  constructor(
+    private readonly redis: ScriptedRedis,
+    keys: RedisKeys,
+    readonly name: string,
+    opts: RedisQueueOptions = {},
+  ) {
+    this.keys = keys.queue(name);
+    const k = this.keys;
+    this.keyArgs = [k.payload, k.meta, k.error, k.leases, k.dead, k.lanes[0], k.lanes[1], k.lanes[2]];
+    this.clock = opts.clock ?? Date.now;
+    this.deadCap = opts.deadCap ?? 10_000;
+  }
+
+  async push(items: readonly PushItem<P>[]): Promise<void> {
+    if (items.length === 0) return;
+    const now = Math.floor(this.clock());
+    const calls: Promise<unknown>[] = [];
+    for (let start = 0; start < items.length; start += PUSH_CHUNK) {
+      const end = Math.min(items.length, start + PUSH_CHUNK);
+      const args: (string | number)[] = this.keyArgs.slice();
+      for (let i = start; i < end; i++) {
+        const it = items[i];
+        const lane = LANE_INDEX[it.lane];
+        if (lane === undefined) throw new Error(`unknown lane: ${String(it.lane)}`);
+        args.push(it.id, lane, Math.floor(it.runAt ?? now), it.maxAttempts ?? DEFAULT_MAX_ATTEMPTS, JSON.stringify(it.payload) ?? 'null');
+      }
+      calls.push(this.redis.queuePush(...args));
+    }
+    await Promise.all(calls);
+  }
+
+  async lease(max: number, leaseMs: number, lanes?: readonly Lane[]): Promise<QueueItem<P>[]> {
+    if (max <= 0) return [];
+    const laneArg = lanes ? lanesDigits(lanes) : ALL_LANES;
+    if (laneArg === '') return [];
+    const r = (await this.redis.queueLease(
+      ...this.keyArgs,
+      Math.floor(this.clock()),
+      Math.max(1, Math.floor(leaseMs)),
+      Math.min(max, LEASE_MAX),
+      laneArg,
+      RECLAIM_PER_CALL,
+      this.deadCap,
+    )) as (string | number)[];
+    const out: QueueItem<P>[] = new Array(r.length / 7);
+    for (let i = 0, j = 0; i < r.length; i += 7, j++) {
+      const err = r[i + 6] as string;
+      out[j] = {
+        id: r[i] as string,
+        lane: LANES[Number(r[i + 1])],
+        payload: JSON.parse(r[i + 5] as string) as P,
+        runAt: Number(r[i + 4]),
+        attempts: Number(r[i + 2]),
+        maxAttempts: Number(r[i + 3]),
+        lastError: err === '' ? null : err.slice(1),
+      };
+    }
+    return out;
+  }
+
+  async ack(ids: readonly string[]): Promise<void> {
+    if (ids.length === 0) return;
+    const calls: Promise<unknown>[] = [];
+    for (let start = 0; start < ids.length; start += PUSH_CHUNK) {
+      calls.push(this.redis.queueAck(...this.keyArgs, ...ids.slice(start, start + PUSH_CHUNK)));
+    }
+    await Promise.all(calls);
+  }
+
+  async retry(id: string, delayMs: number, error: string): Promise<'scheduled' | 'dead' | 'unknown'> {
+    const now = Math.floor(this.clock());
+    return (await this.redis.queueRetry(...this.keyArgs, id, now, Math.max(0, Math.floor(delayMs)), error, this.deadCap)) as 'scheduled' | 'dead' | 'unknown';
+  }
+
+  async cancel(id: string): Promise<boolean> {
+    return (await this.redis.queueCancel(...this.keyArgs, id)) === 1;
+  }
+
+  async get(id: string): Promise<QueueItem<P> | null> {
+    const k = this.keys;
+    const r = await this.redis.pipeline().hget(k.meta, id).hget(k.payload, id).hget(k.error, id).exec();
+    if (!r) return null;
+    for (const [err] of r) if (err) throw err;
+    const meta = r[0][1] as string | null;
+    if (meta === null) return null;
+    return toItem<P>(id, meta, r[1][1] as string | null, r[2][1] as string | null);
+  }
+
+  async stats(): Promise<QueueStats> {
+    const k = this.keys;
+    const now = Math.floor(this.clock());
+    const p = this.redis.pipeline();
+    for (const lane of k.lanes) p.zcount(lane, '-inf', now).zcount(lane, `(${now}`, '+inf');
+    p.zcard(k.leases).zcard(k.dead);
+    const r = await p.exec();
+    if (!r) throw new Error('redis pipeline returned nothing');
+    for (const [err] of r) if (err) throw err;
+    const n = (i: number) => Number(r[i][1]);
+    const lanes: LaneStats[] = LANES.map((lane, i) => ({ lane, due: n(2 * i), scheduled: n(2 * i + 1) }));
+    return { lanes, leased: n(6), dead: n(7) };
+  }
+
+  async dead(limit: number): Promise<QueueItem<P>[]> {
+    if (limit <= 0) return [];
+    const k = this.keys;
+    const ids = await this.redis.zrevrange(k.dead, 0, limit - 1);
+    if (ids.length === 0) return [];
+    const r = await this.redis.pipeline().hmget(k.meta, ...ids).hmget(k.payload, ...ids).hmget(k.error, ...ids).exec();
+    if (!r) return [];
+    for (const [err] of r) if (err) throw err;
+    const metas = r[0][1] as (string | null)[];
+    const payloads = r[1][1] as (string | null)[];
+    const errors = r[2][1] as (string | null)[];
+    const out: QueueItem<P>[] = [];
+    for (let i = 0; i < ids.length; i++) {
+      const meta = metas[i];
+      if (meta !== null) out.push(toItem<P>(ids[i], meta, payloads[i], errors[i]));
+    }
+    return out;
+  }
+}
+
+function lanesDigits(lanes: readonly Lane[]): string {
+  // Always in serving order, whatever order the caller listed them in.
+  let s = '';
+  for (const lane of LANES) if (lanes.includes(lane)) s += LANE_INDEX[lane];
+  return s;
+}
+
+/** meta is "lane|attempts|maxAttempts|runAt". */
+function toItem<P>(id: string, meta: string, payload: string | null, error: string | null): QueueItem<P> {
+  const [lane, attempts, maxAttempts, runAt] = meta.split('|');
+  return {
+    id,
+    lane: LANES[Number(lane)],
+    payload: JSON.parse(payload ?? 'null') as P,
+    runAt: Number(runAt),
+    attempts: Number(attempts),
+    maxAttempts: Number(maxAttempts),
+    lastError: error,
+  };
+}

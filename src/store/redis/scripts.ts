@@ -1,0 +1,43 @@
+import { readFileSync } from 'node:fs';
+import type { Redis } from 'ioredis';
+import { assetPath } from '../../util/paths.js';
+
+type Arg = string | number;
+type ScriptFn = (...args: Arg[]) => Promise<unknown>;
+
+/** Every Lua script, by file name under src/store/redis/lua, with its number of KEYS. */
+const SCRIPTS = {
+  queuePush: { file: 'queue-push.lua', keys: 8 },
+  queueLease: { file: 'queue-lease.lua', keys: 8 },
+  queueAck: { file: 'queue-ack.lua', keys: 8 },
+  queueRetry: { file: 'queue-retry.lua', keys: 8 },
+  queueCancel: { file: 'queue-cancel.lua', keys: 8 },
+  throttleTake: { file: 'throttle-take.lua', keys: 1 },
+  throttleHit: { file: 'throttle-hit.lua', keys: 1 },
+  otpCreate: { file: 'otp-create.lua', keys: 3 },
+  otpVerify: { file: 'otp-verify.lua', keys: 2 },
+  otpResend: { file: 'otp-resend.lua', keys: 1 },
+} as const;
+
+export type ScriptName = keyof typeof SCRIPTS;
+
+/** A Redis client with Ferry's scripts as commands: each call is EVALSHA, falling back to EVAL once after a script flush. */
+export type ScriptedRedis = Redis & Record<ScriptName, ScriptFn>;
+
+let sources: Map<ScriptName, string> | null = null;
+
+export function loadScript(file: string): string {
+  return readFileSync(assetPath('store', 'redis', 'lua', file), 'utf8');
+}
+
+/** Registers the scripts on a client (once per client). */
+export function defineScripts(redis: Redis): ScriptedRedis {
+  if (!sources) {
+    sources = new Map();
+    for (const [name, def] of Object.entries(SCRIPTS) as [ScriptName, (typeof SCRIPTS)[ScriptName]][]) sources.set(name, loadScript(def.file));
+  }
+  for (const [name, def] of Object.entries(SCRIPTS) as [ScriptName, (typeof SCRIPTS)[ScriptName]][]) {
+    if (typeof (redis as unknown as Record<string, unknown>)[name] !== 'function') redis.defineCommand(name, { lua: sources.get(name)!, numberOfKeys: def.keys });
+  }
+  return redis as ScriptedRedis;
+}

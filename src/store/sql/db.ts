@@ -1,0 +1,139 @@
+import { mkdirSync } from 'node:fs';
+import pg from 'pg';
+import type { Db, Queryable, QueryResult } from '../types.js';
+
+// int8 as a JS number in both drivers (PGlite already does this): counts and money in micro-units stay well under 2^53.
+pg.types.setTypeParser(20, (v) => Number(v));
+
+export class StorageUnavailableError extends Error {
+  override readonly name = 'StorageUnavailableError';
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+  }
+}
+
+/** Errors that mean "the database is not there" rather than "this statement is wrong". */
+export function isConnectionError(err: unknown): boolean {
+  const e = err as { code?: string; message?: string } | undefined;
+  if (!e) return false;
+  if (e instanceof StorageUnavailableError) return true;
+  const code = e.code ?? '';
+  if (['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', '57P01', '57P02', '57P03', '08000', '08003', '08006', '08001', '08004'].includes(code)) return true;
+  return /Connection terminated|connection timeout|Client has encountered a connection error|not queryable/i.test(e.message ?? '');
+}
+
+class PgDb implements Db {
+  readonly kind = 'postgres' as const;
+  private readonly pool: pg.Pool;
+
+  constructor(url: string, poolSize: number) {
+    this.pool = new pg.Pool({ connectionString: url, max: poolSize, connectionTimeoutMillis: 5000, idleTimeoutMillis: 30000 });
+    // A dropped idle connection must not crash the process; the pool replaces it.
+    this.pool.on('error', () => {});
+  }
+
+  async query<T>(text: string, params?: readonly unknown[]): Promise<QueryResult<T>> {
+    const r = await this.pool.query(text, params as unknown[] | undefined);
+    return { rows: r.rows as T[], rowCount: r.rowCount ?? 0 };
+  }
+
+  async tx<T>(fn: (q: Queryable) => Promise<T>): Promise<T> {
+    const client = await this.pool.connect();
+    let broken: unknown;
+    try {
+      await client.query('BEGIN');
+      const q: Queryable = {
+        async query<R>(text: string, params?: readonly unknown[]) {
+          const r = await client.query(text, params as unknown[] | undefined);
+          return { rows: r.rows as R[], rowCount: r.rowCount ?? 0 };
+        },
+      };
+      const out = await fn(q);
+      await client.query('COMMIT');
+      return out;
+    } catch (err) {
+      try {
+        await client.query('ROLLBACK');
+      } catch (rollbackErr) {
+        broken = rollbackErr;
+      }
+      throw err;
+    } finally {
+      client.release(broken as Error | undefined);
+    }
+  }
+
+  async ping(): Promise<void> {
+    await this.pool.query('SELECT 1');
+  }
+
+  async close(): Promise<void> {
+    await this.pool.end();
+  }
+}
+
+class PgliteDb implements Db {
+  readonly kind = 'pglite' as const;
+  constructor(private readonly lite: import('@electric-sql/pglite').PGlite) {}
+
+  async query<T>(text: string, params?: readonly unknown[]): Promise<QueryResult<T>> {
+    const r = await this.lite.query<T>(text, params as unknown[] | undefined);
+    return { rows: r.rows, rowCount: r.affectedRows ?? r.rows.length };
+  }
+
+  tx<T>(fn: (q: Queryable) => Promise<T>): Promise<T> {
+    return this.lite.transaction(async (t) =>
+      fn({
+        async query<R>(text: string, params?: readonly unknown[]) {
+          const r = await t.query<R>(text, params as unknown[] | undefined);
+          return { rows: r.rows, rowCount: r.affectedRows ?? r.rows.length };
+        },
+      }),
+    );
+  }
+
+  async ping(): Promise<void> {
+    if (this.lite.closed) throw new StorageUnavailableError('embedded database is closed');
+    await this.lite.query('SELECT 1');
+  }
+
+  async close(): Promise<void> {
+    if (!this.lite.closed) await this.lite.close();
+  }
+}
+
+export interface DbOptions {
+  /** Postgres connection string; when absent, embedded PGlite in `dataDir/pg`. */
+  url?: string | null;
+  dataDir: string;
+  poolSize?: number;
+}
+
+export async function openDb(opts: DbOptions): Promise<Db> {
+  if (opts.url) {
+    const db = new PgDb(opts.url, opts.poolSize ?? 10);
+    try {
+      await db.ping();
+    } catch (err) {
+      await db.close().catch(() => {});
+      throw new StorageUnavailableError(`database unreachable at ${redactUrl(opts.url)}: ${(err as Error).message}`, { cause: err });
+    }
+    return db;
+  }
+  const { PGlite } = await import('@electric-sql/pglite');
+  const dir = `${opts.dataDir}/pg`;
+  mkdirSync(dir, { recursive: true });
+  const lite = await PGlite.create(dir);
+  return new PgliteDb(lite);
+}
+
+/** postgres://user:pass@host/db → postgres://user:***@host/db, for messages and logs. */
+export function redactUrl(url: string): string {
+  try {
+    const u = new URL(url);
+    if (u.password) u.password = '***';
+    return u.toString();
+  } catch {
+    return '(unparseable url)';
+  }
+}

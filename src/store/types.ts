@@ -1,0 +1,181 @@
+/**
+ * Storage contracts. Every interface here has one contract test file under
+ * test/store/ that runs against each implementation (Redis and embedded).
+ */
+
+/** Something SQL can be sent to: the pool itself, or one transaction. */
+export interface Queryable {
+  query<T = Record<string, unknown>>(text: string, params?: readonly unknown[]): Promise<QueryResult<T>>;
+}
+
+export interface QueryResult<T> {
+  rows: T[];
+  rowCount: number;
+}
+
+/** The SQL ledger: Postgres through `pg`, or embedded PGlite. Same SQL for both. */
+export interface Db extends Queryable {
+  readonly kind: 'postgres' | 'pglite';
+  /** Runs fn in one transaction; commits on resolve, rolls back on throw. */
+  tx<T>(fn: (q: Queryable) => Promise<T>): Promise<T>;
+  /** Cheap liveness check (SELECT 1). Throws when the database is unreachable. */
+  ping(): Promise<void>;
+  close(): Promise<void>;
+}
+
+/** Queue lanes, in the order they are served: receipts, then priority (OTP, priority_flag), then bulk. */
+export type Lane = 'receipt' | 'priority' | 'bulk';
+export const LANES: readonly Lane[] = ['receipt', 'priority', 'bulk'];
+
+export interface PushItem<P = unknown> {
+  /** Caller-chosen id; pushing an id that is already queued is a no-op (idempotent push). */
+  id: string;
+  lane: Lane;
+  payload: P;
+  /** Epoch ms when the item becomes due; default now. */
+  runAt?: number;
+  /** Attempts before the item is dead; default 10. */
+  maxAttempts?: number;
+}
+
+export interface QueueItem<P = unknown> {
+  id: string;
+  lane: Lane;
+  payload: P;
+  runAt: number;
+  /** Attempts so far, including the lease that returned this item. */
+  attempts: number;
+  maxAttempts: number;
+  lastError: string | null;
+}
+
+export interface LaneStats {
+  lane: Lane;
+  /** Items due now (runAt <= now) and not leased. */
+  due: number;
+  /** Items waiting for a future runAt. */
+  scheduled: number;
+}
+
+export interface QueueStats {
+  lanes: LaneStats[];
+  leased: number;
+  dead: number;
+}
+
+/**
+ * A durable, time-scheduled work queue with lanes and leases.
+ * A leased item that is neither acked nor retried before its lease ends is due again
+ * (this is how work in flight during a crash comes back after a restart).
+ */
+export interface Queue<P = unknown> {
+  readonly name: string;
+  push(items: readonly PushItem<P>[]): Promise<void>;
+  /** Leases up to max due items, receipt lane first, then priority, then bulk (or only the given lanes). */
+  lease(max: number, leaseMs: number, lanes?: readonly Lane[]): Promise<QueueItem<P>[]>;
+  /** Done: removes the items. Unknown ids are ignored. */
+  ack(ids: readonly string[]): Promise<void>;
+  /** Failed attempt: due again after delayMs, or dead once attempts reached maxAttempts. */
+  retry(id: string, delayMs: number, error: string): Promise<'scheduled' | 'dead' | 'unknown'>;
+  /** Removes an item that is not leased (e.g. cancel_sm of a scheduled message). */
+  cancel(id: string): Promise<boolean>;
+  /** The item as stored, or null. */
+  get(id: string): Promise<QueueItem<P> | null>;
+  stats(): Promise<QueueStats>;
+  /** Dead items, newest first (bounded). */
+  dead(limit: number): Promise<QueueItem<P>[]>;
+}
+
+export interface TakeResult {
+  allowed: boolean;
+  /** Tokens left after this take (floored). */
+  remaining: number;
+  /** When not allowed: ms until `cost` tokens are available again. */
+  retryAfterMs: number;
+}
+
+export interface WindowResult {
+  allowed: boolean;
+  /** Hits in the window, including this one when allowed. */
+  count: number;
+  /** When not allowed: ms until the oldest hit leaves the window. */
+  retryAfterMs: number;
+}
+
+/** Rate limiting shared by every instance (Redis) or in-process (embedded). */
+export interface Throttle {
+  /** Token bucket: ratePerSec refill, burst capacity. */
+  take(key: string, ratePerSec: number, burst: number, cost?: number): Promise<TakeResult>;
+  /** Sliding window: at most `limit` hits per `windowMs`; a refused hit is not counted. */
+  hit(key: string, limit: number, windowMs: number): Promise<WindowResult>;
+  /** Hits currently in the window, without adding one. */
+  count(key: string, windowMs: number): Promise<number>;
+  /** Forgets a key (e.g. after a successful login). */
+  reset(key: string): Promise<void>;
+}
+
+export interface OtpRecord {
+  id: string;
+  accountId: string;
+  phone: string;
+  /** Encrypted code (AES-256-GCM, "keyId:iv:tag:ciphertext", base64 parts): readable for resend and USSD fallback. */
+  codeCipher: string;
+  /** Keyed hash of the code (hex): what verify compares, atomically, inside the store. */
+  codeHash: string;
+  createdAt: number;
+  expiresAt: number;
+  lastSentAt: number;
+  maxAttempts: number;
+  attemptsLeft: number;
+  /** Free-form, JSON-serialisable (template, sender, metadata). */
+  meta: Record<string, unknown>;
+}
+
+export type OtpCreateResult =
+  | { ok: true }
+  | { ok: false; reason: 'ACTIVE_OTP_EXISTS'; retryAfterMs: number; activeId: string }
+  | { ok: false; reason: 'RATE_LIMIT_EXCEEDED'; retryAfterMs: number };
+
+export type OtpVerifyResult =
+  | { status: 'verified'; record: OtpRecord }
+  | { status: 'invalid'; attemptsRemaining: number; record: OtpRecord }
+  /** The wrong pin that used the last attempt, or any verify after that. */
+  | { status: 'locked' }
+  | { status: 'expired' }
+  | { status: 'not_found' };
+
+export type OtpResendResult =
+  | { status: 'ok'; record: OtpRecord }
+  | { status: 'cooldown'; retryAfterMs: number }
+  | { status: 'locked' }
+  | { status: 'expired' }
+  | { status: 'not_found' };
+
+/**
+ * OTP state (spec §3.1). Every transition is atomic: of N parallel creates for one phone
+ * exactly one succeeds; of parallel right-pin verifies exactly one returns verified.
+ * Records stay readable (as expired) for `retainMs` after expiry so verify can say OTP_EXPIRED.
+ */
+export interface OtpStore {
+  /** Creates when no unexpired, unlocked OTP is active for (accountId, phone) and fewer than rateLimit creates happened in rateWindowMs. */
+  create(rec: OtpRecord, opts: { rateLimit: number; rateWindowMs: number; retainMs: number; now: number }): Promise<OtpCreateResult>;
+  get(id: string): Promise<OtpRecord | null>;
+  /** The unexpired, unlocked OTP for the phone (USSD fallback), or null. */
+  active(accountId: string, phone: string, now: number): Promise<OtpRecord | null>;
+  /** Right pin: verified and deleted (the id is then not found). Wrong pin: one attempt used; at 0 the OTP is locked and the phone is free for a new one. */
+  verify(id: string, codeHash: string, now: number): Promise<OtpVerifyResult>;
+  /** Marks a resend (lastSentAt = now) when the cooldown since lastSentAt has passed. */
+  resend(id: string, cooldownMs: number, now: number): Promise<OtpResendResult>;
+}
+
+/** What the daemon runs on: the SQL ledger plus the Redis roles (Redis, or embedded equivalents). */
+export interface Backends {
+  readonly kind: 'redis' | 'local';
+  readonly db: Db;
+  readonly throttle: Throttle;
+  readonly otp: OtpStore;
+  queue<P = unknown>(name: string): Queue<P>;
+  /** Throws when a backend is unreachable (readiness). */
+  ping(): Promise<void>;
+  close(): Promise<void>;
+}

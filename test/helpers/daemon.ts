@@ -1,0 +1,168 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { join } from 'node:path';
+import { loadConfig } from '../../src/config/load.js';
+import { Daemon } from '../../src/daemon.js';
+import { createLogger } from '../../src/log.js';
+import { packageRoot } from '../../src/util/paths.js';
+import { testDatabase } from './db.js';
+import { REDIS_URL } from './env.js';
+import { testKeyPrefix } from './redis.js';
+
+export interface TestDaemon {
+  daemon: Daemon;
+  api: string;
+  admin: string;
+  adminToken: string;
+  /** Calls the admin API; returns data or throws with the error code. */
+  adminCall<T = any>(method: string, path: string, body?: unknown): Promise<T>;
+  stop(): Promise<void>;
+}
+
+/** The environment a daemon under test runs with: ephemeral loopback ports, private data. */
+export async function testEnv(extra: Record<string, string> = {}) {
+  const store = await testDatabase();
+  const env: Record<string, string> = {
+    FERRY_DATA_DIR: store.dataDir,
+    FERRY_HTTP_PORT: '0',
+    FERRY_ADMIN_PORT: '0',
+    FERRY_SMPP_PORT: '0',
+    FERRY_LOG_LEVEL: 'silent',
+    FERRY_SHUTDOWN_DRAIN_TIMEOUT_MS: '3000',
+    ...(store.url ? { DATABASE_URL: store.url } : {}),
+    ...(REDIS_URL ? { REDIS_URL, FERRY_REDIS_KEY_PREFIX: testKeyPrefix() } : {}),
+    ...extra,
+  };
+  return { env, store };
+}
+
+/** A daemon in this process, on ephemeral ports, with its own database and Redis prefix. */
+export async function startDaemon(extra: Record<string, string> = {}): Promise<TestDaemon> {
+  const { env, store } = await testEnv(extra);
+  const { config } = loadConfig({ env });
+  const daemon = await Daemon.start(config, createLogger(env.FERRY_LOG_LEVEL));
+  const adminToken = (await import('node:fs')).readFileSync(join(store.dataDir, 'admin.token'), 'utf8').trim();
+  const admin = daemon.addresses.admin;
+  return {
+    daemon,
+    api: daemon.addresses.http,
+    admin,
+    adminToken,
+    async adminCall(method, path, body) {
+      const res = await call(admin, method, path, { body, headers: { authorization: `Bearer ${adminToken}` } });
+      if (!res.json?.success) throw Object.assign(new Error(`${res.json?.code}: ${res.json?.message}`), { code: res.json?.code, status: res.status });
+      return res.json.data;
+    },
+    async stop() {
+      await daemon.stop();
+      await store.cleanup();
+    },
+  };
+}
+
+export interface CallResult {
+  status: number;
+  headers: Headers;
+  json: any;
+  text: string;
+}
+
+/** One HTTP call over a real connection. */
+export async function call(
+  base: string,
+  method: string,
+  path: string,
+  opts: { body?: unknown; raw?: string | Buffer; headers?: Record<string, string>; token?: string } = {},
+): Promise<CallResult> {
+  const headers: Record<string, string> = { ...(opts.headers ?? {}) };
+  if (opts.token) headers.authorization = `Basic ${opts.token}`;
+  let body: string | Buffer | undefined;
+  if (opts.raw !== undefined) body = opts.raw;
+  else if (opts.body !== undefined) {
+    body = JSON.stringify(opts.body);
+    headers['content-type'] ??= 'application/json';
+  }
+  const res = await fetch(base + path, { method, headers, body });
+  const text = await res.text();
+  let json: any = null;
+  try {
+    json = text ? JSON.parse(text) : null;
+  } catch {
+    json = null;
+  }
+  return { status: res.status, headers: res.headers, json, text };
+}
+
+/** An account with a key holding the given scopes; returns the Basic token. */
+export async function accountWithKey(d: TestDaemon, name: string, scopes: string | string[] = 'all') {
+  const account = await d.adminCall('POST', '/admin/accounts', { name });
+  const key = await d.adminCall('POST', '/admin/keys', { account: name, scopes });
+  return { account, key, token: key.token as string };
+}
+
+export interface DaemonProcess {
+  child: ChildProcess;
+  api: string;
+  admin: string;
+  /** Every stdout/stderr line so far. */
+  output: string[];
+  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+}
+
+/** `ferry <args>` as a separate process (tsx, no build needed). */
+export function ferry(args: string[], env: Record<string, string>): ChildProcess {
+  return spawn(process.execPath, ['--import', 'tsx', join(packageRoot, 'src/cli/index.ts'), ...args], {
+    cwd: packageRoot,
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+}
+
+/** Runs a short ferry command to completion. */
+export async function ferryRun(args: string[], env: Record<string, string>, timeoutMs = 60_000): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  const child = ferry(args, env);
+  let stdout = '';
+  let stderr = '';
+  child.stdout!.on('data', (d) => (stdout += d));
+  child.stderr!.on('data', (d) => (stderr += d));
+  const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
+  const code = await new Promise<number | null>((resolve) => child.on('exit', (c) => resolve(c)));
+  clearTimeout(timer);
+  return { code, stdout, stderr };
+}
+
+/** Starts `ferry start` as a child and waits for its "ferry started" log line. */
+export async function startDaemonProcess(env: Record<string, string>, timeoutMs = 60_000): Promise<DaemonProcess> {
+  const child = ferry(['start'], { ...env, FERRY_LOG_LEVEL: 'info' });
+  const output: string[] = [];
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.on('exit', (code, signal) => resolve({ code, signal })));
+  const started = new Promise<{ api: string; admin: string }>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error('daemon did not start in time:\n' + output.join('\n'))), timeoutMs);
+    let buf = '';
+    const onData = (d: Buffer) => {
+      buf += d.toString();
+      let nl;
+      while ((nl = buf.indexOf('\n')) >= 0) {
+        const line = buf.slice(0, nl);
+        buf = buf.slice(nl + 1);
+        output.push(line);
+        try {
+          const j = JSON.parse(line);
+          if (j.msg === 'ferry started') {
+            clearTimeout(timer);
+            resolve({ api: j.http, admin: j.admin });
+          }
+        } catch {
+          /* not JSON */
+        }
+      }
+    };
+    child.stdout!.on('data', onData);
+    child.stderr!.on('data', onData);
+    void exited.then((e) => {
+      clearTimeout(timer);
+      reject(new Error(`daemon exited (${e.code ?? e.signal}) before starting:\n${output.join('\n')}`));
+    });
+  });
+  const { api, admin } = await started;
+  return { child, api, admin, output, exited };
+}

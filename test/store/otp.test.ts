@@ -1,0 +1,193 @@
+import { createHmac, randomBytes } from 'node:crypto';
+import t from 'tap';
+import type { OtpRecord } from '../../src/store/types.js';
+import { openTestBackends } from '../helpers/backends.js';
+import { backendLabel } from '../helpers/env.js';
+
+const env = await openTestBackends();
+t.teardown(() => env.cleanup());
+const { clock } = env;
+const otp = env.backends.otp;
+
+const MIN = 60_000;
+const HOUR = 60 * MIN;
+const RULES = { rateLimit: 3, rateWindowMs: HOUR, retainMs: 10 * MIN };
+const hash = (code: string) => createHmac('sha256', 'test-key').update(code).digest('hex');
+let seq = 0;
+const phone = () => `+23320000${String(++seq).padStart(4, '0')}`;
+
+function record(accountId: string, ph: string, now: number, over: Partial<OtpRecord> = {}): OtpRecord {
+  return {
+    id: `otp_${randomBytes(6).toString('hex')}`,
+    accountId,
+    phone: ph,
+    codeCipher: 'k1:aXY=:dGFn:Y2lwaGVy',
+    codeHash: hash('123456'),
+    createdAt: now,
+    expiresAt: now + 5 * MIN,
+    lastSentAt: now,
+    maxAttempts: 3,
+    attemptsLeft: 3,
+    meta: { template: 'Your code is {code}', sender: 'Ferry', n: 1 },
+    ...over,
+  };
+}
+
+t.test(`otp store contract (${backendLabel})`, async (t) => {
+  t.test('create, get, active, and one active OTP per (account, phone)', async (t) => {
+    const now = clock.now;
+    const ph = phone();
+    const rec = record('acc1', ph, now);
+    t.same(await otp.create(rec, { ...RULES, now }), { ok: true });
+    t.same(await otp.get(rec.id), rec, 'stored as given');
+    t.same(await otp.active('acc1', ph, now + 1000), rec);
+    t.equal(await otp.active('acc2', ph, now), null, 'another account');
+    t.equal(await otp.get('otp_nope'), null);
+
+    const second = record('acc1', ph, now + 1000);
+    t.same(await otp.create(second, { ...RULES, now: now + 1000 }), {
+      ok: false,
+      reason: 'ACTIVE_OTP_EXISTS',
+      retryAfterMs: 5 * MIN - 1000,
+      activeId: rec.id,
+    });
+    t.equal(await otp.get(second.id), null, 'the refused one is not stored');
+    t.same(await otp.create(record('acc2', ph, now), { ...RULES, now }), { ok: true }, 'the same phone under another account is separate');
+  });
+
+  t.test('of 50 parallel creates for one phone exactly one succeeds', async (t) => {
+    const now = clock.now;
+    const ph = phone();
+    const recs = Array.from({ length: 50 }, () => record('acc1', ph, now));
+    const res = await Promise.all(recs.map((r) => otp.create(r, { ...RULES, now })));
+    const winners = recs.filter((_, i) => res[i].ok);
+    t.equal(winners.length, 1);
+    for (const r of res) if (!r.ok) t.same(r, { ok: false, reason: 'ACTIVE_OTP_EXISTS', retryAfterMs: 5 * MIN, activeId: winners[0].id });
+    t.equal((await otp.active('acc1', ph, now))?.id, winners[0].id);
+  });
+
+  t.test('right code: verified once, then not found, phone free', async (t) => {
+    const now = clock.now;
+    const ph = phone();
+    const rec = record('acc1', ph, now);
+    await otp.create(rec, { ...RULES, now });
+    const res = await Promise.all(Array.from({ length: 20 }, () => otp.verify(rec.id, hash('123456'), now + 10)));
+    const verified = res.filter((r) => r.status === 'verified');
+    t.equal(verified.length, 1, 'exactly one parallel verify wins');
+    t.same(verified[0], { status: 'verified', record: rec });
+    t.ok(res.every((r) => r.status === 'verified' || r.status === 'not_found'), 'the others find nothing');
+    t.same(await otp.verify(rec.id, hash('123456'), now + 20), { status: 'not_found' });
+    t.equal(await otp.get(rec.id), null);
+    t.equal(await otp.active('acc1', ph, now + 20), null);
+    t.same(await otp.resend(rec.id, 0, now + 20), { status: 'not_found' });
+    t.same(await otp.create(record('acc1', ph, now + 30), { ...RULES, now: now + 30 }), { ok: true }, 'the phone may get a new code');
+  });
+
+  t.test('wrong codes use attempts one by one, then lock', async (t) => {
+    const now = clock.now;
+    const ph = phone();
+    const rec = record('acc1', ph, now);
+    await otp.create(rec, { ...RULES, now });
+    const first = await otp.verify(rec.id, hash('000000'), now + 1);
+    t.same(first, { status: 'invalid', attemptsRemaining: 2, record: { ...rec, attemptsLeft: 2 } });
+    t.equal((await otp.get(rec.id))?.attemptsLeft, 2);
+    t.match(await otp.verify(rec.id, hash('000001'), now + 2), { status: 'invalid', attemptsRemaining: 1 });
+    t.same(await otp.verify(rec.id, hash('000002'), now + 3), { status: 'locked' }, 'the last attempt locks');
+    t.same(await otp.verify(rec.id, hash('123456'), now + 4), { status: 'locked' }, 'even the right code after that');
+    t.same(await otp.resend(rec.id, 0, now + 4), { status: 'locked' });
+    t.equal(await otp.active('acc1', ph, now + 4), null, 'a locked OTP is not active');
+    t.equal((await otp.get(rec.id))?.attemptsLeft, 0, 'still readable');
+    const next = record('acc1', ph, now + 5);
+    t.same(await otp.create(next, { ...RULES, now: now + 5 }), { ok: true }, 'the phone may request a new one');
+    t.same(await otp.verify(rec.id, hash('123456'), now + 6), { status: 'locked' }, 'the old one stays locked');
+    t.equal((await otp.verify(next.id, hash('123456'), now + 6)).status, 'verified');
+  });
+
+  t.test('parallel wrong codes are counted exactly', async (t) => {
+    const now = clock.now;
+    const a = record('acc1', phone(), now, { maxAttempts: 10, attemptsLeft: 10 });
+    await otp.create(a, { ...RULES, now });
+    const res = await Promise.all(Array.from({ length: 9 }, (_, i) => otp.verify(a.id, hash(`bad${i}`), now + 1)));
+    t.same(
+      res.map((r) => (r.status === 'invalid' ? r.attemptsRemaining : -1)).sort((x, y) => x - y),
+      [1, 2, 3, 4, 5, 6, 7, 8, 9],
+      'each wrong attempt saw its own count',
+    );
+    t.equal((await otp.get(a.id))?.attemptsLeft, 1);
+
+    const b = record('acc1', phone(), now, { maxAttempts: 5, attemptsLeft: 5 });
+    await otp.create(b, { ...RULES, now });
+    const res2 = await Promise.all(Array.from({ length: 15 }, (_, i) => otp.verify(b.id, hash(`bad${i}`), now + 1)));
+    t.equal(res2.filter((r) => r.status === 'invalid').length, 4, 'four attempts answer invalid');
+    t.equal(res2.filter((r) => r.status === 'locked').length, 11, 'the fifth locks, the rest find it locked');
+  });
+
+  t.test('at most 3 creates per phone per hour (sliding window)', async (t) => {
+    const t0 = clock.now;
+    const ph = phone();
+    const create = async (at: number) => {
+      const rec = record('acc1', ph, at);
+      const res = await otp.create(rec, { ...RULES, now: at });
+      if (res.ok) t.equal((await otp.verify(rec.id, hash('123456'), at)).status, 'verified');
+      return res;
+    };
+    t.same(await create(t0), { ok: true });
+    t.same(await create(t0 + 10 * MIN), { ok: true });
+    t.same(await create(t0 + 20 * MIN), { ok: true });
+    t.same(await create(t0 + 30 * MIN), { ok: false, reason: 'RATE_LIMIT_EXCEEDED', retryAfterMs: 30 * MIN });
+    t.same(await create(t0 + HOUR - 1), { ok: false, reason: 'RATE_LIMIT_EXCEEDED', retryAfterMs: 1 }, 'refused creates are not counted');
+    t.same(await create(t0 + HOUR), { ok: true }, 'the first create left the window');
+    t.same(await create(t0 + HOUR + 1), { ok: false, reason: 'RATE_LIMIT_EXCEEDED', retryAfterMs: 10 * MIN - 1 });
+    t.same(await otp.create(record('acc1', phone(), t0 + HOUR), { ...RULES, now: t0 + HOUR }), { ok: true }, 'other phones are not limited');
+  });
+
+  t.test('expiry: verify says expired during retention, then not found', async (t) => {
+    const now = clock.now;
+    const ph = phone();
+    const rec = record('acc1', ph, now);
+    await otp.create(rec, { ...RULES, now });
+    const expiry = rec.expiresAt;
+    t.match(await otp.verify(rec.id, hash('999999'), expiry - 1), { status: 'invalid' }, 'just before expiry');
+    t.same(await otp.verify(rec.id, hash('123456'), expiry), { status: 'expired' }, 'at expiry, even with the right code');
+    t.same(await otp.resend(rec.id, 0, expiry), { status: 'expired' });
+    t.equal(await otp.active('acc1', ph, expiry), null);
+    clock.now = expiry + 10 * MIN - 1;
+    t.equal((await otp.get(rec.id))?.id, rec.id, 'readable during retention');
+    t.same(await otp.create(record('acc1', ph, expiry), { ...RULES, now: expiry }), { ok: true }, 'an expired OTP does not block the phone');
+    t.same(await otp.verify(rec.id, hash('123456'), expiry + 10 * MIN - 1), { status: 'expired' });
+    t.same(await otp.verify(rec.id, hash('123456'), expiry + 10 * MIN), { status: 'not_found' }, 'gone after retention');
+    clock.now = expiry + 10 * MIN;
+    t.equal(await otp.get(rec.id), null);
+    t.same(await otp.resend(rec.id, 0, expiry + 10 * MIN), { status: 'not_found' });
+  });
+
+  t.test('resend only after the cooldown, same id, same expiry', async (t) => {
+    const now = clock.now;
+    const ph = phone();
+    const rec = record('acc1', ph, now);
+    await otp.create(rec, { ...RULES, now });
+    t.same(await otp.resend(rec.id, MIN, now + 30_000), { status: 'cooldown', retryAfterMs: 30_000 });
+    t.same(await otp.resend(rec.id, MIN, now + MIN - 1), { status: 'cooldown', retryAfterMs: 1 });
+    const ok = await otp.resend(rec.id, MIN, now + MIN);
+    t.same(ok, { status: 'ok', record: { ...rec, lastSentAt: now + MIN } });
+    t.same(await otp.resend(rec.id, MIN, now + MIN + 1), { status: 'cooldown', retryAfterMs: MIN - 1 }, 'cooldown restarts');
+    const active = await otp.active('acc1', ph, now + MIN + 1);
+    t.equal(active?.id, rec.id, 'still the one active code');
+    t.equal(active?.expiresAt, rec.expiresAt, 'expiry unchanged');
+    t.equal(active?.lastSentAt, now + MIN);
+    t.equal((await otp.verify(rec.id, hash('123456'), now + MIN + 2)).status, 'verified', 'the same code verifies');
+    t.same(await otp.resend('otp_unknown', MIN, now), { status: 'not_found' });
+  });
+
+  t.test('a reused id is refused', async (t) => {
+    const now = clock.now;
+    const rec = record('acc1', phone(), now);
+    await otp.create(rec, { ...RULES, now });
+    await t.rejects(otp.create({ ...rec, phone: phone() }, { ...RULES, now }));
+    t.equal((await otp.get(rec.id))?.phone, rec.phone, 'the first one is untouched');
+  });
+
+  t.test('unknown ids', async (t) => {
+    t.same(await otp.verify('otp_missing', hash('1'), clock.now), { status: 'not_found' });
+  });
+});

@@ -1,0 +1,92 @@
+import { spawn } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import t from 'tap';
+import { openBackends } from '../../src/store/backends.js';
+import { openDb } from '../../src/store/sql/db.js';
+import type { Db } from '../../src/store/types.js';
+import { deleteKeys, testClock } from '../helpers/backends.js';
+import { testDb } from '../helpers/db.js';
+import { backendLabel } from '../helpers/env.js';
+import { REDIS_URL, testKeyPrefix } from '../helpers/redis.js';
+
+const PUSHER = fileURLToPath(new URL('../helpers/queue-pusher.ts', import.meta.url));
+const BATCH = 50;
+// The kill comes once this many batches were acknowledged (or when the child ends by itself).
+const KILL_AFTER = 30;
+
+t.test(`SIGKILL while items are queued loses none of them (${backendLabel})`, async (t) => {
+  const tdb = await testDb();
+  const keyPrefix = REDIS_URL ? testKeyPrefix() : null;
+  let db: Db = tdb.db;
+  t.teardown(async () => {
+    if (db !== tdb.db) await db.close().catch(() => {});
+    if (keyPrefix) await deleteKeys(keyPrefix);
+    await tdb.cleanup();
+  });
+  // PGlite: the child must own the data folder alone.
+  if (!tdb.url) await db.close();
+
+  const child = spawn(process.execPath, ['--import', 'tsx', PUSHER], {
+    env: {
+      ...process.env,
+      PUSHER_DB_URL: tdb.url ?? '',
+      PUSHER_DATA_DIR: tdb.dataDir,
+      PUSHER_REDIS_URL: REDIS_URL ?? '',
+      PUSHER_KEY_PREFIX: keyPrefix ?? '',
+      PUSHER_QUEUE: 'crash',
+      PUSHER_BATCH: String(BATCH),
+      PUSHER_MAX_BATCHES: '5000',
+      PUSHER_MAX_MS: '30000',
+    },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let stderr = '';
+  child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+  const acked: number[] = [];
+  let buf = '';
+  let killedAt = -1;
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+    child.on('exit', (code, signal) => resolve({ code, signal })),
+  );
+  child.stdout.on('data', (d: Buffer) => {
+    buf += d.toString();
+    let nl: number;
+    while ((nl = buf.indexOf('\n')) >= 0) {
+      const line = buf.slice(0, nl);
+      buf = buf.slice(nl + 1);
+      const m = /^ok (\d+)$/.exec(line);
+      if (m) acked.push(Number(m[1]));
+      if (acked.length >= KILL_AFTER && killedAt < 0) {
+        killedAt = acked.length;
+        child.kill('SIGKILL');
+      }
+    }
+  });
+  const timer = setTimeout(() => child.kill('SIGKILL'), 60_000);
+  const { signal } = await exited;
+  clearTimeout(timer);
+  t.equal(signal, 'SIGKILL', `the pusher was killed mid-run ${stderr ? `(stderr: ${stderr.slice(0, 500)})` : ''}`);
+  t.ok(acked.length >= KILL_AFTER, `${acked.length} batches acknowledged before the kill`);
+
+  if (!tdb.url) db = await openDb({ url: null, dataDir: tdb.dataDir });
+  // Past every lease the child took, so work it had in flight is due again.
+  const clock = testClock(Date.now() + 120_000);
+  const backends = await openBackends({ db, redisUrl: REDIS_URL, keyPrefix: keyPrefix ?? undefined, clock: () => clock.now });
+  t.teardown(() => backends.close());
+  const q = backends.queue<{ b: number; i: number }>('crash');
+
+  const expected = new Set<string>();
+  for (const b of acked) for (let i = 0; i < BATCH; i++) expected.add(`b${b}-i${i}`);
+  const seen = new Map<string, number>();
+  for (;;) {
+    const got = await q.lease(500, 60_000);
+    if (got.length === 0) break;
+    for (const it of got) {
+      seen.set(it.id, (seen.get(it.id) ?? 0) + 1);
+      if (`b${it.payload.b}-i${it.payload.i}` !== it.id) t.fail(`payload of ${it.id} does not match`);
+    }
+  }
+  const missing = [...expected].filter((id) => !seen.has(id));
+  t.same(missing.slice(0, 10), [], `every acknowledged item is there (${expected.size} expected, ${missing.length} missing)`);
+  t.equal([...seen.values()].filter((n) => n !== 1).length, 0, 'and leased exactly once');
+});

@@ -1,0 +1,42 @@
+import t from 'tap';
+import { testDb } from '../helpers/db.js';
+import { appliedVersions, loadMigrations, migrate, splitStatements } from '../../src/store/sql/migrate.js';
+import { backendLabel } from '../helpers/env.js';
+
+t.test(`sql driver and migrations (${backendLabel})`, async (t) => {
+  const tdb = await testDb();
+  t.teardown(() => tdb.cleanup());
+  const { db } = tdb;
+
+  const versions = await appliedVersions(db);
+  t.same(versions, loadMigrations().map((m) => m.version), 'every migration applied at start');
+  t.same(await migrate(db), [], 'a second run applies nothing');
+
+  const { rows } = await db.query<{ n: number; j: { a: number } }>(`SELECT 42::bigint AS n, '{"a":1}'::jsonb AS j`);
+  t.equal(rows[0].n, 42, 'bigint comes back as a number');
+  t.same(rows[0].j, { a: 1 }, 'jsonb comes back parsed');
+
+  await db.query(`INSERT INTO settings (key, value) VALUES ('k', '1')`);
+  await t.rejects(
+    db.tx(async (q) => {
+      await q.query(`UPDATE settings SET value = '2' WHERE key = 'k'`);
+      throw new Error('boom');
+    }),
+    /boom/,
+  );
+  const after = await db.query<{ value: number }>(`SELECT value FROM settings WHERE key = 'k'`);
+  t.equal(after.rows[0].value, 1, 'a throwing transaction rolls back');
+
+  const committed = await db.tx(async (q) => {
+    await q.query(`UPDATE settings SET value = '3' WHERE key = 'k'`);
+    return 'ok';
+  });
+  t.equal(committed, 'ok');
+  t.equal((await db.query<{ value: number }>(`SELECT value FROM settings WHERE key = 'k'`)).rows[0].value, 3, 'a resolving transaction commits');
+});
+
+t.test('migration files split into statements outside dollar quotes', async (t) => {
+  const parts = splitStatements(`-- c\nCREATE TABLE a (x int);\nCREATE FUNCTION f() RETURNS int AS $$\nBEGIN\n  RETURN 1;\nEND;\n$$ LANGUAGE plpgsql;\n`);
+  t.equal(parts.length, 2);
+  t.match(parts[1], /RETURN 1;\nEND;\n\$\$ LANGUAGE plpgsql;$/);
+});
