@@ -1,0 +1,215 @@
+import { ApiError } from '../http/errors.js';
+import { hashPassword, verifyPassword } from '../security/secrets.js';
+import type { Db } from '../store/types.js';
+import { newId, randomFrom } from '../util/ids.js';
+import { fromMicros, toMicros } from './money.js';
+
+export interface Account {
+  id: string;
+  name: string;
+  status: 'active' | 'suspended';
+  suspendedReason: string | null;
+  balance: number;
+  currency: string;
+  defaultCountry: string | null;
+  createdAt: string;
+  updatedAt: string;
+}
+
+export interface SmppCredentials {
+  systemId: string;
+  accountId: string;
+  allowedIps: string[] | null;
+  maxBinds: number;
+}
+
+interface AccountRow {
+  id: string;
+  name: string;
+  status: 'active' | 'suspended';
+  suspended_reason: string | null;
+  balance_micros: number;
+  currency: string;
+  default_country: string | null;
+  created_at: Date;
+  updated_at: Date;
+}
+
+const ACCOUNT_COLUMNS = 'id, name, status, suspended_reason, balance_micros, currency, default_country, created_at, updated_at';
+const NAME = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/;
+const SYSTEM_ID = /^[A-Za-z0-9_.-]{1,15}$/;
+const PASSWORD_ALPHABET = 'abcdefghjkmnpqrstuvwxyzABCDEFGHJKMNPQRSTUVWXYZ23456789';
+
+function toAccount(r: AccountRow): Account {
+  return {
+    id: r.id,
+    name: r.name,
+    status: r.status,
+    suspendedReason: r.suspended_reason,
+    balance: fromMicros(r.balance_micros),
+    currency: r.currency,
+    defaultCountry: r.default_country,
+    createdAt: new Date(r.created_at).toISOString(),
+    updatedAt: new Date(r.updated_at).toISOString(),
+  };
+}
+
+/** Accounts, their balance and their SMPP credentials. */
+export class AccountService {
+  /** Called after any change that could alter an authentication outcome (suspend, resume). */
+  onChange: (accountId: string) => void = () => {};
+
+  constructor(private readonly db: Db) {}
+
+  async create(input: {
+    name: string;
+    currency?: string;
+    defaultCountry?: string | null;
+    smppPassword?: string | null;
+    smppSystemId?: string | null;
+  }): Promise<{ account: Account; smpp: { systemId: string; password: string } }> {
+    if (!NAME.test(input.name)) {
+      throw new ApiError('VALIDATION_ERROR', { data: { errors: [{ field: 'name', message: 'letters, digits, _ . - ; at most 64 characters' }] } });
+    }
+    const currency = (input.currency ?? 'USD').toUpperCase();
+    if (!/^[A-Z]{3}$/.test(currency)) throw new ApiError('VALIDATION_ERROR', { data: { errors: [{ field: 'currency', message: 'ISO 4217 code' }] } });
+    const country = input.defaultCountry ? input.defaultCountry.toUpperCase() : null;
+    if (country && !/^[A-Z]{2}$/.test(country)) throw new ApiError('VALIDATION_ERROR', { data: { errors: [{ field: 'defaultCountry', message: 'ISO 3166 alpha-2 code' }] } });
+    const password = input.smppPassword ?? randomFrom(PASSWORD_ALPHABET, 8);
+    validateSmppPassword(password);
+    const systemId = input.smppSystemId ?? input.name.replace(/[^A-Za-z0-9_.-]/g, '').slice(0, 15);
+    if (!SYSTEM_ID.test(systemId)) throw new ApiError('VALIDATION_ERROR', { data: { errors: [{ field: 'smppSystemId', message: 'at most 15 characters: letters, digits, _ . -' }] } });
+    const passwordHash = await hashPassword(password);
+    const id = newId('acc_');
+    try {
+      const row = await this.db.tx(async (q) => {
+        const { rows } = await q.query<AccountRow>(
+          `INSERT INTO accounts (id, name, currency, default_country) VALUES ($1, $2, $3, $4) RETURNING ${ACCOUNT_COLUMNS}`,
+          [id, input.name, currency, country],
+        );
+        await q.query(`INSERT INTO smpp_credentials (system_id, account_id, password_hash) VALUES ($1, $2, $3)`, [systemId, id, passwordHash]);
+        return rows[0];
+      });
+      return { account: toAccount(row), smpp: { systemId, password } };
+    } catch (err) {
+      if ((err as { code?: string }).code === '23505') {
+        const detail = String((err as { detail?: string; message?: string }).detail ?? (err as Error).message);
+        if (detail.includes('system_id')) throw new ApiError('CONFLICT', { message: `SMPP system_id ${systemId} is taken; choose another with smppSystemId` });
+        throw new ApiError('ACCOUNT_EXISTS');
+      }
+      throw err;
+    }
+  }
+
+  async list(): Promise<Account[]> {
+    const { rows } = await this.db.query<AccountRow>(`SELECT ${ACCOUNT_COLUMNS} FROM accounts ORDER BY created_at, id`);
+    return rows.map(toAccount);
+  }
+
+  /** By id or by name. */
+  async find(ref: string): Promise<Account | null> {
+    const { rows } = await this.db.query<AccountRow>(`SELECT ${ACCOUNT_COLUMNS} FROM accounts WHERE id = $1 OR name = $1`, [ref]);
+    return rows[0] ? toAccount(rows[0]) : null;
+  }
+
+  async get(ref: string): Promise<Account> {
+    const a = await this.find(ref);
+    if (!a) throw new ApiError('ACCOUNT_NOT_FOUND');
+    return a;
+  }
+
+  async setStatus(ref: string, status: 'active' | 'suspended', reason: string | null = null): Promise<Account> {
+    const { rows } = await this.db.query<AccountRow>(
+      `UPDATE accounts SET status = $2, suspended_reason = $3, updated_at = now() WHERE id = $1 OR name = $1 RETURNING ${ACCOUNT_COLUMNS}`,
+      [ref, status, status === 'suspended' ? reason : null],
+    );
+    if (!rows[0]) throw new ApiError('ACCOUNT_NOT_FOUND');
+    this.onChange(rows[0].id);
+    return toAccount(rows[0]);
+  }
+
+  /** Adds (or with a negative amount, removes) credit, recording the transaction. */
+  async credit(ref: string, amount: number, reference: string | null = null): Promise<Account> {
+    if (!Number.isFinite(amount) || amount === 0) {
+      throw new ApiError('VALIDATION_ERROR', { data: { errors: [{ field: 'amount', message: 'a non-zero number' }] } });
+    }
+    const micros = toMicros(amount);
+    return this.db.tx(async (q) => {
+      const { rows } = await q.query<AccountRow>(
+        `UPDATE accounts SET balance_micros = balance_micros + $2, updated_at = now() WHERE id = $1 OR name = $1 RETURNING ${ACCOUNT_COLUMNS}`,
+        [ref, micros],
+      );
+      if (!rows[0]) throw new ApiError('ACCOUNT_NOT_FOUND');
+      await q.query(
+        `INSERT INTO account_transactions (account_id, amount_micros, balance_after_micros, kind, reference) VALUES ($1, $2, $3, $4, $5)`,
+        [rows[0].id, micros, rows[0].balance_micros, micros > 0 ? 'credit' : 'adjustment', reference],
+      );
+      return toAccount(rows[0]);
+    });
+  }
+
+  /** Sets (or replaces) the account's SMPP credentials; returns the clear password once. */
+  async setSmppCredentials(
+    ref: string,
+    input: { systemId?: string | null; password?: string | null; allowedIps?: string[] | null; maxBinds?: number | null },
+  ): Promise<{ systemId: string; password: string; allowedIps: string[] | null; maxBinds: number }> {
+    const account = await this.get(ref);
+    const password = input.password ?? randomFrom(PASSWORD_ALPHABET, 8);
+    validateSmppPassword(password);
+    const existing = await this.db.query<{ system_id: string; allowed_ips: string[] | null; max_binds: number }>(
+      `SELECT system_id, allowed_ips, max_binds FROM smpp_credentials WHERE account_id = $1 ORDER BY created_at LIMIT 1`,
+      [account.id],
+    );
+    const systemId = input.systemId ?? existing.rows[0]?.system_id ?? account.name.replace(/[^A-Za-z0-9_.-]/g, '').slice(0, 15);
+    if (!SYSTEM_ID.test(systemId)) throw new ApiError('VALIDATION_ERROR', { data: { errors: [{ field: 'systemId', message: 'at most 15 characters: letters, digits, _ . -' }] } });
+    const allowedIps = input.allowedIps === undefined ? (existing.rows[0]?.allowed_ips ?? null) : input.allowedIps;
+    const maxBinds = input.maxBinds ?? existing.rows[0]?.max_binds ?? 10;
+    const hash = await hashPassword(password);
+    await this.db.tx(async (q) => {
+      const owner = await q.query<{ account_id: string }>(`SELECT account_id FROM smpp_credentials WHERE system_id = $1`, [systemId]);
+      if (owner.rows[0] && owner.rows[0].account_id !== account.id) throw new ApiError('CONFLICT', { message: `SMPP system_id ${systemId} belongs to another account` });
+      await q.query(`DELETE FROM smpp_credentials WHERE account_id = $1`, [account.id]);
+      await q.query(
+        `INSERT INTO smpp_credentials (system_id, account_id, password_hash, allowed_ips, max_binds) VALUES ($1, $2, $3, $4, $5)`,
+        [systemId, account.id, hash, allowedIps, maxBinds],
+      );
+    });
+    return { systemId, password, allowedIps, maxBinds };
+  }
+
+  async smppCredentials(ref: string): Promise<SmppCredentials | null> {
+    const account = await this.get(ref);
+    const { rows } = await this.db.query<{ system_id: string; account_id: string; allowed_ips: string[] | null; max_binds: number }>(
+      `SELECT system_id, account_id, allowed_ips, max_binds FROM smpp_credentials WHERE account_id = $1 ORDER BY created_at LIMIT 1`,
+      [account.id],
+    );
+    const r = rows[0];
+    return r ? { systemId: r.system_id, accountId: r.account_id, allowedIps: r.allowed_ips, maxBinds: r.max_binds } : null;
+  }
+
+  /**
+   * Checks an SMPP bind. The outcomes map to bind_resp statuses: unknown system_id → ESME_RINVSYSID,
+   * wrong password → ESME_RINVPASWD, suspended → ESME_RBINDFAIL.
+   */
+  async checkSmppBind(
+    systemId: string,
+    password: string,
+  ): Promise<{ ok: true; account: Account; credentials: SmppCredentials } | { ok: false; reason: 'unknown_system_id' | 'wrong_password' | 'suspended' }> {
+    const { rows } = await this.db.query<{ account_id: string; password_hash: string; allowed_ips: string[] | null; max_binds: number }>(
+      `SELECT account_id, password_hash, allowed_ips, max_binds FROM smpp_credentials WHERE system_id = $1`,
+      [systemId],
+    );
+    const cred = rows[0];
+    if (!cred) return { ok: false, reason: 'unknown_system_id' };
+    if (!(await verifyPassword(password, cred.password_hash))) return { ok: false, reason: 'wrong_password' };
+    const account = await this.get(cred.account_id);
+    if (account.status !== 'active') return { ok: false, reason: 'suspended' };
+    return { ok: true, account, credentials: { systemId, accountId: cred.account_id, allowedIps: cred.allowed_ips, maxBinds: cred.max_binds } };
+  }
+}
+
+function validateSmppPassword(pw: string): void {
+  if (pw.length < 1 || pw.length > 8 || !/^[\x21-\x7e]+$/.test(pw)) {
+    throw new ApiError('VALIDATION_ERROR', { data: { errors: [{ field: 'smppPassword', message: '1 to 8 printable ASCII characters (SMPP v3.4 limit)' }] } });
+  }
+}

@@ -1,0 +1,160 @@
+import { timingSafeEqual } from 'node:crypto';
+import type { FastifyInstance } from 'fastify';
+import type { AccountService } from '../accounts/account-service.js';
+import type { KeyService } from '../accounts/key-service.js';
+import { SCOPES } from '../accounts/scopes.js';
+import { ApiError } from '../http/errors.js';
+import { ok } from '../http/envelope.js';
+
+export interface AdminDeps {
+  token: string;
+  accounts: AccountService;
+  keys: KeyService;
+}
+
+function tokenMatches(header: string | undefined, token: string): boolean {
+  if (!header?.startsWith('Bearer ')) return false;
+  const given = Buffer.from(header.slice(7).trim());
+  const want = Buffer.from(token);
+  return given.length === want.length && timingSafeEqual(given, want);
+}
+
+const ref = { type: 'object', required: ['ref'], properties: { ref: { type: 'string', minLength: 1, maxLength: 100 } } } as const;
+const keyParam = { type: 'object', required: ['keyId'], properties: { keyId: { type: 'string', minLength: 1, maxLength: 100 } } } as const;
+
+/** The operator API under /admin, behind the admin bearer token. The `ferry` CLI is its client. */
+export async function adminRoutes(app: FastifyInstance, deps: AdminDeps): Promise<void> {
+  app.addHook('onRequest', async (req) => {
+    if (!tokenMatches(req.headers.authorization, deps.token)) throw new ApiError('ADMIN_UNAUTHORIZED');
+  });
+
+  app.post<{ Body: { name: string; currency?: string; defaultCountry?: string; smppPassword?: string; smppSystemId?: string } }>(
+    '/admin/accounts',
+    {
+      schema: {
+        body: {
+          type: 'object',
+          required: ['name'],
+          additionalProperties: false,
+          properties: {
+            name: { type: 'string', minLength: 1, maxLength: 64 },
+            currency: { type: 'string', minLength: 3, maxLength: 3 },
+            defaultCountry: { type: 'string', minLength: 2, maxLength: 2 },
+            smppPassword: { type: 'string', minLength: 1, maxLength: 8 },
+            smppSystemId: { type: 'string', minLength: 1, maxLength: 15 },
+          },
+        },
+      },
+    },
+    async (req, reply) => {
+      const out = await deps.accounts.create(req.body);
+      reply.code(201);
+      return ok(req, 'ACCOUNT_CREATED', { ...out.account, smpp: out.smpp }, 'Account created; the SMPP password is shown only now');
+    },
+  );
+
+  app.get('/admin/accounts', async (req) => ok(req, 'ACCOUNTS', await deps.accounts.list()));
+
+  app.get<{ Params: { ref: string } }>('/admin/accounts/:ref', { schema: { params: ref } }, async (req) => {
+    const account = await deps.accounts.get(req.params.ref);
+    const smpp = await deps.accounts.smppCredentials(account.id);
+    const keys = await deps.keys.list(account.id);
+    return ok(req, 'ACCOUNT', { ...account, smpp, keys });
+  });
+
+  app.post<{ Params: { ref: string }; Body: { reason?: string } | undefined }>(
+    '/admin/accounts/:ref/suspend',
+    { schema: { params: ref, body: { type: ['object', 'null'], additionalProperties: false, properties: { reason: { type: 'string', maxLength: 500 } } } } },
+    async (req) => ok(req, 'ACCOUNT_SUSPENDED', await deps.accounts.setStatus(req.params.ref, 'suspended', req.body?.reason ?? null)),
+  );
+
+  app.post<{ Params: { ref: string } }>('/admin/accounts/:ref/resume', { schema: { params: ref } }, async (req) =>
+    ok(req, 'ACCOUNT_RESUMED', await deps.accounts.setStatus(req.params.ref, 'active')),
+  );
+
+  app.post<{ Params: { ref: string }; Body: { amount: number; reference?: string } }>(
+    '/admin/accounts/:ref/credit',
+    {
+      schema: {
+        params: ref,
+        body: {
+          type: 'object',
+          required: ['amount'],
+          additionalProperties: false,
+          properties: { amount: { type: 'number' }, reference: { type: 'string', maxLength: 200 } },
+        },
+      },
+    },
+    async (req) => ok(req, 'ACCOUNT_CREDITED', await deps.accounts.credit(req.params.ref, req.body.amount, req.body.reference ?? null)),
+  );
+
+  app.post<{ Params: { ref: string }; Body: { systemId?: string; password?: string; allowedIps?: string[] | null; maxBinds?: number } }>(
+    '/admin/accounts/:ref/smpp-credentials',
+    {
+      schema: {
+        params: ref,
+        body: {
+          type: 'object',
+          additionalProperties: false,
+          properties: {
+            systemId: { type: 'string', minLength: 1, maxLength: 15 },
+            password: { type: 'string', minLength: 1, maxLength: 8 },
+            allowedIps: { type: ['array', 'null'], items: { type: 'string', maxLength: 64 } },
+            maxBinds: { type: 'integer', minimum: 1, maximum: 1000 },
+          },
+        },
+      },
+    },
+    async (req) => ok(req, 'SMPP_CREDENTIALS_SET', await deps.accounts.setSmppCredentials(req.params.ref, req.body ?? {}), 'The SMPP password is shown only now'),
+  );
+
+  app.post<{ Body: { account: string; scopes: string[] | string; environment?: string; name?: string; expiresAt?: string; allowedRecipients?: string[] } }>(
+    '/admin/keys',
+    {
+      schema: {
+        body: {
+          type: 'object',
+          required: ['account', 'scopes'],
+          additionalProperties: false,
+          properties: {
+            account: { type: 'string', minLength: 1 },
+            scopes: { anyOf: [{ type: 'array', items: { type: 'string', enum: [...SCOPES] }, minItems: 1 }, { type: 'string', minLength: 1 }] },
+            environment: { type: 'string', maxLength: 12 },
+            name: { type: 'string', maxLength: 100 },
+            expiresAt: { type: 'string', format: 'date-time' },
+            allowedRecipients: { type: 'array', items: { type: 'string', pattern: '^\\+?[0-9]{1,15}\\*?$' } },
+          },
+        },
+      },
+    },
+    async (req, reply) => {
+      const out = await deps.keys.create(req.body);
+      reply.code(201);
+      return ok(req, 'KEY_CREATED', { ...out.key, secret: out.secret, token: out.token }, 'Key created; the secret is shown only now');
+    },
+  );
+
+  app.get<{ Querystring: { account?: string } }>(
+    '/admin/keys',
+    { schema: { querystring: { type: 'object', properties: { account: { type: 'string' } } } } },
+    async (req) => ok(req, 'KEYS', await deps.keys.list(req.query.account)),
+  );
+
+  app.post<{ Params: { keyId: string }; Body: { graceSeconds?: number } | undefined }>(
+    '/admin/keys/:keyId/rotate',
+    {
+      schema: {
+        params: keyParam,
+        body: { type: ['object', 'null'], additionalProperties: false, properties: { graceSeconds: { type: 'integer', minimum: 0, maximum: 90 * 86400 } } },
+      },
+    },
+    async (req) => {
+      const out = await deps.keys.rotate(req.params.keyId, req.body?.graceSeconds);
+      return ok(req, 'KEY_ROTATED', { ...out.key, secret: out.secret, token: out.token }, 'New secret shown only now; the old one works until previousSecretValidUntil');
+    },
+  );
+
+  app.post<{ Params: { keyId: string } }>('/admin/keys/:keyId/revoke', { schema: { params: keyParam } }, async (req) =>
+    ok(req, 'KEY_REVOKED', await deps.keys.revoke(req.params.keyId)),
+  );
+}

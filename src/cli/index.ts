@@ -1,0 +1,31 @@
+#!/usr/bin/env node
+import { Command, CommanderError } from 'commander';
+import { ConfigError } from '../config/load.js';
+import { VERSION } from '../version.js';
+import { CliError } from './admin-client.js';
+import { accountsCommand } from './commands/accounts.js';
+import { keysCommand } from './commands/keys.js';
+import { migrateCommand } from './commands/migrate.js';
+import { simCommand } from './commands/sim.js';
+import { startCommand } from './commands/start.js';
+
+const program = new Command('ferry')
+  .description('Ferry messaging gateway')
+  .version(VERSION)
+  .option('-c, --config <path>', 'config file (YAML); default $FERRY_CONFIG')
+  .exitOverride();
+
+program.addCommand(startCommand());
+program.addCommand(migrateCommand());
+program.addCommand(accountsCommand());
+program.addCommand(keysCommand());
+program.addCommand(simCommand());
+
+try {
+  await program.parseAsync(process.argv);
+} catch (err) {
+  if (err instanceof CommanderError) process.exit(err.exitCode);
+  const msg = err instanceof ConfigError ? err.message : err instanceof CliError ? err.message : (err as Error).message;
+  process.stderr.write(`ferry: ${msg}\n`);
+  process.exit(err instanceof CliError ? 2 : 1);
+}

@@ -1,0 +1,268 @@
+/**
+ * The configuration schema: one JSON schema with defaults. It drives validation (every bad key
+ * reported at once, with its path), the environment overrides (FERRY_<PATH> for every scalar key)
+ * and the documentation in config/ferry.example.yaml.
+ */
+
+const port = (def: number) => ({ type: 'integer', minimum: 0, maximum: 65535, default: def }) as const;
+const host = { type: 'string', minLength: 1, default: '127.0.0.1' } as const;
+const nullableString = { type: ['string', 'null'], default: null } as const;
+
+const upstream = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['id', 'host', 'port', 'systemId', 'password'],
+  properties: {
+    id: { type: 'string', pattern: '^[A-Za-z0-9_.-]{1,64}$' },
+    host: { type: 'string', minLength: 1 },
+    port: { type: 'integer', minimum: 1, maximum: 65535 },
+    tls: { type: 'boolean', default: false },
+    systemId: { type: 'string', maxLength: 15 },
+    password: { type: 'string', maxLength: 8 },
+    systemType: { type: 'string', maxLength: 12, default: '' },
+    bindMode: { enum: ['transceiver', 'transmitter+receiver'], default: 'transceiver' },
+    binds: { type: 'integer', minimum: 1, maximum: 64, default: 1 },
+    window: { type: 'integer', minimum: 1, maximum: 10000, default: 50 },
+    maxTps: { type: 'integer', minimum: 0, default: 0 },
+    enquireLinkSeconds: { type: 'integer', minimum: 1, default: 30 },
+    responseTimeoutMs: { type: 'integer', minimum: 100, default: 10000 },
+    reconnect: {
+      type: 'object',
+      additionalProperties: false,
+      default: {},
+      properties: {
+        initialMs: { type: 'integer', minimum: 10, default: 1000 },
+        maxMs: { type: 'integer', minimum: 10, default: 60000 },
+      },
+    },
+    sourceTon: { type: 'integer', minimum: 0, maximum: 6 },
+    sourceNpi: { type: 'integer', minimum: 0, maximum: 18 },
+    destTon: { type: 'integer', minimum: 0, maximum: 6, default: 1 },
+    destNpi: { type: 'integer', minimum: 0, maximum: 18, default: 1 },
+    defaultDataCoding: { type: 'integer', minimum: 0, maximum: 255, default: 0 },
+    usePayloadTlv: { type: 'boolean', default: false },
+    receiptIdFormat: { enum: ['hex', 'dec', 'as-is'], default: 'as-is' },
+  },
+} as const;
+
+const routeRule = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['id', 'upstreams'],
+  properties: {
+    id: { type: 'string', pattern: '^[A-Za-z0-9_.-]{1,64}$' },
+    match: {
+      type: 'object',
+      additionalProperties: false,
+      default: {},
+      properties: {
+        prefix: { type: 'array', items: { type: 'string', pattern: '^[0-9]{1,15}$' } },
+        account: { type: 'array', items: { type: 'string' } },
+        sender: { type: 'array', items: { type: 'string' } },
+        priority: { type: 'array', items: { type: 'integer', minimum: 0, maximum: 3 } },
+      },
+    },
+    upstreams: { type: 'array', minItems: 1, items: { type: 'string' } },
+    weights: { type: 'array', items: { type: 'integer', minimum: 0 } },
+  },
+} as const;
+
+export const configSchema = {
+  type: 'object',
+  additionalProperties: false,
+  properties: {
+    dataDir: { type: 'string', minLength: 1, default: './data', description: 'embedded database, admin token and secret key live here' },
+    log: {
+      type: 'object',
+      additionalProperties: false,
+      default: {},
+      properties: {
+        level: { enum: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], default: 'info' },
+      },
+    },
+    http: {
+      type: 'object',
+      additionalProperties: false,
+      default: {},
+      properties: {
+        host,
+        port: port(8080),
+        bodyLimitBytes: { type: 'integer', minimum: 1024, default: 5 * 1024 * 1024 },
+        trustProxy: { type: 'boolean', default: false },
+        publicUrl: { ...nullableString, description: 'base address clients use, written into the OpenAPI servers list' },
+        rateLimit: {
+          type: 'object',
+          additionalProperties: false,
+          default: {},
+          properties: {
+            perKeyPerSecond: { type: 'integer', minimum: 0, default: 2000, description: '0 disables the per-key limit' },
+            burst: { type: 'integer', minimum: 1, default: 4000 },
+          },
+        },
+      },
+    },
+    admin: {
+      type: 'object',
+      additionalProperties: false,
+      default: {},
+      properties: {
+        host,
+        port: port(9090),
+        token: { ...nullableString, description: 'bearer token for the admin API; generated into dataDir/admin.token when unset' },
+      },
+    },
+    smpp: {
+      type: 'object',
+      additionalProperties: false,
+      default: {},
+      properties: {
+        host,
+        port: port(2775),
+        tls: {
+          type: 'object',
+          additionalProperties: false,
+          default: {},
+          properties: {
+            enabled: { type: 'boolean', default: false },
+            port: port(3550),
+            cert: nullableString,
+            key: nullableString,
+          },
+        },
+        idleTimeoutSeconds: { type: 'integer', minimum: 5, default: 120 },
+        upstreams: { type: 'array', items: upstream, default: [] },
+        simulator: {
+          type: 'object',
+          additionalProperties: false,
+          default: {},
+          properties: {
+            enabled: { enum: ['auto', 'on', 'off'], default: 'auto', description: 'auto: run an embedded simulated upstream when no upstream is configured' },
+            receiptDelayMs: { type: 'integer', minimum: 0, default: 200 },
+          },
+        },
+      },
+    },
+    routing: {
+      type: 'object',
+      additionalProperties: false,
+      default: {},
+      properties: { rules: { type: 'array', items: routeRule, default: [] } },
+    },
+    database: {
+      type: 'object',
+      additionalProperties: false,
+      default: {},
+      properties: {
+        url: { ...nullableString, description: 'Postgres URL; unset = embedded PGlite in dataDir/pg' },
+        poolSize: { type: 'integer', minimum: 1, maximum: 200, default: 10 },
+      },
+    },
+    redis: {
+      type: 'object',
+      additionalProperties: false,
+      default: {},
+      properties: {
+        url: { ...nullableString, description: 'Redis URL; unset = embedded queue, OTP store and throttle' },
+        keyPrefix: { type: 'string', default: 'ferry:' },
+      },
+    },
+    security: {
+      type: 'object',
+      additionalProperties: false,
+      default: {},
+      properties: {
+        secretKey: {
+          ...nullableString,
+          description: 'base64 or hex, 32 bytes: keys the API-secret hash and encrypts OTP codes; generated into dataDir/secret.key when unset. Instances sharing a database must share it.',
+        },
+      },
+    },
+    auth: {
+      type: 'object',
+      additionalProperties: false,
+      default: {},
+      properties: {
+        failureLimit: { type: 'integer', minimum: 1, default: 20, description: 'failed authentications per client address per window before 429' },
+        failureWindowSeconds: { type: 'integer', minimum: 1, default: 60 },
+        rotationGraceSeconds: { type: 'integer', minimum: 0, default: 86400, description: 'how long a rotated secret keeps working' },
+        cacheSeconds: { type: 'integer', minimum: 0, default: 5, description: 'how long a verified key is trusted before it is read again' },
+      },
+    },
+    shutdown: {
+      type: 'object',
+      additionalProperties: false,
+      default: {},
+      properties: {
+        drainTimeoutMs: { type: 'integer', minimum: 0, default: 10000 },
+      },
+    },
+    webhooks: {
+      type: 'object',
+      additionalProperties: false,
+      default: {},
+      properties: {
+        allowPrivateTargets: { type: 'boolean', default: false, description: 'allow http:// and private or loopback webhook targets' },
+      },
+    },
+  },
+} as const;
+
+export interface UpstreamConfig {
+  id: string;
+  host: string;
+  port: number;
+  tls: boolean;
+  systemId: string;
+  password: string;
+  systemType: string;
+  bindMode: 'transceiver' | 'transmitter+receiver';
+  binds: number;
+  window: number;
+  maxTps: number;
+  enquireLinkSeconds: number;
+  responseTimeoutMs: number;
+  reconnect: { initialMs: number; maxMs: number };
+  sourceTon?: number;
+  sourceNpi?: number;
+  destTon: number;
+  destNpi: number;
+  defaultDataCoding: number;
+  usePayloadTlv: boolean;
+  receiptIdFormat: 'hex' | 'dec' | 'as-is';
+}
+
+export interface RouteRuleConfig {
+  id: string;
+  match: { prefix?: string[]; account?: string[]; sender?: string[]; priority?: number[] };
+  upstreams: string[];
+  weights?: number[];
+}
+
+export interface FerryConfig {
+  dataDir: string;
+  log: { level: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent' };
+  http: {
+    host: string;
+    port: number;
+    bodyLimitBytes: number;
+    trustProxy: boolean;
+    publicUrl: string | null;
+    rateLimit: { perKeyPerSecond: number; burst: number };
+  };
+  admin: { host: string; port: number; token: string | null };
+  smpp: {
+    host: string;
+    port: number;
+    tls: { enabled: boolean; port: number; cert: string | null; key: string | null };
+    idleTimeoutSeconds: number;
+    upstreams: UpstreamConfig[];
+    simulator: { enabled: 'auto' | 'on' | 'off'; receiptDelayMs: number };
+  };
+  routing: { rules: RouteRuleConfig[] };
+  database: { url: string | null; poolSize: number };
+  redis: { url: string | null; keyPrefix: string };
+  security: { secretKey: string | null };
+  auth: { failureLimit: number; failureWindowSeconds: number; rotationGraceSeconds: number; cacheSeconds: number };
+  shutdown: { drainTimeoutMs: number };
+  webhooks: { allowPrivateTargets: boolean };
+}

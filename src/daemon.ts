@@ -1,0 +1,244 @@
+import type { FastifyInstance } from 'fastify';
+import type { Logger } from 'pino';
+import { AccountService } from './accounts/account-service.js';
+import { KeyService } from './accounts/key-service.js';
+import { adminRoutes } from './admin/admin-routes.js';
+import type { FerryConfig } from './config/schema.js';
+import { createApp, errorCatalogueMarkdown } from './http/app.js';
+import authPlugin from './http/auth.js';
+import { registerOpenApiRoute } from './http/openapi.js';
+import { accountRoutes } from './http/routes/account.js';
+import { healthRoutes } from './http/routes/health.js';
+import { Metrics } from './metrics.js';
+import { deriveKey, loadAdminToken, loadSecretKey } from './security/secrets.js';
+import { openBackends } from './store/backends.js';
+import { openDb, redactUrl } from './store/sql/db.js';
+import { migrate } from './store/sql/migrate.js';
+import { startEmbeddedUpstream, type EmbeddedUpstream } from './smpp/sim/embedded.js';
+import type { Backends, Db } from './store/types.js';
+import { lockDataDir } from './util/lock.js';
+import { VERSION } from './version.js';
+
+/** A start-up failure with one line that names the cause. */
+export class StartupError extends Error {
+  override readonly name = 'StartupError';
+}
+
+export interface Readiness {
+  ready: boolean;
+  checks: Record<string, { ok: boolean; detail?: string }>;
+  warnings: string[];
+}
+
+const API_DESCRIPTION = `Ferry's REST API: one base address and one authentication scheme for every channel.
+
+Every response, success or error, is the envelope { success, code, message, data, requestId }; the request id
+(prefix req_) is also in the X-Request-Id header. Authenticate with \`Authorization: Basic base64(keyId:secret)\`
+(or \`Bearer\` with the same token). Rate limits answer 429 with a Retry-After header.
+
+## Error codes
+
+${errorCatalogueMarkdown()}
+`;
+
+async function listen(app: FastifyInstance, name: string, host: string, port: number): Promise<string> {
+  try {
+    return await app.listen({ host, port });
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === 'EADDRINUSE') throw new StartupError(`${name} listener: ${host}:${port} is already in use`);
+    if (code === 'EACCES') throw new StartupError(`${name} listener: no permission to listen on ${host}:${port}`);
+    if (code === 'EADDRNOTAVAIL') throw new StartupError(`${name} listener: address ${host} is not available on this machine`);
+    throw new StartupError(`${name} listener on ${host}:${port}: ${(err as Error).message}`);
+  }
+}
+
+/** The whole process: storage, services, listeners, and the order they stop in. */
+export class Daemon {
+  readonly metrics = new Metrics();
+  readonly warnings: string[] = [];
+  db!: Db;
+  backends!: Backends;
+  accounts!: AccountService;
+  keys!: KeyService;
+  api!: FastifyInstance;
+  admin!: FastifyInstance;
+  addresses: { http: string; admin: string } = { http: '', admin: '' };
+  /** The simulated upstream started when no real upstream is configured (nothing leaves the machine). */
+  embeddedUpstream: EmbeddedUpstream | null = null;
+  private unlock: (() => void) | null = null;
+  private stopping: Promise<void> | null = null;
+  private readonly closers: { name: string; close: () => Promise<unknown> }[] = [];
+
+  private constructor(
+    readonly config: FerryConfig,
+    readonly log: Logger,
+  ) {}
+
+  static async start(config: FerryConfig, log: Logger): Promise<Daemon> {
+    const d = new Daemon(config, log);
+    try {
+      await d.boot();
+    } catch (err) {
+      await d.shutdown().catch(() => {});
+      throw err;
+    }
+    return d;
+  }
+
+  private async boot(): Promise<void> {
+    const { config, log } = this;
+    this.unlock = lockDataDir(config.dataDir);
+    const adminToken = loadAdminToken(config.dataDir, config.admin.token);
+    const master = loadSecretKey(config.dataDir, config.security.secretKey);
+
+    try {
+      this.db = await openDb({ url: config.database.url, dataDir: config.dataDir, poolSize: config.database.poolSize });
+    } catch (err) {
+      throw new StartupError((err as Error).message);
+    }
+    this.closers.unshift({ name: 'database', close: () => this.db.close() });
+    const applied = await migrate(this.db).catch((err: Error) => {
+      throw new StartupError(`database migration failed: ${err.message}`);
+    });
+    if (applied.length) log.info({ versions: applied.map((m) => m.version) }, 'migrations applied');
+
+    try {
+      this.backends = await openBackends({ db: this.db, redisUrl: config.redis.url, keyPrefix: config.redis.keyPrefix });
+    } catch (err) {
+      throw new StartupError((err as Error).message);
+    }
+    this.closers.unshift({ name: 'backends', close: () => this.backends.close() });
+
+    this.accounts = new AccountService(this.db);
+    this.keys = new KeyService(this.db, this.accounts, deriveKey(master, 'api-secret'), {
+      rotationGraceSeconds: config.auth.rotationGraceSeconds,
+      cacheSeconds: config.auth.cacheSeconds,
+    });
+    this.closers.unshift({ name: 'key usage', close: () => this.keys.flushLastUsed() });
+
+    const sim = config.smpp.simulator.enabled;
+    if (sim === 'on' || (sim === 'auto' && config.smpp.upstreams.length === 0)) {
+      this.embeddedUpstream = await startEmbeddedUpstream({
+        logger: log.child({ component: 'embedded-upstream' }),
+        behaviour: { receiptDelayMs: config.smpp.simulator.receiptDelayMs },
+      });
+      this.warnings.push(this.embeddedUpstream.warning);
+      this.closers.unshift({ name: 'embedded upstream', close: () => this.embeddedUpstream!.close() });
+    }
+
+    this.metrics.info.set({ version: VERSION, database: this.db.kind, queue: this.backends.kind }, 1);
+
+    this.api = await this.buildApi();
+    this.admin = await this.buildAdmin(adminToken);
+    this.addresses.admin = await listen(this.admin, 'admin', config.admin.host, config.admin.port);
+    this.closers.unshift({ name: 'admin listener', close: () => this.admin.close() });
+    this.addresses.http = await listen(this.api, 'http', config.http.host, config.http.port);
+    this.closers.unshift({ name: 'http listener', close: () => this.api.close() });
+
+    log.info(
+      {
+        version: VERSION,
+        http: this.addresses.http,
+        admin: this.addresses.admin,
+        database: config.database.url ? redactUrl(config.database.url) : `embedded (${config.dataDir}/pg)`,
+        redis: config.redis.url ? redactUrl(config.redis.url) : 'embedded',
+        upstream: this.embeddedUpstream ? `embedded simulator on 127.0.0.1:${this.embeddedUpstream.port}` : config.smpp.upstreams.map((u) => u.id),
+      },
+      'ferry started',
+    );
+  }
+
+  private async buildApi(): Promise<FastifyInstance> {
+    const { config } = this;
+    const app = await createApp({
+      log: this.log,
+      metrics: this.metrics,
+      bodyLimitBytes: config.http.bodyLimitBytes,
+      trustProxy: config.http.trustProxy,
+      openapi: { version: VERSION, title: 'Ferry messaging API', description: API_DESCRIPTION, publicUrl: config.http.publicUrl },
+    });
+    registerOpenApiRoute(app);
+    await app.register(authPlugin, {
+      keys: this.keys,
+      throttle: this.backends.throttle,
+      metrics: this.metrics,
+      failureLimit: config.auth.failureLimit,
+      failureWindowMs: config.auth.failureWindowSeconds * 1000,
+      perKeyPerSecond: config.http.rateLimit.perKeyPerSecond,
+      burst: config.http.rateLimit.burst,
+    });
+    await app.register(healthRoutes);
+    await app.register(accountRoutes, { accounts: this.accounts });
+    return app;
+  }
+
+  private async buildAdmin(token: string): Promise<FastifyInstance> {
+    const app = await createApp({ log: this.log, metrics: this.metrics, bodyLimitBytes: this.config.http.bodyLimitBytes });
+    app.get('/livez', async () => ({ status: 'alive' }));
+    app.get('/readyz', async (_req, reply) => {
+      const r = await this.readiness();
+      reply.code(r.ready ? 200 : 503);
+      return { status: r.ready ? 'ready' : 'not ready', ...r };
+    });
+    app.get('/metrics', async (_req, reply) => {
+      await this.readiness();
+      reply.type(this.metrics.registry.contentType);
+      return this.metrics.registry.metrics();
+    });
+    await app.register(adminRoutes, { token, accounts: this.accounts, keys: this.keys });
+    return app;
+  }
+
+  async readiness(): Promise<Readiness> {
+    const checks: Readiness['checks'] = {};
+    const probe = async (name: string, fn: () => Promise<unknown>) => {
+      try {
+        await fn();
+        checks[name] = { ok: true };
+      } catch (err) {
+        checks[name] = { ok: false, detail: (err as Error).message };
+      }
+      this.metrics.backendUp.set({ backend: name }, checks[name].ok ? 1 : 0);
+    };
+    await probe('database', () => this.db.ping());
+    await probe(this.backends.kind === 'redis' ? 'redis' : 'embedded-stores', () => this.backends.ping());
+    const ready = !this.stopping && Object.values(checks).every((c) => c.ok);
+    return { ready, checks, warnings: this.warnings };
+  }
+
+  /** Registers something to close on shutdown; later registrations close first. */
+  onShutdown(name: string, close: () => Promise<unknown>): void {
+    this.closers.unshift({ name, close });
+  }
+
+  /** Stops accepting, lets in-flight work finish within the drain timeout, flushes, closes. */
+  stop(): Promise<void> {
+    this.stopping ??= this.shutdown();
+    return this.stopping;
+  }
+
+  private async shutdown(): Promise<void> {
+    const deadline = Date.now() + this.config.shutdown.drainTimeoutMs;
+    for (const c of this.closers) {
+      const left = Math.max(100, deadline - Date.now());
+      let timer: NodeJS.Timeout | undefined;
+      try {
+        await Promise.race([
+          c.close(),
+          new Promise((_, reject) => {
+            timer = setTimeout(() => reject(new Error(`did not close within ${left} ms`)), left);
+          }),
+        ]);
+      } catch (err) {
+        this.log.warn({ component: c.name, err: (err as Error).message }, 'shutdown step failed');
+      } finally {
+        clearTimeout(timer);
+      }
+    }
+    this.closers.length = 0;
+    this.unlock?.();
+    this.unlock = null;
+    this.log.info('ferry stopped');
+  }
+}

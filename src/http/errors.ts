@@ -1,0 +1,76 @@
+/**
+ * The one error catalogue: code → HTTP status → default message. Every error response of the
+ * API (and the admin API) uses a code from here; the OpenAPI document lists them all.
+ */
+export const ERROR_CATALOGUE = {
+  // request shape
+  VALIDATION_ERROR: { status: 400, message: 'The request is not valid; see data.errors for each field' },
+  INVALID_JSON: { status: 400, message: 'The request body is not valid JSON' },
+  UNSUPPORTED_MEDIA_TYPE: { status: 415, message: 'Send the body as application/json' },
+  PAYLOAD_TOO_LARGE: { status: 413, message: 'The request body is larger than the server accepts' },
+  NOT_FOUND: { status: 404, message: 'No such endpoint' },
+  METHOD_NOT_ALLOWED: { status: 405, message: 'This endpoint does not accept that method' },
+  // authentication (spec §5.6)
+  AUTH_HEADER_MISSING: { status: 401, message: 'The Authorization header is missing' },
+  AUTH_HEADER_MALFORMED: { status: 401, message: 'The Authorization header is malformed; use Basic base64(key:secret) or Bearer' },
+  INVALID_CREDENTIALS: { status: 401, message: 'The API key or secret is wrong, revoked or expired' },
+  INSUFFICIENT_SCOPE: { status: 403, message: 'The API key lacks the scope this endpoint needs' },
+  ACCOUNT_SUSPENDED: { status: 403, message: 'The account is suspended' },
+  TOO_MANY_AUTH_FAILURES: { status: 429, message: 'Too many failed authentications from this client; retry later' },
+  RATE_LIMIT_EXCEEDED: { status: 429, message: 'Rate limit exceeded; retry after the indicated time' },
+  // messaging
+  INVALID_PHONE_NUMBER: { status: 400, message: 'The phone number is not valid' },
+  INVALID_SENDER_ID: { status: 400, message: 'The sender ID is not valid (at most 11 characters)' },
+  MESSAGE_TOO_LONG: { status: 400, message: 'The message is too long' },
+  INSUFFICIENT_CREDIT: { status: 402, message: 'The account balance is too low for this request' },
+  RECIPIENT_NOT_ALLOWED: { status: 403, message: 'This key or account may not send to that recipient' },
+  MESSAGE_NOT_FOUND: { status: 404, message: 'No such message' },
+  NOT_RESENDABLE: { status: 409, message: 'Only failed, undelivered, rejected or expired messages can be resent' },
+  IDEMPOTENCY_KEY_REUSED: { status: 422, message: 'This Idempotency-Key was used with a different request' },
+  // OTP (spec §7.1)
+  ACTIVE_OTP_EXISTS: { status: 409, message: 'An unexpired OTP is already active for this phone' },
+  OTP_EXPIRED: { status: 410, message: 'The OTP has expired' },
+  INVALID_PIN: { status: 400, message: 'The code is wrong' },
+  OTP_NOT_FOUND: { status: 404, message: 'No such OTP, or it was already verified' },
+  OTP_LOCKED: { status: 423, message: 'No verification attempts left; request a new OTP' },
+  RESEND_COOLDOWN: { status: 429, message: 'Wait for the resend cooldown to pass' },
+  // operator / admin
+  ADMIN_UNAUTHORIZED: { status: 401, message: 'The admin token is missing or wrong' },
+  ACCOUNT_NOT_FOUND: { status: 404, message: 'No such account' },
+  ACCOUNT_EXISTS: { status: 409, message: 'An account with that name exists' },
+  KEY_NOT_FOUND: { status: 404, message: 'No such API key' },
+  CONFLICT: { status: 409, message: 'The request conflicts with the current state' },
+  // server side
+  SERVICE_UNAVAILABLE: { status: 503, message: 'A storage backend is unavailable; retry shortly' },
+  SHUTTING_DOWN: { status: 503, message: 'The server is shutting down; retry shortly' },
+  INTERNAL_ERROR: { status: 500, message: 'Internal error' },
+} as const satisfies Record<string, { status: number; message: string }>;
+
+export type ErrorCode = keyof typeof ERROR_CATALOGUE;
+
+export interface FieldError {
+  field: string;
+  message: string;
+}
+
+/** An error the API reports to its caller, with a catalogue code. */
+export class ApiError extends Error {
+  override readonly name = 'ApiError';
+  readonly status: number;
+  constructor(
+    readonly code: ErrorCode,
+    opts: { message?: string; data?: Record<string, unknown>; headers?: Record<string, string> } = {},
+  ) {
+    super(opts.message ?? ERROR_CATALOGUE[code].message);
+    this.status = ERROR_CATALOGUE[code].status;
+    this.data = opts.data;
+    this.headers = opts.headers;
+  }
+  readonly data: Record<string, unknown> | undefined;
+  readonly headers: Record<string, string> | undefined;
+}
+
+export function rateLimited(code: 'RATE_LIMIT_EXCEEDED' | 'TOO_MANY_AUTH_FAILURES' | 'RESEND_COOLDOWN', retryAfterMs: number, extra: Record<string, unknown> = {}): ApiError {
+  const seconds = Math.max(1, Math.ceil(retryAfterMs / 1000));
+  return new ApiError(code, { data: { retryAfter: seconds, ...extra }, headers: { 'retry-after': String(seconds) } });
+}

@@ -1,0 +1,46 @@
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+
+/** One registry per daemon (tests run several daemons in one process). */
+export class Metrics {
+  readonly registry = new Registry();
+
+  readonly httpDuration = new Histogram({
+    name: 'ferry_http_request_duration_seconds',
+    help: 'HTTP API request duration by route and status',
+    labelNames: ['method', 'route', 'status'] as const,
+    buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
+    registers: [this.registry],
+  });
+
+  readonly authFailures = new Counter({
+    name: 'ferry_auth_failures_total',
+    help: 'Failed API authentications by reason',
+    labelNames: ['reason'] as const,
+    registers: [this.registry],
+  });
+
+  readonly rateLimited = new Counter({
+    name: 'ferry_rate_limited_total',
+    help: 'Requests refused by a rate limit, by limit',
+    labelNames: ['limit'] as const,
+    registers: [this.registry],
+  });
+
+  readonly backendUp = new Gauge({
+    name: 'ferry_backend_up',
+    help: 'Storage backend health (1 up, 0 down), checked on scrape',
+    labelNames: ['backend'] as const,
+    registers: [this.registry],
+  });
+
+  readonly info = new Gauge({
+    name: 'ferry_info',
+    help: 'Build and backend information',
+    labelNames: ['version', 'database', 'queue'] as const,
+    registers: [this.registry],
+  });
+
+  constructor() {
+    collectDefaultMetrics({ register: this.registry, prefix: 'ferry_' });
+  }
+}

@@ -1,0 +1,46 @@
+import { randomBytes, randomFillSync } from 'node:crypto';
+
+const CROCKFORD = '0123456789abcdefghjkmnpqrstvwxyz';
+
+// One pooled random buffer refilled in bulk keeps id generation off the per-call syscall path.
+const pool = Buffer.allocUnsafe(4096);
+let poolPos = pool.length;
+function randomByte(): number {
+  if (poolPos >= pool.length) {
+    randomFillSync(pool);
+    poolPos = 0;
+  }
+  return pool[poolPos++];
+}
+
+/**
+ * Time-sortable id: 10 chars of millisecond time + 16 random chars (80 bits), lower-case Crockford base32,
+ * behind a prefix such as `msg_`. Sortable ids keep ledger inserts append-mostly.
+ */
+export function newId(prefix: string, now = Date.now()): string {
+  let out = '';
+  let t = now;
+  for (let i = 9; i >= 0; i--) {
+    out = CROCKFORD[t % 32] + out;
+    t = Math.floor(t / 32);
+  }
+  for (let i = 0; i < 16; i++) out += CROCKFORD[randomByte() & 31];
+  return prefix + out;
+}
+
+/** High-entropy secret (url-safe base64, 32 bytes = 256 bits by default). */
+export function newSecret(bytes = 32): string {
+  return randomBytes(bytes).toString('base64url');
+}
+
+/** Random string over an alphabet, unbiased (rejection sampling). */
+export function randomFrom(alphabet: string, length: number): string {
+  const n = alphabet.length;
+  const limit = 256 - (256 % n);
+  let out = '';
+  while (out.length < length) {
+    const b = randomByte();
+    if (b < limit) out += alphabet[b % n];
+  }
+  return out;
+}
