@@ -45,10 +45,10 @@ async function authPlugin(app: FastifyInstance, opts: AuthOptions): Promise<void
 
   const failureKey = (req: FastifyRequest) => `authfail:${req.ip}`;
 
-  const fail = async (req: FastifyRequest, code: 'AUTH_HEADER_MISSING' | 'AUTH_HEADER_MALFORMED' | 'INVALID_CREDENTIALS') => {
+  /** A wrong guess: counted (at most failureLimit entries are kept per address) and refused. */
+  const fail = async (req: FastifyRequest, code: 'AUTH_HEADER_MALFORMED' | 'INVALID_CREDENTIALS') => {
     opts.metrics.authFailures.inc({ reason: code });
-    // Record the failure; the limit itself is enforced before the next attempt is checked.
-    await opts.throttle.hit(failureKey(req), Number.MAX_SAFE_INTEGER, opts.failureWindowMs);
+    await opts.throttle.hit(failureKey(req), opts.failureLimit, opts.failureWindowMs);
     return new ApiError(code);
   };
 
@@ -56,8 +56,13 @@ async function authPlugin(app: FastifyInstance, opts: AuthOptions): Promise<void
     const cfg = req.routeOptions.config;
     if (cfg.auth === false) return;
     const parsed = parseAuthorization(req.headers.authorization);
-    if (parsed === 'missing') throw await fail(req, 'AUTH_HEADER_MISSING');
+    // No header is no guess: refused, but not counted against the address.
+    if (parsed === 'missing') {
+      opts.metrics.authFailures.inc({ reason: 'AUTH_HEADER_MISSING' });
+      throw new ApiError('AUTH_HEADER_MISSING');
+    }
 
+    // Checked before the credentials, so a throttled address learns nothing, even from a right guess.
     const failures = await opts.throttle.count(failureKey(req), opts.failureWindowMs);
     if (failures >= opts.failureLimit) {
       opts.metrics.rateLimited.inc({ limit: 'auth_failures' });

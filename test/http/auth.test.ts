@@ -117,6 +117,10 @@ t.test(`repeated auth failures and the per-key rate limit answer 429 (${backendL
   t.teardown(() => d.stop());
   const { token } = await accountWithKey(d, 'limited');
 
+  for (let i = 0; i < 8; i++) {
+    const r = await call(d.api, 'GET', '/v1/health');
+    t.equal(r.json.code, 'AUTH_HEADER_MISSING', 'no header is refused but is not a guess');
+  }
   const bad = Buffer.from('ak_live_bbbbbbbbbbbbbbbbbbbb:sk_nope').toString('base64');
   const statuses: number[] = [];
   for (let i = 0; i < 7; i++) statuses.push((await call(d.api, 'GET', '/v1/health', { token: bad })).status);
