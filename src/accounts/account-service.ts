@@ -1,4 +1,4 @@
-import { ApiError } from '../http/errors.js';
+import { ApiError, invalidField } from '../http/errors.js';
 import { hashPassword, verifyPassword } from '../security/secrets.js';
 import type { Db } from '../store/types.js';
 import { newId, randomFrom } from '../util/ids.js';
@@ -69,16 +69,16 @@ export class AccountService {
     smppSystemId?: string | null;
   }): Promise<{ account: Account; smpp: { systemId: string; password: string } }> {
     if (!NAME.test(input.name)) {
-      throw new ApiError('VALIDATION_ERROR', { data: { errors: [{ field: 'name', message: 'letters, digits, _ . - ; at most 64 characters' }] } });
+      throw invalidField('name', 'letters, digits, _ . - ; at most 64 characters');
     }
     const currency = (input.currency ?? 'USD').toUpperCase();
-    if (!/^[A-Z]{3}$/.test(currency)) throw new ApiError('VALIDATION_ERROR', { data: { errors: [{ field: 'currency', message: 'ISO 4217 code' }] } });
+    if (!/^[A-Z]{3}$/.test(currency)) throw invalidField('currency', 'ISO 4217 code');
     const country = input.defaultCountry ? input.defaultCountry.toUpperCase() : null;
-    if (country && !/^[A-Z]{2}$/.test(country)) throw new ApiError('VALIDATION_ERROR', { data: { errors: [{ field: 'defaultCountry', message: 'ISO 3166 alpha-2 code' }] } });
+    if (country && !/^[A-Z]{2}$/.test(country)) throw invalidField('defaultCountry', 'ISO 3166 alpha-2 code');
     const password = input.smppPassword ?? randomFrom(PASSWORD_ALPHABET, 8);
     validateSmppPassword(password);
     const systemId = input.smppSystemId ?? input.name.replace(/[^A-Za-z0-9_.-]/g, '').slice(0, 15);
-    if (!SYSTEM_ID.test(systemId)) throw new ApiError('VALIDATION_ERROR', { data: { errors: [{ field: 'smppSystemId', message: 'at most 15 characters: letters, digits, _ . -' }] } });
+    if (!SYSTEM_ID.test(systemId)) throw invalidField('smppSystemId', 'at most 15 characters: letters, digits, _ . -');
     const passwordHash = await hashPassword(password);
     const id = newId('acc_');
     try {
@@ -131,7 +131,7 @@ export class AccountService {
   /** Adds (or with a negative amount, removes) credit, recording the transaction. */
   async credit(ref: string, amount: number, reference: string | null = null): Promise<Account> {
     if (!Number.isFinite(amount) || amount === 0) {
-      throw new ApiError('VALIDATION_ERROR', { data: { errors: [{ field: 'amount', message: 'a non-zero number' }] } });
+      throw invalidField('amount', 'a non-zero number');
     }
     const micros = toMicros(amount);
     return this.db.tx(async (q) => {
@@ -161,7 +161,7 @@ export class AccountService {
       [account.id],
     );
     const systemId = input.systemId ?? existing.rows[0]?.system_id ?? account.name.replace(/[^A-Za-z0-9_.-]/g, '').slice(0, 15);
-    if (!SYSTEM_ID.test(systemId)) throw new ApiError('VALIDATION_ERROR', { data: { errors: [{ field: 'systemId', message: 'at most 15 characters: letters, digits, _ . -' }] } });
+    if (!SYSTEM_ID.test(systemId)) throw invalidField('systemId', 'at most 15 characters: letters, digits, _ . -');
     const allowedIps = input.allowedIps === undefined ? (existing.rows[0]?.allowed_ips ?? null) : input.allowedIps;
     const maxBinds = input.maxBinds ?? existing.rows[0]?.max_binds ?? 10;
     const hash = await hashPassword(password);
@@ -210,6 +210,6 @@ export class AccountService {
 
 function validateSmppPassword(pw: string): void {
   if (pw.length < 1 || pw.length > 8 || !/^[\x21-\x7e]+$/.test(pw)) {
-    throw new ApiError('VALIDATION_ERROR', { data: { errors: [{ field: 'smppPassword', message: '1 to 8 printable ASCII characters (SMPP v3.4 limit)' }] } });
+    throw invalidField('smppPassword', '1 to 8 printable ASCII characters (SMPP v3.4 limit)');
   }
 }

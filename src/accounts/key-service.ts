@@ -1,4 +1,4 @@
-import { ApiError } from '../http/errors.js';
+import { ApiError, invalidField } from '../http/errors.js';
 import { hashApiSecret, safeEqualHex } from '../security/secrets.js';
 import type { Db } from '../store/types.js';
 import { newSecret, randomFrom } from '../util/ids.js';
@@ -116,13 +116,13 @@ export class KeyService {
     try {
       scopes = parseScopes(input.scopes);
     } catch (err) {
-      throw new ApiError('VALIDATION_ERROR', { data: { errors: [{ field: 'scopes', message: (err as Error).message }] } });
+      throw invalidField('scopes', (err as Error).message);
     }
     const environment = input.environment ?? 'live';
-    if (!ENVIRONMENT.test(environment)) throw new ApiError('VALIDATION_ERROR', { data: { errors: [{ field: 'environment', message: '2-12 lower-case letters or digits, e.g. live, test' }] } });
+    if (!ENVIRONMENT.test(environment)) throw invalidField('environment', '2-12 lower-case letters or digits, e.g. live, test');
     const expiresAt = input.expiresAt ? new Date(input.expiresAt) : null;
     if (expiresAt && (Number.isNaN(expiresAt.getTime()) || expiresAt.getTime() <= Date.now())) {
-      throw new ApiError('VALIDATION_ERROR', { data: { errors: [{ field: 'expiresAt', message: 'an ISO 8601 time in the future' }] } });
+      throw invalidField('expiresAt', 'an ISO 8601 time in the future');
     }
     const keyId = `ak_${environment}_${randomFrom('0123456789abcdefghijklmnopqrstuvwxyz', 20)}`;
     const secret = 'sk_' + newSecret(32);

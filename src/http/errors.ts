@@ -74,3 +74,8 @@ export function rateLimited(code: 'RATE_LIMIT_EXCEEDED' | 'TOO_MANY_AUTH_FAILURE
   const seconds = Math.max(1, Math.ceil(retryAfterMs / 1000));
   return new ApiError(code, { data: { retryAfter: seconds, ...extra }, headers: { 'retry-after': String(seconds) } });
 }
+
+/** VALIDATION_ERROR for one field, in the same shape schema validation uses. */
+export function invalidField(field: string, message: string): ApiError {
+  return new ApiError('VALIDATION_ERROR', { data: { errors: [{ field, message }] } });
+}
