@@ -1,0 +1,61 @@
+import type { CorrelationEntry, CorrelationMatch, CorrelationRef, CorrelationStore } from './correlation-store.js';
+
+export interface MemoryCorrelationStoreOptions {
+  /** Entries kept at most; the oldest go first (default 500,000, roughly 100 MB). */
+  maxEntries?: number;
+}
+
+interface Stored extends CorrelationRef {
+  createdAt: number;
+}
+
+/** In-process correlation for a single instance. Lost on restart: use a durable store in production. */
+export class MemoryCorrelationStore implements CorrelationStore {
+  readonly shared = false;
+  // Insertion order is creation order, so the oldest entries are always at the front.
+  private readonly map = new Map<string, Stored>();
+  private readonly maxEntries: number;
+  evicted = 0;
+
+  constructor(options: MemoryCorrelationStoreOptions = {}) {
+    this.maxEntries = options.maxEntries ?? 500_000;
+  }
+
+  get size(): number {
+    return this.map.size;
+  }
+
+  async put(entries: readonly CorrelationEntry[]): Promise<void> {
+    for (const e of entries) {
+      const k = e.upstreamId + '\u0000' + e.key;
+      this.map.delete(k); // re-insert at the back when an id is reused
+      this.map.set(k, { messageId: e.messageId, partIndex: e.partIndex, parts: e.parts, createdAt: e.createdAt });
+    }
+    while (this.map.size > this.maxEntries) {
+      this.map.delete(this.map.keys().next().value!);
+      this.evicted++;
+    }
+  }
+
+  async find(upstreamId: string, keys: readonly string[]): Promise<CorrelationMatch | undefined> {
+    for (let i = 0; i < keys.length; i++) {
+      const hit = this.map.get(upstreamId + '\u0000' + keys[i]);
+      if (hit) return { ref: { messageId: hit.messageId, partIndex: hit.partIndex, parts: hit.parts }, keyIndex: i };
+    }
+    return undefined;
+  }
+
+  async purge(before: number): Promise<number> {
+    let n = 0;
+    for (const [k, v] of this.map) {
+      if (v.createdAt >= before) break;
+      this.map.delete(k);
+      n++;
+    }
+    return n;
+  }
+
+  async close(): Promise<void> {
+    this.map.clear();
+  }
+}

@@ -1,0 +1,175 @@
+import type { CorrelationMatch, CorrelationRef, CorrelationStore } from './correlation-store.js';
+import type { AcceptedPart } from './outbound.js';
+import { correlationKey, receiptLookupKeys, type ReceiptIdFormat } from './receipt-id.js';
+
+export interface ReceiptCorrelatorOptions {
+  /** How long a receipt that matches nothing waits for its submit_sm_resp (default 10 s). */
+  holdMs?: number;
+  /** Receipts held at once; beyond it an unmatched receipt is reported unmatched at once (default 10,000). */
+  maxHeld?: number;
+  /** With a shared store: how often held receipts are looked up again, for submits made by another instance (default 500 ms). */
+  recheckMs?: number;
+  /** Entries older than this are purged (default 7 days: receipts can trail validity periods of several days). */
+  retentionMs?: number;
+  /** How often the purge runs (default 10 min). */
+  purgeEveryMs?: number;
+  clock?: () => number;
+}
+
+interface Held {
+  upstreamId: string;
+  keys: string[];
+  resolve: (m: CorrelationMatch | undefined) => void;
+  timer: NodeJS.Timeout | undefined;
+  done: boolean;
+}
+
+/**
+ * Maps (upstream, upstream message id) → (Ferry message id, part). A receipt that arrives before its
+ * submit_sm_resp (several SMSCs send them on another bind, or simply faster) is held for a bounded time and
+ * matched when the response is recorded; hex/decimal, case and leading-zero differences are absorbed by the keys.
+ */
+export class ReceiptCorrelator {
+  private readonly held = new Map<string, Held[]>();
+  private heldCount = 0;
+  private readonly holdMs: number;
+  private readonly maxHeld: number;
+  private readonly recheckMs: number;
+  private readonly retentionMs: number;
+  private readonly clock: () => number;
+  private recheckTimer: NodeJS.Timeout | undefined;
+  private readonly purgeTimer: NodeJS.Timeout;
+  /** Receipts matched after being held (they beat their response). */
+  matchedAfterHold = 0;
+  heldOverflow = 0;
+
+  constructor(readonly store: CorrelationStore, options: ReceiptCorrelatorOptions = {}) {
+    this.holdMs = options.holdMs ?? 10_000;
+    this.maxHeld = options.maxHeld ?? 10_000;
+    this.recheckMs = options.recheckMs ?? 500;
+    this.retentionMs = options.retentionMs ?? 7 * 86_400_000;
+    this.clock = options.clock ?? Date.now;
+    this.purgeTimer = setInterval(() => void this.purge().catch(() => undefined), options.purgeEveryMs ?? 600_000);
+    this.purgeTimer.unref();
+  }
+
+  /** Receipts waiting for their submit_sm_resp now. */
+  get heldReceipts(): number {
+    return this.heldCount;
+  }
+
+  /**
+   * Records the accepted parts of a message. Receipts already held for these ids are released at once;
+   * the promise settles when the store has the entries.
+   */
+  async record(upstreamId: string, format: ReceiptIdFormat, messageId: string, totalParts: number, parts: readonly AcceptedPart[]): Promise<void> {
+    const now = this.clock();
+    const entries = parts.map((p) => ({
+      upstreamId,
+      key: correlationKey(p.upstreamMessageId, format),
+      messageId,
+      partIndex: p.partIndex,
+      parts: totalParts,
+      createdAt: now,
+    }));
+    if (this.heldCount > 0) {
+      for (const e of entries) {
+        const waiters = this.held.get(upstreamId + '\u0000' + e.key);
+        if (!waiters) continue;
+        const ref: CorrelationRef = { messageId: e.messageId, partIndex: e.partIndex, parts: e.parts };
+        for (const w of [...waiters]) {
+          this.matchedAfterHold++;
+          this.settle(w, { ref, keyIndex: w.keys.indexOf(e.key) });
+        }
+      }
+    }
+    await this.store.put(entries);
+  }
+
+  /**
+   * The Ferry message and part a receipt's id belongs to. Resolves at once when known; otherwise waits up to holdMs
+   * for the submit_sm_resp to be recorded, and resolves undefined if it never is.
+   */
+  match(upstreamId: string, receiptId: string): Promise<CorrelationMatch | undefined> {
+    const keys = receiptLookupKeys(receiptId);
+    if (this.heldCount >= this.maxHeld) {
+      this.heldOverflow++;
+      return this.store.find(upstreamId, keys);
+    }
+    return new Promise<CorrelationMatch | undefined>((resolve, reject) => {
+      // Registered before the store lookup, so a record() landing while the lookup runs is not missed.
+      const w: Held = { upstreamId, keys, resolve, timer: undefined, done: false };
+      for (const k of keys) {
+        const hk = upstreamId + '\u0000' + k;
+        const list = this.held.get(hk);
+        if (list) list.push(w);
+        else this.held.set(hk, [w]);
+      }
+      this.heldCount++;
+      this.store.find(upstreamId, keys).then(
+        (found) => {
+          if (w.done) return;
+          if (found) return this.settle(w, found);
+          // Kept referenced: someone awaits this answer, and it comes within holdMs.
+          w.timer = setTimeout(() => this.settle(w, undefined), this.holdMs);
+          if (this.store.shared) this.ensureRecheck();
+        },
+        (err: unknown) => {
+          this.settle(w, undefined);
+          reject(err);
+        },
+      );
+    });
+  }
+
+  async purge(): Promise<number> {
+    return this.store.purge(this.clock() - this.retentionMs);
+  }
+
+  /** Releases held receipts as unmatched and stops the timers (the store is closed by its owner). */
+  close(): void {
+    clearInterval(this.purgeTimer);
+    clearInterval(this.recheckTimer);
+    this.recheckTimer = undefined;
+    for (const list of [...this.held.values()]) for (const w of [...list]) this.settle(w, undefined);
+  }
+
+  private settle(w: Held, result: CorrelationMatch | undefined): void {
+    if (w.done) return;
+    w.done = true;
+    clearTimeout(w.timer);
+    for (const k of w.keys) {
+      const hk = w.upstreamId + '\u0000' + k;
+      const list = this.held.get(hk);
+      if (!list) continue;
+      const i = list.indexOf(w);
+      if (i >= 0) list.splice(i, 1);
+      if (list.length === 0) this.held.delete(hk);
+    }
+    this.heldCount--;
+    w.resolve(result);
+  }
+
+  private ensureRecheck(): void {
+    if (this.recheckTimer) return;
+    this.recheckTimer = setInterval(() => {
+      if (this.heldCount === 0) {
+        clearInterval(this.recheckTimer);
+        this.recheckTimer = undefined;
+        return;
+      }
+      const seen = new Set<Held>();
+      for (const list of this.held.values()) {
+        for (const w of list) {
+          if (seen.has(w) || w.timer === undefined) continue; // no timer yet: its first lookup is still running
+          seen.add(w);
+          this.store.find(w.upstreamId, w.keys).then(
+            (found) => found && this.settle(w, found),
+            () => undefined,
+          );
+        }
+      }
+    }, this.recheckMs);
+    this.recheckTimer.unref();
+  }
+}
