@@ -1,0 +1,282 @@
+import type { Db, Queryable } from '../store/types.js';
+import { GroupCommit, type GroupCommitOptions, type GroupCommitStats } from './group-commit.js';
+import { decide, isFinal } from './transitions.js';
+import type {
+  MessageEvent,
+  MessageRecord,
+  MessageStatus,
+  PartSummary,
+  PartUpdate,
+  SubmittedPart,
+  TransitionInput,
+  TransitionOutcome,
+  TransitionResult,
+} from './types.js';
+
+export interface LedgerOptions {
+  /** Batching of transitions (receipts arrive at submit rates). */
+  transitions?: GroupCommitOptions;
+  /** Epoch ms; the "now" of the recovery sweep. */
+  clock?: () => number;
+}
+
+export type MarkSubmittedOutcome = 'changed' | 'late' | 'not_found';
+
+const FINAL_PART = new Set(['delivered', 'undelivered', 'expired', 'rejected', 'failed']);
+
+const UPDATE_MANY_SQL = `UPDATE messages m
+  SET status = u.status, error_code = COALESCE(u.error_code, m.error_code), updated_at = now(),
+      final_at = CASE WHEN u.final THEN now() ELSE m.final_at END
+  FROM unnest($1::text[], $2::text[], $3::text[], $4::bool[]) AS u(id, status, error_code, final)
+  WHERE m.id = u.id`;
+
+const INSERT_EVENTS_SQL = `INSERT INTO message_events (message_id, status, detail)
+  SELECT u.id, u.status, u.detail::jsonb FROM unnest($1::text[], $2::text[], $3::text[]) WITH ORDINALITY AS u(id, status, detail, n)
+  ORDER BY u.n`;
+
+/**
+ * Reads and state changes of the message ledger. Status changes follow the rule in transitions.ts and append to
+ * message_events in the same transaction. `transition`/`transitionMany` share one group-commit path, so receipts at
+ * high rate cost one locking SELECT, one UPDATE … FROM unnest and one INSERT of events per batch.
+ */
+export class Ledger {
+  private readonly gc: GroupCommit<TransitionInput, TransitionResult>;
+  private readonly clock: () => number;
+
+  constructor(
+    private readonly db: Db,
+    opts: LedgerOptions = {},
+  ) {
+    this.clock = opts.clock ?? Date.now;
+    this.gc = new GroupCommit<TransitionInput, TransitionResult>((items) => this.db.tx((q) => applyTransitions(q, items)), opts.transitions);
+  }
+
+  get transitionStats(): Readonly<GroupCommitStats> {
+    return this.gc.stats;
+  }
+
+  async get(id: string, accountId?: string): Promise<MessageRecord | null> {
+    const { rows } = accountId
+      ? await this.db.query(`SELECT * FROM messages WHERE id = $1 AND account_id = $2`, [id, accountId])
+      : await this.db.query(`SELECT * FROM messages WHERE id = $1`, [id]);
+    return rows.length ? toRecord(rows[0]) : null;
+  }
+
+  /** Status history, oldest first. */
+  async history(id: string): Promise<MessageEvent[]> {
+    const { rows } = await this.db.query<{ id: number; message_id: string; status: MessageStatus; at: Date | string; detail: Record<string, unknown> | null }>(
+      `SELECT id, message_id, status, at, detail FROM message_events WHERE message_id = $1 ORDER BY id`,
+      [id],
+    );
+    return rows.map((r) => ({ id: Number(r.id), messageId: r.message_id, status: r.status, at: ms(r.at)!, detail: r.detail }));
+  }
+
+  transition(id: string, to: MessageStatus, detail?: Record<string, unknown> | null, errorCode?: string | null): Promise<TransitionResult> {
+    return this.gc.submit({ id, to, detail, errorCode });
+  }
+
+  /** Results in input order; several changes of one id apply in order. */
+  transitionMany(items: readonly TransitionInput[]): Promise<TransitionResult[]> {
+    return this.gc.submitMany(items);
+  }
+
+  /**
+   * The upstream accepted (some) parts: status submitted, upstream and route recorded, parts upserted, parts_done =
+   * parts known. A message already final (e.g. cancelled while it was being sent) stays final; the submit is
+   * recorded as a late event so the history shows the send.
+   */
+  markSubmitted(id: string, upstreamId: string, routeRule: string | null, parts: readonly SubmittedPart[], totalParts = parts.length): Promise<MarkSubmittedOutcome> {
+    return this.db.tx(async (q) => {
+      const cur = await q.query<{ status: MessageStatus }>(`SELECT status FROM messages WHERE id = $1 FOR UPDATE`, [id]);
+      if (!cur.rows.length) return 'not_found';
+      const from = cur.rows[0].status;
+      const idx = parts.map((p) => p.partIndex);
+      const ids = parts.map((p) => p.upstreamMessageId);
+      await q.query(
+        `INSERT INTO message_parts (message_id, part_index, upstream_id, upstream_message_id, status)
+         SELECT $1, u.i, $2, u.m, 'submitted' FROM unnest($3::int[], $4::text[]) AS u(i, m)
+         ON CONFLICT (message_id, part_index) DO UPDATE
+           SET upstream_id = EXCLUDED.upstream_id, upstream_message_id = EXCLUDED.upstream_message_id, status = 'submitted', error_code = NULL, updated_at = now()`,
+        [id, upstreamId, idx, ids],
+      );
+      const late = isFinal(from);
+      const detail = JSON.stringify(late ? { upstream: upstreamId, parts: idx, late: true, kept: from } : { upstream: upstreamId, parts: idx });
+      if (!late) {
+        await q.query(
+          `UPDATE messages SET status = 'submitted', upstream_id = $2, route_rule = COALESCE($3, route_rule), parts_total = GREATEST($4::int, parts_total),
+             parts_done = (SELECT count(*) FROM message_parts WHERE message_id = $1), attempts = attempts + 1, updated_at = now()
+           WHERE id = $1`,
+          [id, upstreamId, routeRule, totalParts],
+        );
+      }
+      await q.query(`INSERT INTO message_events (message_id, status, detail) VALUES ($1, 'submitted', $2::jsonb)`, [id, detail]);
+      return late ? 'late' : 'changed';
+    });
+  }
+
+  /** Records one part's state (a per-part receipt) and returns the counts the receipt handler decides the message from. */
+  async recordPart(u: PartUpdate): Promise<PartSummary> {
+    await this.db.query(
+      `INSERT INTO message_parts (message_id, part_index, upstream_id, upstream_message_id, status, error_code)
+       VALUES ($1, $2, $3, $4, $5, $6)
+       ON CONFLICT (message_id, part_index) DO UPDATE
+         SET status = EXCLUDED.status, error_code = COALESCE(EXCLUDED.error_code, message_parts.error_code),
+             upstream_id = COALESCE(EXCLUDED.upstream_id, message_parts.upstream_id),
+             upstream_message_id = COALESCE(EXCLUDED.upstream_message_id, message_parts.upstream_message_id), updated_at = now()`,
+      [u.messageId, u.partIndex, u.upstreamId ?? null, u.upstreamMessageId ?? null, u.status, u.errorCode ?? null],
+    );
+    const { rows } = await this.db.query<{ status: string; n: number }>(
+      `SELECT status, count(*)::int AS n FROM message_parts WHERE message_id = $1 GROUP BY status`,
+      [u.messageId],
+    );
+    const s: PartSummary = { total: 0, delivered: 0, failed: 0, pending: 0 };
+    for (const r of rows) {
+      s.total += r.n;
+      if (r.status === 'delivered') s.delivered += r.n;
+      else if (FINAL_PART.has(r.status)) s.failed += r.n;
+      else s.pending += r.n;
+    }
+    return s;
+  }
+
+  /**
+   * Cancels a queued or scheduled message of the account that nothing was sent for yet. False when it is unknown,
+   * another account's, or already submitted/final. (A dispatcher holding it must check markSubmitted's outcome.)
+   */
+  async cancel(id: string, accountId: string): Promise<boolean> {
+    const r = await this.db.query(
+      `WITH c AS (
+         UPDATE messages SET status = 'cancelled', updated_at = now(), final_at = now()
+         WHERE id = $1 AND account_id = $2 AND status IN ('queued', 'scheduled') RETURNING id
+       )
+       INSERT INTO message_events (message_id, status) SELECT id, 'cancelled' FROM c`,
+      [id, accountId],
+    );
+    return r.rowCount > 0;
+  }
+
+  /**
+   * The start-up sweep: messages accepted but not yet submitted (queued, or scheduled whose time has come), in id
+   * order after `afterId`. Page with the last id returned until fewer than `limit` come back.
+   */
+  async recoverable(limit: number, afterId = '', now = this.clock()): Promise<MessageRecord[]> {
+    const { rows } = await this.db.query(
+      `SELECT * FROM messages
+       WHERE status IN ('queued', 'scheduled') AND (status = 'queued' OR scheduled_at <= to_timestamp($3::float8 / 1000.0)) AND id > $2
+       ORDER BY id LIMIT $1`,
+      [limit, afterId, now],
+    );
+    return rows.map(toRecord);
+  }
+
+  /** Writes pending transitions, then refuses new ones. */
+  close(): Promise<void> {
+    return this.gc.close();
+  }
+}
+
+interface Pending {
+  status: MessageStatus;
+  errorCode: string | null;
+  dirty: boolean;
+}
+
+/** One batch of transitions inside one transaction: lock (in id order, so batches never deadlock), decide, write. */
+async function applyTransitions(q: Queryable, items: TransitionInput[]): Promise<TransitionResult[]> {
+  const ids = [...new Set(items.map((i) => i.id))];
+  const cur = await q.query<{ id: string; status: MessageStatus }>(
+    `SELECT id, status FROM messages WHERE id = ANY($1::text[]) ORDER BY id FOR UPDATE`,
+    [ids],
+  );
+  const state = new Map<string, Pending>();
+  for (const r of cur.rows) state.set(r.id, { status: r.status, errorCode: null, dirty: false });
+  const results: TransitionResult[] = new Array(items.length);
+  const evId: string[] = [];
+  const evStatus: string[] = [];
+  const evDetail: (string | null)[] = [];
+  for (let i = 0; i < items.length; i++) {
+    const it = items[i];
+    const s = state.get(it.id);
+    if (!s) {
+      results[i] = { id: it.id, outcome: 'not_found', status: null };
+      continue;
+    }
+    const outcome: TransitionOutcome = decide(s.status, it.to);
+    if (outcome === 'changed' || outcome === 'late') {
+      let detail = it.detail ?? null;
+      if (it.errorCode) detail = { ...detail, error: it.errorCode };
+      if (outcome === 'late') detail = { ...detail, late: true, kept: s.status };
+      evId.push(it.id);
+      evStatus.push(it.to);
+      evDetail.push(detail ? JSON.stringify(detail) : null);
+    }
+    if (outcome === 'changed') {
+      s.status = it.to;
+      if (it.errorCode) s.errorCode = it.errorCode;
+      s.dirty = true;
+    }
+    results[i] = { id: it.id, outcome, status: s.status };
+  }
+  const uId: string[] = [];
+  const uStatus: string[] = [];
+  const uErr: (string | null)[] = [];
+  const uFinal: boolean[] = [];
+  for (const [id, s] of state) {
+    if (!s.dirty) continue;
+    uId.push(id);
+    uStatus.push(s.status);
+    uErr.push(s.errorCode);
+    uFinal.push(isFinal(s.status));
+  }
+  if (uId.length) await q.query(UPDATE_MANY_SQL, [uId, uStatus, uErr, uFinal]);
+  if (evId.length) await q.query(INSERT_EVENTS_SQL, [evId, evStatus, evDetail]);
+  return results;
+}
+
+function ms(v: unknown): number | null {
+  if (v == null) return null;
+  return v instanceof Date ? v.getTime() : new Date(v as string).getTime();
+}
+
+function toRecord(r: Record<string, unknown>): MessageRecord {
+  const bytes = r.body_bytes as Uint8Array | null;
+  return {
+    id: r.id as string,
+    accountId: r.account_id as string,
+    channel: r.channel as 'sms',
+    ingress: r.ingress as MessageRecord['ingress'],
+    batchId: (r.batch_id as string | null) ?? null,
+    reference: (r.reference as string | null) ?? null,
+    source: r.source as string,
+    sourceTon: r.source_ton as number,
+    sourceNpi: r.source_npi as number,
+    destination: r.destination as string,
+    body: (r.body as string | null) ?? null,
+    bodyBytes: bytes ? Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength) : null,
+    dataCoding: (r.data_coding as number | null) ?? null,
+    esmClass: r.esm_class as number,
+    udhRef: (r.udh_ref as number | null) ?? null,
+    udhTotal: (r.udh_total as number | null) ?? null,
+    udhSeq: (r.udh_seq as number | null) ?? null,
+    segments: r.segments as number,
+    encoding: r.encoding as string,
+    priority: r.priority as number,
+    registeredDelivery: r.registered_delivery as number,
+    scheduledAt: ms(r.scheduled_at),
+    expiresAt: ms(r.expires_at),
+    status: r.status as MessageStatus,
+    errorCode: (r.error_code as string | null) ?? null,
+    attempts: r.attempts as number,
+    routeRule: (r.route_rule as string | null) ?? null,
+    upstreamId: (r.upstream_id as string | null) ?? null,
+    partsTotal: r.parts_total as number,
+    partsDone: r.parts_done as number,
+    costMicros: Number(r.cost_micros),
+    currency: r.currency as string,
+    customerSystemId: (r.customer_system_id as string | null) ?? null,
+    resendOf: (r.resend_of as string | null) ?? null,
+    createdAt: ms(r.created_at)!,
+    updatedAt: ms(r.updated_at)!,
+    finalAt: ms(r.final_at),
+  };
+}

@@ -1,0 +1,169 @@
+import t from 'tap';
+import { Ledger } from '../../src/ledger/ledger.js';
+import { LedgerWriter } from '../../src/ledger/ledger-writer.js';
+import { decide } from '../../src/ledger/transitions.js';
+import type { TransitionInput } from '../../src/ledger/types.js';
+import { testDb } from '../helpers/db.js';
+import { backendLabel } from '../helpers/env.js';
+import { sampleMessage } from '../helpers/ledger-rows.js';
+
+t.test(`ledger reads and state changes (${backendLabel})`, async (t) => {
+  const tdb = await testDb();
+  t.teardown(() => tdb.cleanup());
+  const { db } = tdb;
+  const base = Date.parse('2030-01-01T00:00:00Z');
+  const w = new LedgerWriter(db, { clock: () => base });
+  const ledger = new Ledger(db, { clock: () => base });
+  t.teardown(async () => {
+    await ledger.close();
+    await w.close();
+  });
+
+  t.test('get, account scoping, history', async (t) => {
+    const m = sampleMessage({ reference: 'ref-1' });
+    await w.accept(m);
+    const got = await ledger.get(m.id);
+    t.equal(got?.status, 'queued');
+    t.equal(got?.reference, 'ref-1');
+    t.equal(got?.costMicros, 35_000);
+    t.equal(await ledger.get(m.id, 'acc_other'), null, 'another account does not see it');
+    t.ok(await ledger.get(m.id, 'acc_1'));
+    t.equal(await ledger.get('msg_nope'), null);
+    const h = await ledger.history(m.id);
+    t.same(h.map((e) => e.status), ['queued']);
+  });
+
+  t.test('transitions and the final-state rule', async (t) => {
+    const m = sampleMessage();
+    await w.accept(m);
+    t.equal((await ledger.transition(m.id, 'submitted', { upstream: 'up1' })).outcome, 'changed');
+    t.equal((await ledger.transition(m.id, 'submitted')).outcome, 'unchanged', 'same status: no event');
+    t.equal((await ledger.transition(m.id, 'expired', null, 'VALIDITY')).outcome, 'changed');
+    const late = await ledger.transition(m.id, 'delivered', { upstream: 'up1' });
+    t.same(late, { id: m.id, outcome: 'late', status: 'expired' }, 'a late delivered keeps the final status');
+    const got = await ledger.get(m.id);
+    t.equal(got?.status, 'expired');
+    t.equal(got?.errorCode, 'VALIDITY');
+    t.ok(got?.finalAt, 'final_at set');
+    const h = await ledger.history(m.id);
+    t.same(h.map((e) => e.status), ['queued', 'submitted', 'expired', 'delivered']);
+    t.same(h[1].detail, { upstream: 'up1' });
+    t.same(h[2].detail, { error: 'VALIDITY' });
+    t.same(h[3].detail, { upstream: 'up1', late: true, kept: 'expired' });
+    t.equal((await ledger.transition(m.id, 'expired')).outcome, 'unchanged');
+    t.equal((await ledger.transition('msg_missing', 'delivered')).outcome, 'not_found');
+    const q = sampleMessage();
+    await w.accept(q);
+    t.equal((await ledger.transition(q.id, 'scheduled')).outcome, 'invalid', 'queued → scheduled is not a move');
+    t.equal((await ledger.history(q.id)).length, 1, 'an invalid move writes no event');
+  });
+
+  t.test('the rule table', async (t) => {
+    t.equal(decide('scheduled', 'queued'), 'changed');
+    t.equal(decide('submitted', 'queued'), 'changed', 'requeue for retry');
+    t.equal(decide('submitted', 'cancelled'), 'invalid');
+    t.equal(decide('queued', 'delivered'), 'changed', 'a receipt may overtake the submit record');
+    t.equal(decide('cancelled', 'submitted'), 'late');
+  });
+
+  t.test('transitionMany: one batch, in order, repeated ids', async (t) => {
+    const rows = Array.from({ length: 300 }, () => sampleMessage({ accountId: 'acc_many' }));
+    await w.acceptMany(rows);
+    const before = ledger.transitionStats.batches;
+    const items: TransitionInput[] = [];
+    for (const r of rows) items.push({ id: r.id, to: 'submitted', detail: { upstream: 'up1' } });
+    for (let i = 0; i < rows.length; i++) items.push({ id: rows[i].id, to: i % 3 ? 'delivered' : 'undelivered', errorCode: i % 3 ? null : '001' });
+    items.push({ id: rows[0].id, to: 'delivered' }); // late
+    const res = await ledger.transitionMany(items);
+    t.equal(res.length, items.length);
+    t.equal(res.filter((r) => r.outcome === 'changed').length, 600);
+    t.same(res[res.length - 1], { id: rows[0].id, outcome: 'late', status: 'undelivered' });
+    t.ok(ledger.transitionStats.batches - before <= 2, `${ledger.transitionStats.batches - before} batches for ${items.length} changes`);
+    const counts = await db.query<{ status: string; n: number }>(
+      `SELECT status, count(*)::int AS n FROM messages WHERE account_id = 'acc_many' GROUP BY status ORDER BY status`,
+    );
+    t.same(counts.rows, [
+      { status: 'delivered', n: 200 },
+      { status: 'undelivered', n: 100 },
+    ]);
+    t.same((await ledger.history(rows[0].id)).map((e) => e.status), ['queued', 'submitted', 'undelivered', 'delivered']);
+    t.equal((await ledger.get(rows[0].id))?.errorCode, '001');
+  });
+
+  t.test('concurrent single transitions share batches', async (t) => {
+    const rows = Array.from({ length: 200 }, () => sampleMessage({ accountId: 'acc_conc_tr' }));
+    await w.acceptMany(rows);
+    const before = ledger.transitionStats.batches;
+    const res = await Promise.all(rows.map((r) => ledger.transition(r.id, 'submitted')));
+    t.ok(res.every((r) => r.outcome === 'changed'));
+    t.ok(ledger.transitionStats.batches - before < 20, `${ledger.transitionStats.batches - before} batches for 200 transitions`);
+  });
+
+  t.test('markSubmitted and parts', async (t) => {
+    const m = sampleMessage({ segments: 3 });
+    await w.accept(m);
+    t.equal(await ledger.markSubmitted(m.id, 'up1', 'rule-uk', [{ partIndex: 0, upstreamMessageId: 'a0' }, { partIndex: 1, upstreamMessageId: 'a1' }], 3), 'changed');
+    let got = await ledger.get(m.id);
+    t.same([got?.status, got?.upstreamId, got?.routeRule, got?.partsTotal, got?.partsDone, got?.attempts], ['submitted', 'up1', 'rule-uk', 3, 2, 1]);
+    await ledger.markSubmitted(m.id, 'up1', null, [{ partIndex: 2, upstreamMessageId: 'a2' }], 3);
+    got = await ledger.get(m.id);
+    t.same([got?.partsDone, got?.attempts, got?.routeRule], [3, 2, 'rule-uk'], 'a resumed send adds its parts');
+    t.same(await ledger.recordPart({ messageId: m.id, partIndex: 0, status: 'delivered' }), { total: 3, delivered: 1, failed: 0, pending: 2 });
+    t.same(await ledger.recordPart({ messageId: m.id, partIndex: 1, status: 'undelivered', errorCode: '034' }), { total: 3, delivered: 1, failed: 1, pending: 1 });
+    const parts = await db.query<{ part_index: number; upstream_message_id: string; status: string }>(
+      `SELECT part_index, upstream_message_id, status FROM message_parts WHERE message_id = $1 ORDER BY part_index`,
+      [m.id],
+    );
+    t.same(parts.rows, [
+      { part_index: 0, upstream_message_id: 'a0', status: 'delivered' },
+      { part_index: 1, upstream_message_id: 'a1', status: 'undelivered' },
+      { part_index: 2, upstream_message_id: 'a2', status: 'submitted' },
+    ]);
+    t.equal(await ledger.markSubmitted('msg_missing', 'up1', null, []), 'not_found');
+  });
+
+  t.test('cancel only before submit', async (t) => {
+    const q = sampleMessage({ accountId: 'acc_c' });
+    const s = sampleMessage({ accountId: 'acc_c', scheduledAt: base + 3_600_000 });
+    const sent = sampleMessage({ accountId: 'acc_c' });
+    await w.acceptMany([q, s, sent]);
+    await ledger.markSubmitted(sent.id, 'up1', null, [{ partIndex: 0, upstreamMessageId: 'x' }]);
+    t.equal(await ledger.cancel(q.id, 'acc_other'), false, "another account's message");
+    t.equal(await ledger.cancel(q.id, 'acc_c'), true, 'queued');
+    t.equal(await ledger.cancel(s.id, 'acc_c'), true, 'scheduled');
+    t.equal(await ledger.cancel(sent.id, 'acc_c'), false, 'submitted');
+    t.equal(await ledger.cancel(q.id, 'acc_c'), false, 'twice');
+    t.equal((await ledger.get(q.id))?.status, 'cancelled');
+    t.same((await ledger.history(s.id)).map((e) => e.status), ['scheduled', 'cancelled']);
+    t.equal(await ledger.markSubmitted(q.id, 'up1', null, [{ partIndex: 0, upstreamMessageId: 'y' }]), 'late', 'a send racing the cancel is recorded, status kept');
+    t.equal((await ledger.get(q.id))?.status, 'cancelled');
+  });
+
+  t.test('recoverable: queued and due scheduled, paged by id', async (t) => {
+    const other = await testDb();
+    t.teardown(() => other.cleanup());
+    const w2 = new LedgerWriter(other.db, { clock: () => base });
+    const l2 = new Ledger(other.db, { clock: () => base });
+    const queued = Array.from({ length: 25 }, () => sampleMessage());
+    const dueLater = sampleMessage({ scheduledAt: base + 60_000 });
+    const farLater = sampleMessage({ scheduledAt: base + 3_600_000 });
+    const done = sampleMessage();
+    const sent = sampleMessage();
+    await w2.acceptMany([...queued, dueLater, farLater, done, sent]);
+    await l2.transition(done.id, 'failed');
+    await l2.markSubmitted(sent.id, 'up1', null, [{ partIndex: 0, upstreamMessageId: 'z' }]);
+    const seen: string[] = [];
+    let after = '';
+    for (let page = 0; page < 20; page++) {
+      const got = await l2.recoverable(10, after, base + 120_000);
+      seen.push(...got.map((m) => m.id));
+      if (got.length < 10) break;
+      after = got[got.length - 1].id;
+    }
+    const expected = [...queued.map((m) => m.id), dueLater.id].sort();
+    t.same(seen, expected, 'queued + due scheduled, in id order, nothing twice');
+    t.equal((await l2.recoverable(100, '', base)).length, 25, 'a scheduled message is not due before its time');
+    await l2.close();
+    await w2.close();
+  });
+});
