@@ -1,5 +1,6 @@
 /** The types exchanged between the dispatcher, the upstream pool and the receipt handling. */
 import type { DeliverSm, Tlvs } from '../pdu.js';
+import type { ReceiptInfo } from './receipt-pdu.js';
 
 /** One message on its way to an upstream SMSC. Built by the dispatcher from the ledger row. */
 export interface OutboundMessage {
@@ -92,8 +93,8 @@ export type SubmitOutcome =
       parts?: AcceptedPart[];
     };
 
-/** A delivery receipt correlated back to Ferry's message. */
-export interface UpstreamReceipt {
+/** A delivery receipt correlated back to Ferry's message: what the receipt said (minus its id) and whose it is. */
+export interface UpstreamReceipt extends Omit<ReceiptInfo, 'id'> {
   /** Ferry message id. */
   messageId: string;
   partIndex: number;
@@ -101,18 +102,6 @@ export interface UpstreamReceipt {
   upstreamId: string;
   /** The id as the receipt wrote it. */
   upstreamMessageId: string;
-  /** SMPP message_state (MessageState). */
-  state: number;
-  /** The receipt's stat word (DELIVRD, UNDELIV, ...), or derived from `state`. */
-  stat: string;
-  /** True for final states; false for ENROUTE/SCHEDULED and intermediate notifications. */
-  final: boolean;
-  /** The receipt's err: field (vendor-specific error code), when present. */
-  errorCode?: string;
-  /** network_error_code TLV: type octet + 2-octet code, when present. */
-  networkErrorCode?: Buffer;
-  submitDate?: Date;
-  doneDate?: Date;
   receivedAt: number;
 }
 
