@@ -1,4 +1,3 @@
-import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import t from 'tap';
 import { Ledger } from '../../src/ledger/ledger.js';
@@ -6,6 +5,7 @@ import { openDb } from '../../src/store/sql/db.js';
 import type { Db } from '../../src/store/types.js';
 import { testDb } from '../helpers/db.js';
 import { backendLabel } from '../helpers/env.js';
+import { runUntilKilled } from '../helpers/kill-after.js';
 
 const ACCEPTOR = fileURLToPath(new URL('../helpers/ledger-acceptor.ts', import.meta.url));
 // The kill comes once this many rows were acknowledged (or when the child ends by itself).
@@ -21,32 +21,11 @@ t.test(`SIGKILL while accepting loses no acknowledged message (${backendLabel})`
   // PGlite: the child must own the data folder alone.
   if (!tdb.url) await db.close();
 
-  const child = spawn(process.execPath, ['--import', 'tsx', ACCEPTOR], {
-    env: { ...process.env, ACCEPTOR_DB_URL: tdb.url ?? '', ACCEPTOR_DATA_DIR: tdb.dataDir, ACCEPTOR_CALLERS: '64', ACCEPTOR_MAX_ROWS: '100000', ACCEPTOR_MAX_MS: '30000' },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let stderr = '';
-  child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-  const acked: string[] = [];
-  let buf = '';
-  let killed = false;
-  const exited = new Promise<{ signal: NodeJS.Signals | null }>((resolve) => child.on('exit', (_code, signal) => resolve({ signal })));
-  child.stdout.on('data', (d: Buffer) => {
-    buf += d.toString();
-    let nl: number;
-    while ((nl = buf.indexOf('\n')) >= 0) {
-      const line = buf.slice(0, nl);
-      buf = buf.slice(nl + 1);
-      if (line.startsWith('ok ')) acked.push(line.slice(3));
-      if (acked.length >= KILL_AFTER && !killed) {
-        killed = true;
-        child.kill('SIGKILL');
-      }
-    }
-  });
-  const timer = setTimeout(() => child.kill('SIGKILL'), 60_000);
-  const { signal } = await exited;
-  clearTimeout(timer);
+  const { acked, signal, stderr } = await runUntilKilled(
+    ACCEPTOR,
+    { ACCEPTOR_DB_URL: tdb.url ?? '', ACCEPTOR_DATA_DIR: tdb.dataDir, ACCEPTOR_CALLERS: '64', ACCEPTOR_MAX_ROWS: '100000', ACCEPTOR_MAX_MS: '30000' },
+    KILL_AFTER,
+  );
   t.equal(signal, 'SIGKILL', `the acceptor was killed mid-run ${stderr ? `(stderr: ${stderr.slice(0, 500)})` : ''}`);
   t.ok(acked.length >= KILL_AFTER, `${acked.length} rows acknowledged before the kill`);
 

@@ -1,4 +1,3 @@
-import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import t from 'tap';
 import { openBackends } from '../../src/store/backends.js';
@@ -7,6 +6,7 @@ import type { Db } from '../../src/store/types.js';
 import { deleteKeys, testClock } from '../helpers/backends.js';
 import { testDb } from '../helpers/db.js';
 import { backendLabel } from '../helpers/env.js';
+import { runUntilKilled } from '../helpers/kill-after.js';
 import { REDIS_URL, testKeyPrefix } from '../helpers/redis.js';
 
 const PUSHER = fileURLToPath(new URL('../helpers/queue-pusher.ts', import.meta.url));
@@ -26,9 +26,9 @@ t.test(`SIGKILL while items are queued loses none of them (${backendLabel})`, as
   // PGlite: the child must own the data folder alone.
   if (!tdb.url) await db.close();
 
-  const child = spawn(process.execPath, ['--import', 'tsx', PUSHER], {
-    env: {
-      ...process.env,
+  const run = await runUntilKilled(
+    PUSHER,
+    {
       PUSHER_DB_URL: tdb.url ?? '',
       PUSHER_DATA_DIR: tdb.dataDir,
       PUSHER_REDIS_URL: REDIS_URL ?? '',
@@ -38,33 +38,10 @@ t.test(`SIGKILL while items are queued loses none of them (${backendLabel})`, as
       PUSHER_MAX_BATCHES: '5000',
       PUSHER_MAX_MS: '30000',
     },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let stderr = '';
-  child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-  const acked: number[] = [];
-  let buf = '';
-  let killedAt = -1;
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
-    child.on('exit', (code, signal) => resolve({ code, signal })),
+    KILL_AFTER,
   );
-  child.stdout.on('data', (d: Buffer) => {
-    buf += d.toString();
-    let nl: number;
-    while ((nl = buf.indexOf('\n')) >= 0) {
-      const line = buf.slice(0, nl);
-      buf = buf.slice(nl + 1);
-      const m = /^ok (\d+)$/.exec(line);
-      if (m) acked.push(Number(m[1]));
-      if (acked.length >= KILL_AFTER && killedAt < 0) {
-        killedAt = acked.length;
-        child.kill('SIGKILL');
-      }
-    }
-  });
-  const timer = setTimeout(() => child.kill('SIGKILL'), 60_000);
-  const { signal } = await exited;
-  clearTimeout(timer);
+  const { signal, stderr } = run;
+  const acked = run.acked.map(Number);
   t.equal(signal, 'SIGKILL', `the pusher was killed mid-run ${stderr ? `(stderr: ${stderr.slice(0, 500)})` : ''}`);
   t.ok(acked.length >= KILL_AFTER, `${acked.length} batches acknowledged before the kill`);
 
