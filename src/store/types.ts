@@ -49,6 +49,11 @@ export interface QueueItem<P = unknown> {
   lastError: string | null;
 }
 
+export interface RetryOptions {
+  /** The attempt does not count (the item waited on back-pressure, not on its own failure): it never dies of it. */
+  refund?: boolean;
+}
+
 export interface LaneStats {
   lane: Lane;
   /** Items due now (runAt <= now) and not leased. */
@@ -76,7 +81,7 @@ export interface Queue<P = unknown> {
   /** Done: removes the items. Unknown ids are ignored. */
   ack(ids: readonly string[]): Promise<void>;
   /** Failed attempt: due again after delayMs, or dead once attempts reached maxAttempts. */
-  retry(id: string, delayMs: number, error: string): Promise<'scheduled' | 'dead' | 'unknown'>;
+  retry(id: string, delayMs: number, error: string, options?: RetryOptions): Promise<'scheduled' | 'dead' | 'unknown'>;
   /** Removes an item that is not leased (e.g. cancel_sm of a scheduled message). */
   cancel(id: string): Promise<boolean>;
   /** The item as stored, or null. */

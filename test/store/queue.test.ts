@@ -116,6 +116,23 @@ t.test(`queue contract (${backendLabel})`, async (t) => {
     t.same(ids(await q.lease(10, LEASE)), ['a3'], 'acked items never come back');
   });
 
+  t.test('a refunded retry does not use an attempt and never kills', async (t) => {
+    const q = fresh<string>();
+    await q.push([{ id: 'w', lane: 'bulk', payload: 'p', maxAttempts: 2 }]);
+    for (let round = 1; round <= 5; round++) {
+      const got = await q.lease(1, LEASE);
+      t.equal(got.length, 1, `leased in round ${round}`);
+      t.equal(got[0].attempts, 1, 'the refunded attempts are not counted');
+      t.equal(await q.retry('w', 100, 'window full', { refund: true }), 'scheduled');
+      clock.advance(100);
+    }
+    const got = await q.lease(1, LEASE);
+    t.equal(got[0].attempts, 1);
+    t.equal(await q.retry('w', 0, 'timeout'), 'scheduled', 'a counted failure');
+    t.equal((await q.lease(1, LEASE))[0].attempts, 2);
+    t.equal(await q.retry('w', 0, 'timeout'), 'dead', 'counted failures still kill at maxAttempts');
+  });
+
   t.test('retry counts attempts, reschedules, and kills after maxAttempts', async (t) => {
     const q = fresh<string>();
     await q.push([{ id: 'r', lane: 'bulk', payload: 'p', maxAttempts: 3 }]);

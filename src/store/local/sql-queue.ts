@@ -1,4 +1,4 @@
-import type { Db, Lane, PushItem, Queue, QueueItem, QueueStats } from '../types.js';
+import type { Db, Lane, PushItem, Queue, QueueItem, QueueStats, RetryOptions } from '../types.js';
 import { LANES } from '../types.js';
 
 export interface SqlQueueOptions {
@@ -62,12 +62,14 @@ ON CONFLICT (queue, id) DO UPDATE SET
   attempts = 0, max_attempts = EXCLUDED.max_attempts, last_error = NULL, dead_at = NULL, payload = EXCLUDED.payload
 WHERE queue_items.state = 2`;
 
+// $6 (refund): the attempt does not count (back-pressure, not the message's fault): never dead, attempts - 1.
 const RETRY_SQL = `
 UPDATE queue_items SET
-  state = CASE WHEN attempts >= max_attempts THEN 2 ELSE 0 END,
-  run_at = CASE WHEN attempts >= max_attempts THEN run_at ELSE $3::bigint END,
-  visible_at = CASE WHEN attempts >= max_attempts THEN visible_at ELSE $3::bigint END,
-  dead_at = CASE WHEN attempts >= max_attempts THEN $4::bigint ELSE NULL END,
+  attempts = CASE WHEN $6::bool THEN greatest(attempts - 1, 0) ELSE attempts END,
+  state = CASE WHEN attempts >= max_attempts AND NOT $6::bool THEN 2 ELSE 0 END,
+  run_at = CASE WHEN attempts >= max_attempts AND NOT $6::bool THEN run_at ELSE $3::bigint END,
+  visible_at = CASE WHEN attempts >= max_attempts AND NOT $6::bool THEN visible_at ELSE $3::bigint END,
+  dead_at = CASE WHEN attempts >= max_attempts AND NOT $6::bool THEN $4::bigint ELSE NULL END,
   last_error = $5
 WHERE queue = $1 AND id = $2 AND state < 2
 RETURNING state`;
@@ -172,9 +174,9 @@ export class SqlQueue<P = unknown> implements Queue<P> {
     await this.db.query(`DELETE FROM queue_items WHERE queue = $1 AND id = ANY($2::text[])`, [this.name, ids]);
   }
 
-  async retry(id: string, delayMs: number, error: string): Promise<'scheduled' | 'dead' | 'unknown'> {
+  async retry(id: string, delayMs: number, error: string, options: RetryOptions = {}): Promise<'scheduled' | 'dead' | 'unknown'> {
     const now = Math.floor(this.clock());
-    const { rows } = await this.db.query<{ state: number }>(RETRY_SQL, [this.name, id, now + Math.max(0, Math.floor(delayMs)), now, error]);
+    const { rows } = await this.db.query<{ state: number }>(RETRY_SQL, [this.name, id, now + Math.max(0, Math.floor(delayMs)), now, error, options.refund === true]);
     if (rows.length) {
       if (rows[0].state === DEAD) {
         await this.noteDeaths(1);

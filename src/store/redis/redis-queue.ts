@@ -1,4 +1,4 @@
-import type { Lane, LaneStats, PushItem, Queue, QueueItem, QueueStats } from '../types.js';
+import type { Lane, LaneStats, PushItem, Queue, QueueItem, QueueStats, RetryOptions } from '../types.js';
 import { LANES } from '../types.js';
 import { LANE_INDEX, type QueueKeys, type RedisKeys } from './keys.js';
 import type { ScriptedRedis } from './scripts.js';
@@ -94,9 +94,13 @@ export class RedisQueue<P = unknown> implements Queue<P> {
     await Promise.all(calls);
   }
 
-  async retry(id: string, delayMs: number, error: string): Promise<'scheduled' | 'dead' | 'unknown'> {
+  async retry(id: string, delayMs: number, error: string, options: RetryOptions = {}): Promise<'scheduled' | 'dead' | 'unknown'> {
     const now = Math.floor(this.clock());
-    return (await this.redis.queueRetry(...this.keyArgs, id, now, Math.max(0, Math.floor(delayMs)), error, this.deadCap)) as 'scheduled' | 'dead' | 'unknown';
+    const refund = options.refund ? 1 : 0;
+    return (await this.redis.queueRetry(...this.keyArgs, id, now, Math.max(0, Math.floor(delayMs)), error, this.deadCap, refund)) as
+      | 'scheduled'
+      | 'dead'
+      | 'unknown';
   }
 
   async cancel(id: string): Promise<boolean> {

@@ -1,6 +1,6 @@
 -- A failed attempt: due again at now + delay, or dead once attempts reached maxAttempts.
 -- KEYS: payload, meta, error, leases, dead, lane:receipt, lane:priority, lane:bulk
--- ARGV: id, now, delayMs, error, deadCap
+-- ARGV: id, now, delayMs, error, deadCap, refund (1: the attempt does not count; never dead)
 -- Returns 'scheduled', 'dead' or 'unknown'.
 local id = ARGV[1]
 local m = redis.call('HGET', KEYS[2], id)
@@ -12,7 +12,9 @@ local laneKey = KEYS[6 + tonumber(lane)]
 redis.call('ZREM', KEYS[4], id)
 redis.call('ZREM', laneKey, id)
 redis.call('HSET', KEYS[3], id, ARGV[4])
-if tonumber(attempts) >= tonumber(maxAttempts) then
+if ARGV[6] == '1' then
+  attempts = tostring(math.max(tonumber(attempts) - 1, 0))
+elseif tonumber(attempts) >= tonumber(maxAttempts) then
   redis.call('ZADD', KEYS[5], now, id)
   local over = redis.call('ZCARD', KEYS[5]) - tonumber(ARGV[5])
   if over > 0 then
