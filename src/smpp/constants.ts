@@ -94,6 +94,8 @@ export const CommandStatus = {
   ESME_RINVOPTPARAMVAL: 0x00c4,
   ESME_RDELIVERYFAILURE: 0x00fe,
   ESME_RUNKNOWNERR: 0x00ff,
+  /** SMPP v5.0 (no v3.4 equivalent): data_coding not supported. */
+  ESME_RINVDCS: 0x0104,
 } as const;
 
 export type CommandStatusName = keyof typeof CommandStatus;
