@@ -15,6 +15,8 @@ import { openBackends } from './store/backends.js';
 import { openDb, redactUrl } from './store/sql/db.js';
 import { migrate } from './store/sql/migrate.js';
 import { startEmbeddedUpstream, type EmbeddedUpstream } from './smpp/sim/embedded.js';
+import { Gateway } from './gateway.js';
+import type { UpstreamConfig } from './config/schema.js';
 import type { Backends, Db } from './store/types.js';
 import { lockDataDir } from './util/lock.js';
 import { VERSION } from './version.js';
@@ -53,6 +55,31 @@ async function listen(app: FastifyInstance, name: string, host: string, port: nu
   }
 }
 
+/** The embedded simulator as an upstream: a couple of binds with room for a real load test. */
+function embeddedUpstreamConfig(e: EmbeddedUpstream): UpstreamConfig {
+  return {
+    id: 'embedded',
+    host: e.host,
+    port: e.port,
+    tls: false,
+    systemId: e.systemId,
+    password: e.password,
+    systemType: '',
+    bindMode: 'transceiver',
+    binds: 2,
+    window: 200,
+    maxTps: 0,
+    enquireLinkSeconds: 30,
+    responseTimeoutMs: 10_000,
+    reconnect: { initialMs: 200, maxMs: 5000 },
+    destTon: 1,
+    destNpi: 1,
+    defaultDataCoding: 0,
+    usePayloadTlv: false,
+    receiptIdFormat: 'as-is',
+  };
+}
+
 /** The whole process: storage, services, listeners, and the order they stop in. */
 export class Daemon {
   readonly metrics = new Metrics();
@@ -63,7 +90,8 @@ export class Daemon {
   keys!: KeyService;
   api!: FastifyInstance;
   admin!: FastifyInstance;
-  addresses: { http: string; admin: string } = { http: '', admin: '' };
+  gateway!: Gateway;
+  addresses: { http: string; admin: string; smpp: string; smppTls: string | null } = { http: '', admin: '', smpp: '', smppTls: null };
   /** The simulated upstream started when no real upstream is configured (nothing leaves the machine). */
   embeddedUpstream: EmbeddedUpstream | null = null;
   private unlock: (() => void) | null = null;
@@ -129,6 +157,20 @@ export class Daemon {
 
     this.metrics.info.set({ version: VERSION, database: this.db.kind, queue: this.backends.kind }, 1);
 
+    const upstreams: UpstreamConfig[] = [...config.smpp.upstreams];
+    if (this.embeddedUpstream) upstreams.push(embeddedUpstreamConfig(this.embeddedUpstream));
+    try {
+      this.gateway = await Gateway.start({ config, log, metrics: this.metrics, backends: this.backends, accounts: this.accounts, upstreams });
+    } catch (err) {
+      const e = err as NodeJS.ErrnoException;
+      if (e.code === 'EADDRINUSE') throw new StartupError(`smpp listener: ${config.smpp.host}:${config.smpp.port} is already in use`);
+      throw new StartupError(`SMPP gateway: ${e.message}`);
+    }
+    this.closers.unshift({ name: 'gateway', close: () => this.gateway.stop(config.shutdown.drainTimeoutMs) });
+    const ports = this.gateway.server.ports;
+    this.addresses.smpp = `${config.smpp.host}:${ports.plain}`;
+    this.addresses.smppTls = ports.tls ? `${config.smpp.host}:${ports.tls}` : null;
+
     this.api = await this.buildApi();
     this.admin = await this.buildAdmin(adminToken);
     this.addresses.admin = await listen(this.admin, 'admin', config.admin.host, config.admin.port);
@@ -141,6 +183,8 @@ export class Daemon {
         version: VERSION,
         http: this.addresses.http,
         admin: this.addresses.admin,
+        smpp: this.addresses.smpp,
+        smppTls: this.addresses.smppTls,
         database: config.database.url ? redactUrl(config.database.url) : `embedded (${config.dataDir}/pg)`,
         redis: config.redis.url ? redactUrl(config.redis.url) : 'embedded',
         upstream: this.embeddedUpstream ? `embedded simulator on 127.0.0.1:${this.embeddedUpstream.port}` : config.smpp.upstreams.map((u) => u.id),

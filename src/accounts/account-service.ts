@@ -12,6 +12,8 @@ export interface Account {
   balance: number;
   currency: string;
   defaultCountry: string | null;
+  /** Submits per second over SMPP and REST together; null: the server default. */
+  maxTps: number | null;
   createdAt: string;
   updatedAt: string;
 }
@@ -31,11 +33,12 @@ interface AccountRow {
   balance_micros: number;
   currency: string;
   default_country: string | null;
+  max_tps: number | null;
   created_at: Date;
   updated_at: Date;
 }
 
-const ACCOUNT_COLUMNS = 'id, name, status, suspended_reason, balance_micros, currency, default_country, created_at, updated_at';
+const ACCOUNT_COLUMNS = 'id, name, status, suspended_reason, balance_micros, currency, default_country, max_tps, created_at, updated_at';
 const NAME = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/;
 const SYSTEM_ID = /^[A-Za-z0-9_.-]{1,15}$/;
 const PASSWORD_ALPHABET = 'abcdefghjkmnpqrstuvwxyzABCDEFGHJKMNPQRSTUVWXYZ23456789';
@@ -49,6 +52,7 @@ function toAccount(r: AccountRow): Account {
     balance: fromMicros(r.balance_micros),
     currency: r.currency,
     defaultCountry: r.default_country,
+    maxTps: r.max_tps,
     createdAt: new Date(r.created_at).toISOString(),
     updatedAt: new Date(r.updated_at).toISOString(),
   };
@@ -126,6 +130,57 @@ export class AccountService {
     if (!rows[0]) throw new ApiError('ACCOUNT_NOT_FOUND');
     this.onChange(rows[0].id);
     return toAccount(rows[0]);
+  }
+
+  /** Changes limits and defaults; fields left undefined stay as they are (null clears). */
+  async update(ref: string, patch: { maxTps?: number | null; defaultCountry?: string | null }): Promise<Account> {
+    if (patch.maxTps !== undefined && patch.maxTps !== null && (!Number.isInteger(patch.maxTps) || patch.maxTps < 0)) {
+      throw invalidField('maxTps', 'a whole number ≥ 0, or null for the server default');
+    }
+    const country = patch.defaultCountry ? patch.defaultCountry.toUpperCase() : patch.defaultCountry;
+    if (country && !/^[A-Z]{2}$/.test(country)) throw invalidField('defaultCountry', 'ISO 3166 alpha-2 code');
+    const { rows } = await this.db.query<AccountRow>(
+      `UPDATE accounts SET
+         max_tps = CASE WHEN $2::bool THEN $3::int ELSE max_tps END,
+         default_country = CASE WHEN $4::bool THEN $5::text ELSE default_country END,
+         updated_at = now()
+       WHERE id = $1 OR name = $1 RETURNING ${ACCOUNT_COLUMNS}`,
+      [ref, patch.maxTps !== undefined, patch.maxTps ?? null, country !== undefined, country ?? null],
+    );
+    if (!rows[0]) throw new ApiError('ACCOUNT_NOT_FOUND');
+    this.onChange(rows[0].id);
+    return toAccount(rows[0]);
+  }
+
+  /** Numbers (long or short codes) the account owns: MO messages to them reach its SMPP binds. */
+  async addNumber(ref: string, number: string): Promise<void> {
+    const digits = number.replace(/^\+/, '');
+    if (!/^[0-9]{3,15}$/.test(digits)) throw invalidField('number', '3 to 15 digits');
+    const account = await this.get(ref);
+    try {
+      await this.db.query(`INSERT INTO account_numbers (number, account_id) VALUES ($1, $2)`, [digits, account.id]);
+    } catch (err) {
+      if ((err as { code?: string }).code === '23505') throw new ApiError('CONFLICT', { message: `number ${digits} is already assigned` });
+      throw err;
+    }
+  }
+
+  async removeNumber(ref: string, number: string): Promise<boolean> {
+    const account = await this.get(ref);
+    const r = await this.db.query(`DELETE FROM account_numbers WHERE number = $1 AND account_id = $2`, [number.replace(/^\+/, ''), account.id]);
+    return r.rowCount > 0;
+  }
+
+  async numbers(ref: string): Promise<string[]> {
+    const account = await this.get(ref);
+    const { rows } = await this.db.query<{ number: string }>(`SELECT number FROM account_numbers WHERE account_id = $1 ORDER BY number`, [account.id]);
+    return rows.map((r) => r.number);
+  }
+
+  /** The account owning a number, or null. */
+  async ownerOfNumber(number: string): Promise<string | null> {
+    const { rows } = await this.db.query<{ account_id: string }>(`SELECT account_id FROM account_numbers WHERE number = $1`, [number.replace(/^\+/, '')]);
+    return rows[0]?.account_id ?? null;
   }
 
   /** Adds (or with a negative amount, removes) credit, recording the transaction. */

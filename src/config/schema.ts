@@ -44,6 +44,8 @@ const upstream = {
     receiptIdFormat: { enum: ['hex', 'dec', 'as-is'], default: 'as-is' },
   },
 } as const;
+/** Shared with the admin API, so a runtime upstream is validated (and defaulted) exactly like one in the file. */
+export const upstreamSchema = upstream;
 
 const routeRule = {
   type: 'object',
@@ -129,7 +131,15 @@ export const configSchema = {
             key: nullableString,
           },
         },
-        idleTimeoutSeconds: { type: 'integer', minimum: 5, default: 120 },
+        idleTimeoutSeconds: { type: 'integer', minimum: 5, default: 120, description: 'a customer session silent this long is closed' },
+        enquireLinkSeconds: { type: 'integer', minimum: 0, default: 30, description: 'Ferry sends enquire_link to a customer silent this long; 0 never' },
+        maxSessions: { type: 'integer', minimum: 1, default: 1000, description: 'customer connections at once (all accounts)' },
+        receiptRetentionHours: {
+          type: 'number',
+          minimum: 0,
+          default: 72,
+          description: 'how long receipts and MO messages wait for a customer bind before they are dropped (counted)',
+        },
         upstreams: { type: 'array', items: upstream, default: [] },
         simulator: {
           type: 'object',
@@ -147,6 +157,27 @@ export const configSchema = {
       additionalProperties: false,
       default: {},
       properties: { rules: { type: 'array', items: routeRule, default: [] } },
+    },
+    messages: {
+      type: 'object',
+      additionalProperties: false,
+      default: {},
+      properties: {
+        defaultAccountTps: { type: 'integer', minimum: 0, default: 1000, description: 'submits per second per account unless the account sets its own; 0 unlimited' },
+        maxAttempts: { type: 'integer', minimum: 1, maximum: 100, default: 10, description: 'failed upstream attempts before a message fails (waits on back-pressure do not count)' },
+        maxQueueHours: { type: 'number', minimum: 0.01, default: 48, description: 'a message without a validity period expires after this long unsent' },
+        receiptTimeoutHours: { type: 'number', minimum: 0, default: 48, description: 'a submitted message with no receipt after this long is expired (NO_RECEIPT); 0 never' },
+        maxBacklog: { type: 'integer', minimum: 1, default: 200000, description: 'queued messages beyond which new submits are refused (ESME_RTHROTTLED / 429) while every window is full' },
+      },
+    },
+    dispatch: {
+      type: 'object',
+      additionalProperties: false,
+      default: {},
+      properties: {
+        batch: { type: 'integer', minimum: 1, maximum: 5000, default: 256, description: 'messages leased from the queue per call' },
+        leaseSeconds: { type: 'integer', minimum: 5, default: 120, description: 'a leased message not recorded within this comes back to the queue' },
+      },
     },
     database: {
       type: 'object',
@@ -255,10 +286,15 @@ export interface FerryConfig {
     port: number;
     tls: { enabled: boolean; port: number; cert: string | null; key: string | null };
     idleTimeoutSeconds: number;
+    enquireLinkSeconds: number;
+    maxSessions: number;
+    receiptRetentionHours: number;
     upstreams: UpstreamConfig[];
     simulator: { enabled: 'auto' | 'on' | 'off'; receiptDelayMs: number };
   };
   routing: { rules: RouteRuleConfig[] };
+  messages: { defaultAccountTps: number; maxAttempts: number; maxQueueHours: number; receiptTimeoutHours: number; maxBacklog: number };
+  dispatch: { batch: number; leaseSeconds: number };
   database: { url: string | null; poolSize: number };
   redis: { url: string | null; keyPrefix: string };
   security: { secretKey: string | null };

@@ -13,9 +13,24 @@ import type {
   TransitionResult,
 } from './types.js';
 
+/** A status change the batch applied, as handed to the effects. */
+export interface AppliedChange {
+  id: string;
+  from: MessageStatus;
+  to: MessageStatus;
+  errorCode: string | null;
+}
+
+/**
+ * Work that must commit together with status changes (customer receipts, webhook events: the outbox rows).
+ * Runs inside the batch's transaction after the changes are written; a throw rolls the whole batch back.
+ */
+export type TransitionEffect = (q: Queryable, changes: readonly AppliedChange[]) => Promise<void>;
+
 export interface LedgerOptions {
   /** Batching of transitions (receipts arrive at submit rates). */
   transitions?: GroupCommitOptions;
+  effects?: TransitionEffect[];
   /** Epoch ms; the "now" of the recovery sweep. */
   clock?: () => number;
 }
@@ -42,13 +57,20 @@ const INSERT_EVENTS_SQL = `INSERT INTO message_events (message_id, status, detai
 export class Ledger {
   private readonly gc: GroupCommit<TransitionInput, TransitionResult>;
   private readonly clock: () => number;
+  private readonly effects: TransitionEffect[];
 
   constructor(
     private readonly db: Db,
     opts: LedgerOptions = {},
   ) {
     this.clock = opts.clock ?? Date.now;
-    this.gc = new GroupCommit<TransitionInput, TransitionResult>((items) => this.db.tx((q) => applyTransitions(q, items)), opts.transitions);
+    this.effects = [...(opts.effects ?? [])];
+    this.gc = new GroupCommit<TransitionInput, TransitionResult>((items) => this.db.tx((q) => applyTransitions(q, items, this.effects)), opts.transitions);
+  }
+
+  /** Adds an effect for later batches (wiring order: the outbox owners register after the ledger exists). */
+  addEffect(effect: TransitionEffect): void {
+    this.effects.push(effect);
   }
 
   get transitionStats(): Readonly<GroupCommitStats> {
@@ -60,6 +82,27 @@ export class Ledger {
       ? await this.db.query(`SELECT * FROM messages WHERE id = $1 AND account_id = $2`, [id, accountId])
       : await this.db.query(`SELECT * FROM messages WHERE id = $1`, [id]);
     return rows.length ? toRecord(rows[0]) : null;
+  }
+
+  /** Several rows at once (the dispatcher reads a leased batch in one query); unknown ids are absent. */
+  async getMany(ids: readonly string[]): Promise<Map<string, MessageRecord>> {
+    const out = new Map<string, MessageRecord>();
+    if (!ids.length) return out;
+    const { rows } = await this.db.query(`SELECT * FROM messages WHERE id = ANY($1::text[])`, [ids]);
+    for (const r of rows) {
+      const rec = toRecord(r);
+      out.set(rec.id, rec);
+    }
+    return out;
+  }
+
+  /** Per-part state of a message Ferry split, by part index. */
+  async parts(id: string): Promise<Array<{ partIndex: number; status: string; upstreamId: string | null; upstreamMessageId: string | null; errorCode: string | null }>> {
+    const { rows } = await this.db.query<{ part_index: number; status: string; upstream_id: string | null; upstream_message_id: string | null; error_code: string | null }>(
+      `SELECT part_index, status, upstream_id, upstream_message_id, error_code FROM message_parts WHERE message_id = $1 ORDER BY part_index`,
+      [id],
+    );
+    return rows.map((r) => ({ partIndex: r.part_index, status: r.status, upstreamId: r.upstream_id, upstreamMessageId: r.upstream_message_id, errorCode: r.error_code }));
   }
 
   /** Status history, oldest first. */
@@ -96,7 +139,9 @@ export class Ledger {
         `INSERT INTO message_parts (message_id, part_index, upstream_id, upstream_message_id, status)
          SELECT $1, u.i, $2, u.m, 'submitted' FROM unnest($3::int[], $4::text[]) AS u(i, m)
          ON CONFLICT (message_id, part_index) DO UPDATE
-           SET upstream_id = EXCLUDED.upstream_id, upstream_message_id = EXCLUDED.upstream_message_id, status = 'submitted', error_code = NULL, updated_at = now()`,
+           SET upstream_id = EXCLUDED.upstream_id, upstream_message_id = EXCLUDED.upstream_message_id,
+               status = CASE WHEN message_parts.status = 'submitted' OR message_parts.status = 'queued' THEN 'submitted' ELSE message_parts.status END,
+               updated_at = now()`,
         [id, upstreamId, idx, ids],
       );
       const late = isFinal(from);
@@ -169,6 +214,15 @@ export class Ledger {
     return rows.map(toRecord);
   }
 
+  /** Ids of messages submitted upstream and silent (no receipt, no change) since before `before` (epoch ms). */
+  async staleSubmitted(limit: number, before: number): Promise<string[]> {
+    const { rows } = await this.db.query<{ id: string }>(
+      `SELECT id FROM messages WHERE status = 'submitted' AND updated_at < to_timestamp($2::float8 / 1000.0) ORDER BY id LIMIT $1`,
+      [limit, before],
+    );
+    return rows.map((r) => r.id);
+  }
+
   /** Writes pending transitions, then refuses new ones. */
   close(): Promise<void> {
     return this.gc.close();
@@ -176,20 +230,21 @@ export class Ledger {
 }
 
 interface Pending {
+  from: MessageStatus;
   status: MessageStatus;
   errorCode: string | null;
   dirty: boolean;
 }
 
 /** One batch of transitions inside one transaction: lock (in id order, so batches never deadlock), decide, write. */
-async function applyTransitions(q: Queryable, items: TransitionInput[]): Promise<TransitionResult[]> {
+async function applyTransitions(q: Queryable, items: TransitionInput[], effects: readonly TransitionEffect[]): Promise<TransitionResult[]> {
   const ids = [...new Set(items.map((i) => i.id))];
   const cur = await q.query<{ id: string; status: MessageStatus }>(
     `SELECT id, status FROM messages WHERE id = ANY($1::text[]) ORDER BY id FOR UPDATE`,
     [ids],
   );
   const state = new Map<string, Pending>();
-  for (const r of cur.rows) state.set(r.id, { status: r.status, errorCode: null, dirty: false });
+  for (const r of cur.rows) state.set(r.id, { status: r.status, errorCode: null, dirty: false, from: r.status });
   const results: TransitionResult[] = new Array(items.length);
   const evId: string[] = [];
   const evStatus: string[] = [];
@@ -230,6 +285,11 @@ async function applyTransitions(q: Queryable, items: TransitionInput[]): Promise
   }
   if (uId.length) await q.query(UPDATE_MANY_SQL, [uId, uStatus, uErr, uFinal]);
   if (evId.length) await q.query(INSERT_EVENTS_SQL, [evId, evStatus, evDetail]);
+  if (uId.length && effects.length) {
+    const changes: AppliedChange[] = [];
+    for (const [id, s] of state) if (s.dirty) changes.push({ id, from: s.from, to: s.status, errorCode: s.errorCode });
+    for (const effect of effects) await effect(q, changes);
+  }
   return results;
 }
 

@@ -1,0 +1,44 @@
+import type { Db } from '../store/types.js';
+
+/** What the message path needs to know about an account on every submit. */
+export interface AccountPolicy {
+  id: string;
+  status: 'active' | 'suspended';
+  currency: string;
+  defaultCountry: string | null;
+  /** Submits per second; null: the server default. */
+  maxTps: number | null;
+}
+
+/**
+ * A short-lived cache of account policies so a submit does not cost a database read. Changes made through
+ * AccountService reach this process at once (invalidate); other instances see them within `ttlMs`.
+ */
+export class AccountPolicies {
+  private readonly cache = new Map<string, { policy: AccountPolicy | null; until: number }>();
+
+  constructor(
+    private readonly db: Db,
+    private readonly ttlMs = 5000,
+    private readonly clock: () => number = Date.now,
+  ) {}
+
+  async get(accountId: string): Promise<AccountPolicy | null> {
+    const now = this.clock();
+    const hit = this.cache.get(accountId);
+    if (hit && hit.until > now) return hit.policy;
+    const { rows } = await this.db.query<{ id: string; status: 'active' | 'suspended'; currency: string; default_country: string | null; max_tps: number | null }>(
+      `SELECT id, status, currency, default_country, max_tps FROM accounts WHERE id = $1`,
+      [accountId],
+    );
+    const r = rows[0];
+    const policy = r ? { id: r.id, status: r.status, currency: r.currency, defaultCountry: r.default_country, maxTps: r.max_tps } : null;
+    if (this.cache.size > 10_000) this.cache.clear();
+    this.cache.set(accountId, { policy, until: now + this.ttlMs });
+    return policy;
+  }
+
+  invalidate(accountId: string): void {
+    this.cache.delete(accountId);
+  }
+}

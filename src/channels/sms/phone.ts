@@ -1,0 +1,49 @@
+import { parsePhoneNumberFromString, type CountryCode } from 'libphonenumber-js';
+
+const DIGITS = /^\+?[0-9]{3,17}$/;
+
+/**
+ * A recipient as international digits without '+', or null when it is not a valid number.
+ * `international` (SMPP dest_addr_ton 1, or a leading '+' / '00') says the digits carry the country code;
+ * otherwise the number is read as national in `defaultCountry` first, then as international, because many
+ * clients send international digits without saying so.
+ */
+export function normalizeNumber(raw: string, opts: { international?: boolean; defaultCountry?: string | null } = {}): string | null {
+  let s = raw.replace(/[\s().-]/g, '');
+  if (!DIGITS.test(s) && !(s.startsWith('00') && DIGITS.test(s.slice(2)))) return null;
+  if (s.startsWith('00')) s = '+' + s.slice(2);
+  if (s.startsWith('+') || opts.international) return valid(s.startsWith('+') ? s : '+' + s);
+  if (opts.defaultCountry) {
+    const national = parsePhoneNumberFromString(s, opts.defaultCountry.toUpperCase() as CountryCode);
+    if (national?.isValid()) return national.number.slice(1);
+  }
+  return valid('+' + s);
+}
+
+function valid(e164: string): string | null {
+  const p = parsePhoneNumberFromString(e164);
+  return p?.isValid() ? p.number.slice(1) : null;
+}
+
+const ALPHANUMERIC = /^[\x20-\x7e]{1,11}$/;
+const NUMERIC = /^\+?[0-9]{1,15}$/;
+
+export interface Sender {
+  source: string;
+  ton: number;
+  npi: number;
+}
+
+/**
+ * A sender id: numeric (up to 15 digits, '+' dropped) or alphanumeric (up to 11 printable characters with at least
+ * one letter). TON/NPI default from the shape: alphanumeric 5/0, short code (≤ 6 digits) 3/0, long number 1/1.
+ */
+export function normalizeSender(raw: string, ton?: number, npi?: number): Sender | null {
+  if (NUMERIC.test(raw)) {
+    const digits = raw.startsWith('+') ? raw.slice(1) : raw;
+    const long = digits.length > 6;
+    return { source: digits, ton: ton ?? (long ? 1 : 3), npi: npi ?? (long ? 1 : 0) };
+  }
+  if (ALPHANUMERIC.test(raw) && /[A-Za-z]/.test(raw) && raw.trim() === raw) return { source: raw, ton: ton ?? 5, npi: npi ?? 0 };
+  return null;
+}

@@ -1,0 +1,196 @@
+import type { Logger } from 'pino';
+import { AccountPolicies } from './accounts/account-policies.js';
+import type { AccountService } from './accounts/account-service.js';
+import { SmsService } from './channels/sms/sms-service.js';
+import type { DispatchPayload } from './channels/sms/types.js';
+import type { FerryConfig, RouteRuleConfig, UpstreamConfig } from './config/schema.js';
+import { DispatchMetrics } from './dispatch/dispatch-metrics.js';
+import { Dispatcher } from './dispatch/dispatcher.js';
+import { QueueFeeder } from './dispatch/queue-feeder.js';
+import { Reconciler } from './dispatch/reconciler.js';
+import { Ledger } from './ledger/ledger.js';
+import { LedgerWriter } from './ledger/ledger-writer.js';
+import type { Metrics } from './metrics.js';
+import { CustomerDelivery } from './receipts/customer-delivery.js';
+import { CustomerOutbox } from './receipts/customer-outbox.js';
+import { ReceiptService } from './receipts/receipt-service.js';
+import { Router } from './routing/router.js';
+import { CustomerMetrics } from './smpp/customer/customer-metrics.js';
+import { CustomerServer } from './smpp/customer/customer-server.js';
+import { ReceiptCorrelator } from './smpp/upstream/receipt-correlator.js';
+import { SqlCorrelationStore } from './smpp/upstream/sql-correlation-store.js';
+import { UpstreamMetrics } from './smpp/upstream/upstream-metrics.js';
+import { UpstreamPool } from './smpp/upstream/upstream-pool.js';
+import type { Backends, Queue } from './store/types.js';
+
+export interface GatewayDeps {
+  config: FerryConfig;
+  log: Logger;
+  metrics: Metrics;
+  backends: Backends;
+  accounts: AccountService;
+  /** Upstreams to bind to (config file plus runtime ones, or the embedded simulator). */
+  upstreams: UpstreamConfig[];
+}
+
+/** Without rules, every message goes to the upstreams in the order they are configured (primary, then failover). */
+export function defaultRules(config: FerryConfig, upstreams: readonly UpstreamConfig[]): RouteRuleConfig[] {
+  if (config.routing.rules.length) return config.routing.rules;
+  return upstreams.length ? [{ id: 'default', match: {}, upstreams: upstreams.map((u) => u.id) }] : [];
+}
+
+/**
+ * The message path, assembled: SMPP server and SMS service (ingress) → ledger → queue → dispatcher → router →
+ * upstream pool, and receipts back through the ledger to the customer outbox. Started and stopped as one.
+ */
+export class Gateway {
+  readonly ledger: Ledger;
+  readonly writer: LedgerWriter;
+  readonly queue: Queue<DispatchPayload>;
+  readonly feeder: QueueFeeder<DispatchPayload>;
+  readonly router: Router;
+  readonly pool: UpstreamPool;
+  readonly outbox: CustomerOutbox;
+  readonly receipts: ReceiptService;
+  readonly dispatcher: Dispatcher;
+  readonly reconciler: Reconciler;
+  readonly sms: SmsService;
+  readonly policies: AccountPolicies;
+  delivery!: CustomerDelivery;
+  server!: CustomerServer;
+  private busy = false;
+  private pressureTimer: NodeJS.Timeout | undefined;
+
+  private constructor(private readonly d: GatewayDeps) {
+    const { config, log, metrics, backends } = d;
+    const db = backends.db;
+    this.outbox = new CustomerOutbox(db);
+    this.ledger = new Ledger(db, { effects: [this.outbox.effect] });
+    this.writer = new LedgerWriter(db);
+    this.queue = backends.queue<DispatchPayload>('messages');
+    const dispatchMetrics = new DispatchMetrics(metrics.registry, this.queue);
+    this.policies = new AccountPolicies(db);
+    const prevOnChange = d.accounts.onChange;
+    d.accounts.onChange = (id) => {
+      prevOnChange(id);
+      this.policies.invalidate(id);
+    };
+    this.router = new Router(defaultRules(config, d.upstreams), { knowsUpstream: (id) => this.pool.has(id) });
+    this.receipts = new ReceiptService({
+      ledger: this.ledger,
+      outbox: this.outbox,
+      accounts: d.accounts,
+      log: log.child({ component: 'receipts' }),
+      onOwed: () => this.delivery?.wake(),
+    });
+    const upstreamMetrics = new UpstreamMetrics(metrics.registry);
+    upstreamMetrics.observeRouter(this.router);
+    this.pool = UpstreamPool.start(d.upstreams, {
+      throttle: backends.throttle,
+      metrics: upstreamMetrics,
+      correlator: new ReceiptCorrelator(new SqlCorrelationStore(db)),
+      onReceipt: this.receipts.onReceipt,
+      onUnmatchedReceipt: this.receipts.onUnmatchedReceipt,
+      onMo: this.receipts.onMo,
+    });
+    this.pool.on('bindState', (upstreamId, bindIndex, state) => log.info({ upstream: upstreamId, bind: bindIndex, state }, 'upstream bind state'));
+    this.pool.on('correlationError', (err, messageId) => log.error({ messageId, err: (err as Error).message }, 'receipt correlation not recorded'));
+    this.dispatcher = new Dispatcher({
+      queue: this.queue,
+      ledger: this.ledger,
+      router: this.router,
+      pool: this.pool,
+      log: log.child({ component: 'dispatcher' }),
+      metrics: dispatchMetrics,
+      batch: config.dispatch.batch,
+      leaseMs: config.dispatch.leaseSeconds * 1000,
+      maxQueueMs: config.messages.maxQueueHours * 3_600_000,
+    });
+    this.feeder = new QueueFeeder(this.queue, {
+      onPushed: () => this.dispatcher.wake(),
+      onError: (err, count) => log.warn({ err: (err as Error).message, count }, 'queue push failed; the reconciler will push these messages again'),
+    });
+    this.reconciler = new Reconciler({
+      ledger: this.ledger,
+      queue: this.queue,
+      log: log.child({ component: 'reconciler' }),
+      metrics: dispatchMetrics,
+      maxAttempts: config.messages.maxAttempts,
+      receiptTimeoutMs: config.messages.receiptTimeoutHours * 3_600_000,
+      onPushed: () => this.dispatcher.wake(),
+    });
+    this.sms = new SmsService({
+      writer: this.writer,
+      ledger: this.ledger,
+      queue: this.queue,
+      feeder: this.feeder,
+      router: this.router,
+      throttle: backends.throttle,
+      policies: this.policies,
+      defaultAccountTps: config.messages.defaultAccountTps,
+      maxAttempts: config.messages.maxAttempts,
+      isBusy: () => this.busy,
+    });
+  }
+
+  static async start(d: GatewayDeps): Promise<Gateway> {
+    const g = new Gateway(d);
+    await g.boot();
+    return g;
+  }
+
+  private async boot(): Promise<void> {
+    const { config, log, metrics } = this.d;
+    // Accepted messages the queue lost track of (a crash between commit and push) go back before anything new.
+    await this.reconciler.sweep();
+    this.reconciler.start();
+    this.dispatcher.start();
+    const tls = config.smpp.tls.enabled && config.smpp.tls.cert && config.smpp.tls.key ? { port: config.smpp.tls.port, cert: config.smpp.tls.cert, key: config.smpp.tls.key } : null;
+    this.server = await CustomerServer.start({
+      host: config.smpp.host,
+      port: config.smpp.port,
+      tls,
+      accounts: this.d.accounts,
+      sms: this.sms,
+      idleTimeoutMs: config.smpp.idleTimeoutSeconds * 1000,
+      enquireLinkIntervalMs: config.smpp.enquireLinkSeconds * 1000,
+      maxSessions: config.smpp.maxSessions,
+      log: log.child({ component: 'smpp-server' }),
+      metrics: new CustomerMetrics(metrics.registry),
+    });
+    this.delivery = new CustomerDelivery({
+      outbox: this.outbox,
+      binds: this.server.binds,
+      log: log.child({ component: 'customer-delivery' }),
+      registry: metrics.registry,
+      retentionMs: config.smpp.receiptRetentionHours * 3_600_000,
+    });
+    this.delivery.start();
+    this.pressureTimer = setInterval(() => void this.samplePressure(), 500);
+    this.pressureTimer.unref();
+  }
+
+  // Saturated = the queue is deeper than maxBacklog and the dispatcher holds every window it can: refuse new work.
+  private async samplePressure(): Promise<void> {
+    try {
+      const st = await this.queue.stats();
+      let due = 0;
+      for (const l of st.lanes) if (l.lane !== 'receipt') due += l.due;
+      this.busy = due > this.d.config.messages.maxBacklog;
+    } catch {
+      this.busy = false; // storage errors surface on the accept itself
+    }
+  }
+
+  /** Stops in the order that loses nothing: ingress, then accepts, then sending, then receipts. */
+  async stop(drainMs: number): Promise<void> {
+    clearInterval(this.pressureTimer);
+    await this.server?.close();
+    await this.writer.close().catch(() => undefined);
+    await this.feeder.flush();
+    await this.reconciler.stop();
+    await Promise.all([this.dispatcher.stop(), this.pool.close(Math.min(drainMs, 5000))]);
+    await this.delivery?.stop();
+    await this.ledger.close();
+  }
+}

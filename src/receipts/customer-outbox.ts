@@ -1,0 +1,168 @@
+import type { AppliedChange } from '../ledger/ledger.js';
+import { FINAL_STATUSES, type MessageStatus } from '../ledger/types.js';
+import type { Db, Queryable } from '../store/types.js';
+
+/** A claimed outbox row, with what the deliver_sm is rendered from. */
+export interface OutboxEntry {
+  id: number;
+  accountId: string;
+  kind: 'receipt' | 'mo';
+  attempts: number;
+  createdAt: number;
+  /** Receipt: the message and the status to report. */
+  messageId: string | null;
+  status: MessageStatus | null;
+  errorCode: string | null;
+  message: {
+    source: string;
+    destination: string;
+    body: string | null;
+    createdAt: number;
+    finalAt: number | null;
+    customerSystemId: string | null;
+  } | null;
+  /** MO: the message as received. */
+  source: string | null;
+  destination: string | null;
+  dataCoding: number | null;
+  esmClass: number | null;
+  payload: Buffer | null;
+}
+
+const RECEIPT_STATUSES: readonly MessageStatus[] = FINAL_STATUSES.filter((s) => s !== 'cancelled');
+
+// Receipts for SMPP messages whose registered_delivery asks for one: 1 = any final state, 2 = failures only.
+const INSERT_RECEIPTS_SQL = `INSERT INTO smpp_outbox (account_id, kind, message_id, status, error_code)
+  SELECT m.account_id, 'receipt', m.id, u.status, u.error_code
+  FROM unnest($1::text[], $2::text[], $3::text[]) WITH ORDINALITY AS u(id, status, error_code, n)
+  JOIN messages m ON m.id = u.id
+  WHERE m.ingress = 'smpp' AND ((m.registered_delivery & 3) = 1 OR ((m.registered_delivery & 3) = 2 AND u.status <> 'delivered'))
+  ORDER BY u.n`;
+
+const CLAIM_SQL = `WITH c AS (
+    UPDATE smpp_outbox o SET next_at = now() + make_interval(secs => $3::float8 / 1000.0), attempts = o.attempts + 1
+    WHERE o.id = ANY(ARRAY(
+      SELECT id FROM smpp_outbox WHERE account_id = ANY($1::text[]) AND next_at <= now() ORDER BY id LIMIT $2 FOR UPDATE SKIP LOCKED))
+    RETURNING o.*
+  )
+  SELECT c.*, m.source AS m_source, m.destination AS m_destination, m.body AS m_body, m.created_at AS m_created_at,
+    m.final_at AS m_final_at, m.customer_system_id AS m_customer_system_id
+  FROM c LEFT JOIN messages m ON m.id = c.message_id ORDER BY c.id`;
+
+function ms(v: unknown): number {
+  return v instanceof Date ? v.getTime() : new Date(v as string).getTime();
+}
+
+/**
+ * What customers' SMPP binds are owed (receipts, MO), in SQL. Receipt rows are written by a ledger effect in the
+ * same transaction as the status change, so a committed final state always has its receipt waiting; an instance
+ * holding a receiver bind of the account claims rows with a lease (next_at), so several instances never send
+ * one row at the same time, and an unacknowledged row comes back when its lease ends.
+ */
+export class CustomerOutbox {
+  constructor(private readonly db: Db) {}
+
+  /** The ledger effect: receipts owed for these changes, inside the change's transaction. */
+  readonly effect = async (q: Queryable, changes: readonly AppliedChange[]): Promise<void> => {
+    const ids: string[] = [];
+    const statuses: string[] = [];
+    const errors: (string | null)[] = [];
+    for (const c of changes) {
+      if (!RECEIPT_STATUSES.includes(c.to)) continue;
+      ids.push(c.id);
+      statuses.push(c.to);
+      errors.push(c.errorCode);
+    }
+    if (ids.length) await q.query(INSERT_RECEIPTS_SQL, [ids, statuses, errors]);
+  };
+
+  /** A receipt for a message's current final state, whatever the customer asked for (operator replay). */
+  async replay(messageId: string): Promise<'queued' | 'not_final' | 'not_found' | 'not_smpp'> {
+    const { rows } = await this.db.query<{ account_id: string; status: MessageStatus; error_code: string | null; ingress: string }>(
+      `SELECT account_id, status, error_code, ingress FROM messages WHERE id = $1`,
+      [messageId],
+    );
+    const m = rows[0];
+    if (!m) return 'not_found';
+    if (m.ingress !== 'smpp') return 'not_smpp';
+    if (!RECEIPT_STATUSES.includes(m.status)) return 'not_final';
+    await this.db.query(`INSERT INTO smpp_outbox (account_id, kind, message_id, status, error_code) VALUES ($1, 'receipt', $2, $3, $4)`, [
+      m.account_id,
+      messageId,
+      m.status,
+      m.error_code,
+    ]);
+    return 'queued';
+  }
+
+  async insertMo(mo: { accountId: string; source: string; destination: string; dataCoding: number; esmClass: number; payload: Buffer }): Promise<void> {
+    await this.db.query(
+      `INSERT INTO smpp_outbox (account_id, kind, source, destination, data_coding, esm_class, payload) VALUES ($1, 'mo', $2, $3, $4, $5, decode($6, 'hex'))`,
+      [mo.accountId, mo.source, mo.destination, mo.dataCoding, mo.esmClass, mo.payload.toString('hex')],
+    );
+  }
+
+  /** Claims due rows of these accounts for `leaseMs`, oldest first. */
+  async claim(accountIds: readonly string[], limit: number, leaseMs: number): Promise<OutboxEntry[]> {
+    if (!accountIds.length) return [];
+    const { rows } = await this.db.query(CLAIM_SQL, [accountIds, limit, leaseMs]);
+    return rows.map((r) => {
+      const payload = r.payload as Uint8Array | null;
+      return {
+        id: Number(r.id),
+        accountId: r.account_id as string,
+        kind: r.kind as 'receipt' | 'mo',
+        attempts: r.attempts as number,
+        createdAt: ms(r.created_at),
+        messageId: (r.message_id as string | null) ?? null,
+        status: (r.status as MessageStatus | null) ?? null,
+        errorCode: (r.error_code as string | null) ?? null,
+        message: r.m_source
+          ? {
+              source: r.m_source as string,
+              destination: r.m_destination as string,
+              body: (r.m_body as string | null) ?? null,
+              createdAt: ms(r.m_created_at),
+              finalAt: r.m_final_at ? ms(r.m_final_at) : null,
+              customerSystemId: (r.m_customer_system_id as string | null) ?? null,
+            }
+          : null,
+        source: (r.source as string | null) ?? null,
+        destination: (r.destination as string | null) ?? null,
+        dataCoding: (r.data_coding as number | null) ?? null,
+        esmClass: (r.esm_class as number | null) ?? null,
+        payload: payload ? Buffer.from(payload.buffer, payload.byteOffset, payload.byteLength) : null,
+      };
+    });
+  }
+
+  /** Delivered: gone. */
+  async remove(ids: readonly number[]): Promise<void> {
+    if (ids.length) await this.db.query(`DELETE FROM smpp_outbox WHERE id = ANY($1::bigint[])`, [ids]);
+  }
+
+  /** Due again now (no bind was free to take it). */
+  async release(ids: readonly number[]): Promise<void> {
+    if (ids.length) await this.db.query(`UPDATE smpp_outbox SET next_at = now() WHERE id = ANY($1::bigint[])`, [ids]);
+  }
+
+  /** Drops rows older than the retention; returns how many of each kind. */
+  async purge(retentionMs: number): Promise<{ receipt: number; mo: number }> {
+    const { rows } = await this.db.query<{ kind: 'receipt' | 'mo'; n: number }>(
+      `WITH d AS (DELETE FROM smpp_outbox WHERE created_at < now() - make_interval(secs => $1::float8 / 1000.0) RETURNING kind)
+       SELECT kind, count(*)::int AS n FROM d GROUP BY kind`,
+      [retentionMs],
+    );
+    const out = { receipt: 0, mo: 0 };
+    for (const r of rows) out[r.kind] = r.n;
+    return out;
+  }
+
+  /** Rows waiting per kind (metrics, `ferry status`). */
+  async pending(): Promise<{ receipt: number; mo: number }> {
+    const { rows } = await this.db.query<{ kind: 'receipt' | 'mo'; n: number }>(`SELECT kind, count(*)::int AS n FROM smpp_outbox GROUP BY kind`);
+    const out = { receipt: 0, mo: 0 };
+    for (const r of rows) out[r.kind] = r.n;
+    return out;
+  }
+}

@@ -1,0 +1,86 @@
+import type { Logger } from 'pino';
+import type { AccountService } from '../accounts/account-service.js';
+import type { Ledger } from '../ledger/ledger.js';
+import { messageParts } from '../smpp/text/udh.js';
+import type { UnmatchedReceipt, UpstreamMo, UpstreamReceipt } from '../smpp/upstream/outbound.js';
+import type { CustomerOutbox } from './customer-outbox.js';
+import { receiptErrorCode, statusOfReceiptState } from './receipt-state.js';
+
+export interface ReceiptServiceOptions {
+  ledger: Ledger;
+  outbox: CustomerOutbox;
+  accounts: AccountService;
+  log: Logger;
+  /** Something is owed to a customer (wakes the delivery worker). */
+  onOwed?: () => void;
+  /** MO for a number no account owns. */
+  onUnroutedMo?: () => void;
+}
+
+/**
+ * Upstream receipts and MO messages, on their way back to customers. A receipt becomes a ledger transition (which
+ * writes the customer's receipt in the same transaction); a message Ferry split is final when every part is, and
+ * delivered only when every part was delivered. The pool acknowledges the SMSC's deliver_sm only after this
+ * resolves, so a crash before the commit makes the SMSC send it again.
+ */
+export class ReceiptService {
+  constructor(private readonly o: ReceiptServiceOptions) {}
+
+  readonly onReceipt = async (r: UpstreamReceipt): Promise<void> => {
+    const to = statusOfReceiptState(r.state);
+    const errorCode = receiptErrorCode(r.errorCode);
+    const detail = { upstream: r.upstreamId, upstreamMessageId: r.upstreamMessageId, stat: r.stat, err: r.errorCode ?? null, part: r.partIndex, parts: r.parts };
+    if (r.parts <= 1) {
+      if (!to) return; // ENROUTE / ACCEPTD: nothing changes yet
+      const res = await this.o.ledger.transition(r.messageId, to, detail, to === 'delivered' ? null : (errorCode ?? r.stat));
+      if (res.outcome === 'changed') this.o.onOwed?.();
+      if (res.outcome === 'not_found') this.o.log.warn({ messageId: r.messageId, upstream: r.upstreamId }, 'receipt for a message the ledger does not have');
+      return;
+    }
+    const summary = await this.o.ledger.recordPart({
+      messageId: r.messageId,
+      partIndex: r.partIndex,
+      status: to ?? 'submitted',
+      upstreamId: r.upstreamId,
+      upstreamMessageId: r.upstreamMessageId,
+      errorCode: to === 'delivered' ? null : errorCode,
+    });
+    if (summary.pending > 0 || summary.total < r.parts) return;
+    const final = summary.delivered === summary.total ? 'delivered' : to && to !== 'delivered' ? to : 'undelivered';
+    const res = await this.o.ledger.transition(
+      r.messageId,
+      final,
+      { ...detail, delivered: summary.delivered, failed: summary.failed },
+      final === 'delivered' ? null : (errorCode ?? `${summary.failed}_OF_${summary.total}_PARTS_FAILED`),
+    );
+    if (res.outcome === 'changed') this.o.onOwed?.();
+  };
+
+  readonly onUnmatchedReceipt = (r: UnmatchedReceipt): void => {
+    // Kept in the log with everything needed to find it: the most common receipt bug is an id format mismatch.
+    this.o.log.warn({ upstream: r.upstreamId, upstreamMessageId: r.upstreamMessageId, stat: r.stat }, 'receipt matched no message (check the upstream receiptIdFormat)');
+  };
+
+  /** MO to a number an account owns: kept for that account's receiver binds. Unowned numbers are logged and dropped. */
+  readonly onMo = async (mo: UpstreamMo): Promise<void> => {
+    const destination = mo.destination.replace(/^\+/, '');
+    const accountId = await this.o.accounts.ownerOfNumber(destination);
+    if (!accountId) {
+      this.o.onUnroutedMo?.();
+      this.o.log.warn({ upstream: mo.upstreamId, destination }, 'MO message to a number no account owns; dropped');
+      return;
+    }
+    const parts = messageParts(mo.pdu);
+    // Sent on as received: the UDH (concatenation) stays in front of the text so the customer can join parts.
+    const payload = mo.pdu.tlvs?.message_payload ?? mo.pdu.short_message;
+    await this.o.outbox.insertMo({
+      accountId,
+      source: mo.source,
+      destination,
+      dataCoding: mo.dataCoding,
+      esmClass: parts.concat?.via === 'udh' ? mo.esmClass : mo.esmClass & ~0x40,
+      payload,
+    });
+    this.o.onOwed?.();
+  };
+}

@@ -1,0 +1,134 @@
+// Customer ESME (the `smpp` package) → Ferry's SMPP server → ledger → queue → dispatcher → embedded simulator,
+// and the receipt all the way back, over real TCP.
+import t from 'tap';
+import { startGatewayDaemon, type GatewayDaemon } from '../helpers/gateway.js';
+import type { ClientPdu } from '../smpp/customer/customer-client.js';
+
+const DEST = '233241234567';
+// The smpp package hands short_message over as { message } (decoded) or a Buffer. It decodes IA5 (data_coding 1)
+// with its GSM 03.38 table, where 0x5F is '§': map that back to the ASCII '_' Ferry sent.
+function receiptText(p: ClientPdu): string {
+  const sm = p.short_message as { message?: string | Buffer } | Buffer;
+  if (Buffer.isBuffer(sm)) return sm.toString('latin1');
+  return Buffer.isBuffer(sm.message) ? sm.message.toString('latin1') : String(sm.message).replaceAll('§', '_');
+}
+
+const isReceiptFor = (id: string) => (p: ClientPdu) =>
+  p.command === 'deliver_sm' && (p as { receipted_message_id?: string }).receipted_message_id === id;
+
+let gw: GatewayDaemon;
+t.before(async () => {
+  gw = await startGatewayDaemon({ receiptDelayMs: 50 });
+});
+t.teardown(() => gw.stop());
+
+t.test('submit_sm → submit_sm_resp id → upstream → DELIVRD receipt with the same id', async (t) => {
+  const acc = await gw.account('e2e-basic');
+  const c = await gw.bind('transceiver', acc.systemId, acc.password);
+  const resp = await c.request('submit_sm', { source_addr: 'Ferry', destination_addr: DEST, dest_addr_ton: 1, short_message: 'hello from ferry', registered_delivery: 1 });
+  t.equal(resp.command_status, 0);
+  const id = resp.message_id as string;
+  t.match(id, /^msg_[0-9a-z]{26}$/);
+  const dr = await c.next(isReceiptFor(id), 10_000);
+  t.equal(dr.esm_class, 0x04, 'receipt esm_class');
+  t.equal(dr.data_coding, 1, 'receipt text is IA5');
+  t.equal(dr.message_state, 2, 'message_state DELIVERED');
+  t.equal(dr.source_addr, DEST, 'from the handset');
+  t.equal(dr.destination_addr, 'Ferry', 'to the sender');
+  t.match(receiptText(dr), new RegExp(`^id:${id} sub:001 dlvrd:001 submit date:\\d{10} done date:\\d{10} stat:DELIVRD err:000 text:hello from ferry$`));
+  t.equal(await gw.waitStatus(id, ['delivered']), 'delivered');
+  const history = await gw.daemon.gateway.ledger.history(id);
+  t.same(history.map((h) => h.status), ['queued', 'submitted', 'delivered'], 'every change recorded');
+  const q = await c.request('query_sm', { message_id: id, source_addr: 'Ferry' });
+  t.equal(q.command_status, 0);
+  t.equal(q.message_state, 2, 'query_sm tells the real state');
+  const sim = gw.daemon.embeddedUpstream!.simulator;
+  const got = sim.received().filter((m) => m.destinations.includes(DEST) && m.text === 'hello from ferry');
+  t.equal(got.length, 1, 'sent upstream exactly once');
+});
+
+t.test('UCS-2 long text is one message for the customer and three parts upstream, delivered when all are', async (t) => {
+  const acc = await gw.account('e2e-long');
+  const c = await gw.bind('transceiver', acc.systemId, acc.password);
+  const body = 'Привет, мир! '.repeat(15).slice(0, 180); // 180 UCS-2 characters → 3 parts of 67
+  const resp = await c.request('submit_sm', {
+    source_addr: 'Ferry',
+    destination_addr: DEST,
+    dest_addr_ton: 1,
+    data_coding: 8,
+    message_payload: Buffer.from(body, 'utf16le').swap16(),
+    registered_delivery: 1,
+  });
+  t.equal(resp.command_status, 0);
+  const id = resp.message_id as string;
+  const dr = await c.next(isReceiptFor(id), 10_000);
+  t.equal(dr.message_state, 2);
+  const rec = await gw.daemon.gateway.ledger.get(id);
+  t.equal(rec?.segments, 3);
+  t.equal(rec?.encoding, 'UCS-2');
+  t.equal(rec?.partsTotal, 3);
+  const parts = await gw.daemon.gateway.ledger.parts(id);
+  t.same(parts.map((p) => p.status), ['delivered', 'delivered', 'delivered']);
+  const sim = gw.daemon.embeddedUpstream!.simulator;
+  const sent = sim.received().filter((m) => m.destinations.includes(DEST) && m.dataCoding === 8 && m.concat && body.includes(m.text));
+  t.equal(sent.length, 3, 'three UCS-2 parts upstream');
+  t.same(sent.map((m) => m.concat?.seq).sort(), [1, 2, 3]);
+});
+
+t.test('receipts wait for a receiver bind and arrive on the next bind', async (t) => {
+  const acc = await gw.account('e2e-offline');
+  const tx = await gw.bind('transmitter', acc.systemId, acc.password);
+  const resp = await tx.request('submit_sm', { source_addr: '4412345', destination_addr: DEST, dest_addr_ton: 1, short_message: 'later', registered_delivery: 1 });
+  const id = resp.message_id as string;
+  await gw.waitStatus(id, ['delivered']);
+  await new Promise((r) => setTimeout(r, 300));
+  t.notOk(tx.received.some(isReceiptFor(id)), 'a transmitter bind gets no receipts');
+  const rx = await gw.bind('receiver', acc.systemId, acc.password);
+  const dr = await rx.next(isReceiptFor(id), 10_000);
+  t.equal(dr.message_state, 2);
+  await new Promise((r) => setTimeout(r, 300));
+  t.equal(rx.received.filter(isReceiptFor(id)).length, 1, 'delivered once');
+});
+
+t.test('registered_delivery 0 gets no receipt; 2 only on failure', async (t) => {
+  const acc = await gw.account('e2e-rd');
+  const c = await gw.bind('transceiver', acc.systemId, acc.password);
+  const r0 = await c.request('submit_sm', { source_addr: 'Ferry', destination_addr: DEST, dest_addr_ton: 1, short_message: 'no receipt', registered_delivery: 0 });
+  const r2 = await c.request('submit_sm', { source_addr: 'Ferry', destination_addr: DEST, dest_addr_ton: 1, short_message: 'failures only', registered_delivery: 2 });
+  await gw.waitStatus(r0.message_id as string, ['delivered']);
+  await gw.waitStatus(r2.message_id as string, ['delivered']);
+  await new Promise((r) => setTimeout(r, 1500));
+  t.notOk(c.received.some((p) => p.command === 'deliver_sm'), 'no receipt was owed');
+});
+
+t.test("the account's rate limit answers ESME_RTHROTTLED", async (t) => {
+  const acc = await gw.account('e2e-tps', 'secret1', { maxTps: 5 });
+  const c = await gw.bind('transceiver', acc.systemId, acc.password);
+  const resps = await Promise.all(
+    Array.from({ length: 20 }, (_, i) => c.request('submit_sm', { source_addr: 'Ferry', destination_addr: DEST, dest_addr_ton: 1, short_message: `burst ${i}` })),
+  );
+  const statuses = resps.map((r) => r.command_status);
+  t.equal(statuses.filter((s) => s === 0).length, 5, 'the burst allowance is accepted');
+  t.equal(statuses.filter((s) => s === 0x58).length, 15, 'the rest are ESME_RTHROTTLED');
+});
+
+t.test('cancel_sm of a scheduled message; it is never sent', async (t) => {
+  const acc = await gw.account('e2e-cancel');
+  const c = await gw.bind('transceiver', acc.systemId, acc.password);
+  const resp = await c.request('submit_sm', {
+    source_addr: 'Ferry',
+    destination_addr: DEST,
+    dest_addr_ton: 1,
+    short_message: 'in an hour',
+    schedule_delivery_time: '000000010000000R',
+  });
+  t.equal(resp.command_status, 0);
+  const id = resp.message_id as string;
+  t.equal((await gw.daemon.gateway.ledger.get(id))?.status, 'scheduled');
+  const cancel = await c.request('cancel_sm', { message_id: id, source_addr: 'Ferry', destination_addr: DEST });
+  t.equal(cancel.command_status, 0);
+  t.equal((await gw.daemon.gateway.ledger.get(id))?.status, 'cancelled');
+  t.equal(await gw.daemon.gateway.queue.get(id), null, 'removed from the queue');
+  const again = await c.request('cancel_sm', { message_id: id, source_addr: 'Ferry', destination_addr: DEST });
+  t.equal(again.command_status, 0x11, 'ESME_RCANCELFAIL the second time');
+});
