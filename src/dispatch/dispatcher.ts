@@ -29,6 +29,7 @@ export interface DispatcherOptions {
 }
 
 const LANES: readonly Lane[] = ['priority', 'bulk'];
+const CAPACITY_WAIT_MS = 2000;
 
 // Waiting caused by back-pressure or an outage is not the message's fault: those retries do not use an attempt.
 const REFUNDED = new Set<RetryReason>(['window_full', 'tps_limit', 'no_upstream', 'throttled']);
@@ -98,6 +99,9 @@ export class Dispatcher {
 
   private async loop(): Promise<void> {
     while (this.running) {
+      // Let sockets and timers run between leases: with an in-process database (PGlite) every query resolves on
+      // the microtask queue, and a loop of them would starve the very I/O that frees the windows.
+      await new Promise<void>((resolve) => setImmediate(resolve));
       const room = this.limit() - this.active;
       if (room <= 0) {
         await this.sleep(this.active > 0 ? 1000 : this.idleMs * 5, 'room');
@@ -187,8 +191,23 @@ export class Dispatcher {
       await this.o.ledger.transition(rec.id, 'failed', { reason: 'no routing rule matches' }, 'NO_ROUTE');
       return this.done(item.id, 'no_route');
     }
+    await this.waitForRoom(choice.upstreamIds);
     const outcome = await this.o.pool.submit(outboundOf(rec, item.attempts, partsDone), choice.upstreamIds);
     await this.record(item, rec, choice.ruleId, outcome);
+  }
+
+  /**
+   * Holds a leased message (bounded by the lease count) until its route has a free window, instead of bouncing it
+   * through the queue; gives up after CAPACITY_WAIT_MS, and at once when no candidate is up (the pool then answers
+   * no_upstream and the message waits in the queue).
+   */
+  private async waitForRoom(candidates: readonly string[]): Promise<void> {
+    const pool = this.o.pool;
+    if (pool.capacity(candidates)) return;
+    const until = this.clock() + CAPACITY_WAIT_MS;
+    while (this.running && !pool.capacity(candidates) && candidates.some((id) => pool.isUp(id)) && this.clock() < until) {
+      await new Promise((resolve) => setTimeout(resolve, 5));
+    }
   }
 
   private async record(item: QueueItem<DispatchPayload>, rec: MessageRecord, ruleId: string, outcome: SubmitOutcome): Promise<void> {

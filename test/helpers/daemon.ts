@@ -16,6 +16,10 @@ export interface TestDaemon {
   /** Calls the admin API; returns data or throws with the error code. */
   adminCall<T = any>(method: string, path: string, body?: unknown): Promise<T>;
   stop(): Promise<void>;
+  /** Stops the daemon but keeps its database, data folder and Redis prefix for the next `startDaemon(…, reuse)`. */
+  stopKeepingStore(): Promise<void>;
+  /** What a restart needs to come back on the same storage. */
+  reuse: { env: Record<string, string>; store: Awaited<ReturnType<typeof testDatabase>> };
 }
 
 /** The environment a daemon under test runs with: ephemeral loopback ports, private data. */
@@ -36,8 +40,8 @@ export async function testEnv(extra: Record<string, string> = {}) {
 }
 
 /** A daemon in this process, on ephemeral ports, with its own database and Redis prefix. */
-export async function startDaemon(extra: Record<string, string> = {}): Promise<TestDaemon> {
-  const { env, store } = await testEnv(extra);
+export async function startDaemon(extra: Record<string, string> = {}, reuse?: TestDaemon['reuse']): Promise<TestDaemon> {
+  const { env, store } = reuse ? { env: { ...reuse.env, ...extra }, store: reuse.store } : await testEnv(extra);
   const { config } = loadConfig({ env });
   const daemon = await Daemon.start(config, createLogger(env.FERRY_LOG_LEVEL));
   const adminToken = (await import('node:fs')).readFileSync(join(store.dataDir, 'admin.token'), 'utf8').trim();
@@ -56,6 +60,10 @@ export async function startDaemon(extra: Record<string, string> = {}): Promise<T
       await daemon.stop();
       await store.cleanup();
     },
+    async stopKeepingStore() {
+      await daemon.stop();
+    },
+    reuse: { env, store },
   };
 }
 

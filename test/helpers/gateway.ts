@@ -21,7 +21,14 @@ export interface GatewayDaemon extends TestDaemon {
  * simulator is off; without, the daemon routes to its embedded simulator.
  */
 export async function startGatewayDaemon(
-  opts: { upstreams?: Array<Partial<UpstreamConfig> & Pick<UpstreamConfig, 'id' | 'port'>>; rules?: RouteRuleConfig[]; env?: Record<string, string>; receiptDelayMs?: number } = {},
+  opts: {
+    upstreams?: Array<Partial<UpstreamConfig> & Pick<UpstreamConfig, 'id' | 'port'>>;
+    rules?: RouteRuleConfig[];
+    env?: Record<string, string>;
+    receiptDelayMs?: number;
+    /** Restart on the storage of a daemon stopped with stopKeepingStore(). */
+    reuse?: TestDaemon['reuse'];
+  } = {},
 ): Promise<GatewayDaemon> {
   const env: Record<string, string> = { ...(opts.env ?? {}) };
   if (opts.receiptDelayMs !== undefined) env.FERRY_SMPP_SIMULATOR_RECEIPT_DELAY_MS = String(opts.receiptDelayMs);
@@ -41,7 +48,7 @@ export async function startGatewayDaemon(
     env.FERRY_CONFIG = file;
     env.FERRY_SMPP_SIMULATOR_ENABLED = 'off';
   }
-  const d = await startDaemon(env);
+  const d = await startDaemon(env, opts.reuse);
   const smppPort = Number(d.daemon.addresses.smpp.split(':').pop());
   const clients: CustomerClient[] = [];
   return {
@@ -70,6 +77,10 @@ export async function startGatewayDaemon(
     async stop() {
       await Promise.all(clients.map((c) => c.close().catch(() => undefined)));
       await d.stop();
+    },
+    async stopKeepingStore() {
+      await Promise.all(clients.map((c) => c.close().catch(() => undefined)));
+      await d.stopKeepingStore();
     },
   };
 }

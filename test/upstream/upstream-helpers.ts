@@ -1,3 +1,4 @@
+import { waitFor } from '../helpers/wait.js';
 import type { UpstreamConfig } from '../../src/config/schema.js';
 import { startSimulator, type SimulatorOptions, type SmscSimulator } from '../../src/smpp/sim/simulator.js';
 import type { OutboundMessage, SubmitOutcome, UpstreamReceipt } from '../../src/smpp/upstream/outbound.js';
@@ -53,17 +54,7 @@ export function message(patch: Partial<OutboundMessage> = {}): OutboundMessage {
   };
 }
 
-export function waitFor(cond: () => boolean, limitMs = 5000, what = 'condition'): Promise<void> {
-  const start = Date.now();
-  return new Promise((resolve, reject) => {
-    const check = (): void => {
-      if (cond()) return resolve();
-      if (Date.now() - start > limitMs) return reject(new Error(`${what} not reached within ${limitMs} ms`));
-      setTimeout(check, 5);
-    };
-    check();
-  });
-}
+export { waitFor };
 
 export interface TestPool {
   pool: UpstreamPool;

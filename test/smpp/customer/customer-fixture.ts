@@ -89,14 +89,4 @@ export async function customerFixture(t: Teardown, options: Partial<CustomerServ
   return fixture;
 }
 
-export function waitFor(cond: () => boolean, limitMs = 5000, what = 'condition'): Promise<void> {
-  const start = Date.now();
-  return new Promise((resolve, reject) => {
-    const check = (): void => {
-      if (cond()) return resolve();
-      if (Date.now() - start > limitMs) return reject(new Error(`${what} not reached within ${limitMs} ms`));
-      setTimeout(check, 5);
-    };
-    check();
-  });
-}
+export { waitFor } from '../../helpers/wait.js';
