@@ -17,6 +17,9 @@ import { migrate } from './store/sql/migrate.js';
 import { startEmbeddedUpstream, type EmbeddedUpstream } from './smpp/sim/embedded.js';
 import { Gateway } from './gateway.js';
 import type { UpstreamConfig } from './config/schema.js';
+import { RouteSwitchStore } from './routing/route-switch-store.js';
+import { SecretCipher } from './security/cipher.js';
+import { UpstreamStore } from './smpp/upstream/upstream-store.js';
 import type { Backends, Db } from './store/types.js';
 import { lockDataDir } from './util/lock.js';
 import { VERSION } from './version.js';
@@ -91,6 +94,8 @@ export class Daemon {
   api!: FastifyInstance;
   admin!: FastifyInstance;
   gateway!: Gateway;
+  upstreamStore!: UpstreamStore;
+  routeSwitches!: RouteSwitchStore;
   addresses: { http: string; admin: string; smpp: string; smppTls: string | null } = { http: '', admin: '', smpp: '', smppTls: null };
   /** The simulated upstream started when no real upstream is configured (nothing leaves the machine). */
   embeddedUpstream: EmbeddedUpstream | null = null;
@@ -157,7 +162,13 @@ export class Daemon {
 
     this.metrics.info.set({ version: VERSION, database: this.db.kind, queue: this.backends.kind }, 1);
 
-    const upstreams: UpstreamConfig[] = [...config.smpp.upstreams];
+    // Upstreams added through the admin API live in the settings table, their passwords encrypted with a key
+    // derived from the secret key; they override config-file entries of the same id.
+    const upstreamKey = deriveKey(master, 'upstream-password');
+    this.upstreamStore = new UpstreamStore(this.db, new SecretCipher({ current: { id: SecretCipher.keyIdOf(upstreamKey), key: upstreamKey } }), {
+      onUnreadable: (id, reason) => this.warnings.push(`runtime upstream ${id} skipped: ${reason}`),
+    });
+    const upstreams: UpstreamConfig[] = UpstreamStore.merge(config.smpp.upstreams, await this.upstreamStore.load());
     if (this.embeddedUpstream) upstreams.push(embeddedUpstreamConfig(this.embeddedUpstream));
     try {
       this.gateway = await Gateway.start({ config, log, metrics: this.metrics, backends: this.backends, accounts: this.accounts, upstreams });
@@ -167,6 +178,11 @@ export class Daemon {
       throw new StartupError(`SMPP gateway: ${e.message}`);
     }
     this.closers.unshift({ name: 'gateway', close: () => this.gateway.stop(config.shutdown.drainTimeoutMs) });
+    // Route switches survive restarts and reach every instance sharing the database.
+    this.routeSwitches = new RouteSwitchStore(this.db, this.gateway.router, log.child({ component: 'routing' }));
+    await this.routeSwitches.restore();
+    this.routeSwitches.start();
+    this.closers.unshift({ name: 'route switches', close: () => this.routeSwitches.stop() });
     const ports = this.gateway.server.ports;
     this.addresses.smpp = `${config.smpp.host}:${ports.plain}`;
     this.addresses.smppTls = ports.tls ? `${config.smpp.host}:${ports.tls}` : null;
@@ -230,7 +246,24 @@ export class Daemon {
       reply.type(this.metrics.registry.contentType);
       return this.metrics.registry.metrics();
     });
-    await app.register(adminRoutes, { token, accounts: this.accounts, keys: this.keys });
+    const g = this.gateway;
+    const fromFile = new Map(this.config.smpp.upstreams.map((u) => [u.id, u]));
+    await app.register(adminRoutes, {
+      token,
+      accounts: this.accounts,
+      keys: this.keys,
+      gateway: {
+        router: g.router,
+        pool: g.pool,
+        ledger: g.ledger,
+        outbox: g.outbox,
+        accounts: this.accounts,
+        upstreamStore: this.upstreamStore,
+        configUpstreamIds: new Set(fromFile.keys()),
+        configUpstream: (id) => fromFile.get(id),
+        onOwed: () => g.delivery.wake(),
+      },
+    });
     return app;
   }
 

@@ -5,11 +5,14 @@ import type { KeyService } from '../accounts/key-service.js';
 import { SCOPES } from '../accounts/scopes.js';
 import { ApiError } from '../http/errors.js';
 import { ok } from '../http/envelope.js';
+import { registerGatewayRoutes, type GatewayAdminDeps } from './gateway-routes.js';
 
 export interface AdminDeps {
   token: string;
   accounts: AccountService;
   keys: KeyService;
+  /** Routes, upstreams, messages, receipts, account numbers; absent when the gateway is not running. */
+  gateway?: GatewayAdminDeps;
 }
 
 function tokenMatches(header: string | undefined, token: string): boolean {
@@ -157,4 +160,6 @@ export async function adminRoutes(app: FastifyInstance, deps: AdminDeps): Promis
   app.post<{ Params: { keyId: string } }>('/admin/keys/:keyId/revoke', { schema: { params: keyParam } }, async (req) =>
     ok(req, 'KEY_REVOKED', await deps.keys.revoke(req.params.keyId)),
   );
+
+  if (deps.gateway) registerGatewayRoutes(app, deps.gateway);
 }

@@ -5,9 +5,13 @@ import { VERSION } from '../version.js';
 import { CliError } from './admin-client.js';
 import { accountsCommand } from './commands/accounts.js';
 import { keysCommand } from './commands/keys.js';
+import { messagesCommand } from './commands/messages.js';
 import { migrateCommand } from './commands/migrate.js';
+import { receiptsCommand } from './commands/receipts.js';
+import { routesCommand } from './commands/routes.js';
 import { simCommand } from './commands/sim.js';
 import { startCommand } from './commands/start.js';
+import { upstreamsCommand } from './commands/upstreams.js';
 
 const program = new Command('ferry')
   .description('Ferry messaging gateway')
@@ -19,6 +23,10 @@ program.addCommand(startCommand());
 program.addCommand(migrateCommand());
 program.addCommand(accountsCommand());
 program.addCommand(keysCommand());
+program.addCommand(routesCommand());
+program.addCommand(upstreamsCommand());
+program.addCommand(messagesCommand());
+program.addCommand(receiptsCommand());
 program.addCommand(simCommand());
 
 try {

@@ -40,6 +40,13 @@ export const ERROR_CATALOGUE = {
   ACCOUNT_EXISTS: { status: 409, message: 'An account with that name exists' },
   KEY_NOT_FOUND: { status: 404, message: 'No such API key' },
   CONFLICT: { status: 409, message: 'The request conflicts with the current state' },
+  RULE_NOT_FOUND: { status: 404, message: 'No such routing rule' },
+  UNKNOWN_UPSTREAM: { status: 400, message: 'No upstream with that id is running' },
+  UPSTREAM_NOT_FOUND: { status: 404, message: 'No such upstream' },
+  UPSTREAM_IN_CONFIG: { status: 409, message: 'This upstream comes from the config file; change or remove it there' },
+  NOT_FINAL: { status: 409, message: 'The message has no final status yet' },
+  NOT_SMPP: { status: 409, message: 'Receipts are replayed only for messages submitted over SMPP' },
+  NUMBER_NOT_FOUND: { status: 404, message: 'The account does not own that number' },
   // server side
   SERVICE_UNAVAILABLE: { status: 503, message: 'A storage backend is unavailable; retry shortly' },
   SHUTTING_DOWN: { status: 503, message: 'The server is shutting down; retry shortly' },

@@ -79,5 +79,36 @@ export function accountsCommand(): Command {
       print(await adminCall(target(), 'POST', `/admin/accounts/${encodeURIComponent(name)}/smpp-credentials`, body), !!o.json);
     });
 
+  cmd
+    .command('update NAME')
+    .description('change limits and defaults; "default" puts a value back to the server default')
+    .option('--max-tps <n>', 'submits per second over SMPP and REST together, or "default"')
+    .option('--country <cc>', 'default country for local numbers (ISO 3166 alpha-2), or "default"')
+    .option('--json', 'print JSON')
+    .action(async (name: string, o) => {
+      const body: Record<string, unknown> = {};
+      if (o.maxTps !== undefined) {
+        const n = Number(o.maxTps);
+        if (o.maxTps !== 'default' && !(Number.isInteger(n) && n >= 0)) throw new Error(`--max-tps must be a whole number ≥ 0 or "default", got ${o.maxTps}`);
+        body.maxTps = o.maxTps === 'default' ? null : n;
+      }
+      if (o.country !== undefined) body.defaultCountry = o.country === 'default' ? null : o.country;
+      if (!Object.keys(body).length) throw new Error('nothing to change: give --max-tps and/or --country');
+      print(await adminCall(target(), 'PATCH', `/admin/accounts/${encodeURIComponent(name)}`, body), !!o.json);
+    });
+
+  cmd
+    .command('numbers NAME [ACTION] [NUMBER]')
+    .description('list the numbers the account owns (MO to them reach its binds); ACTION add|remove NUMBER changes them')
+    .option('--json', 'print JSON')
+    .action(async (name: string, action: string | undefined, number: string | undefined, o) => {
+      const path = `/admin/accounts/${encodeURIComponent(name)}/numbers`;
+      if (action === undefined) return print(await adminCall(target(), 'GET', path), !!o.json);
+      if (action !== 'add' && action !== 'remove') throw new Error(`ACTION must be add or remove, got ${action}`);
+      if (!number) throw new Error(`${action} needs a NUMBER`);
+      if (action === 'add') print(await adminCall(target(), 'POST', path, { number }), !!o.json);
+      else print(await adminCall(target(), 'DELETE', `${path}/${encodeURIComponent(number)}`), !!o.json);
+    });
+
   return cmd;
 }
