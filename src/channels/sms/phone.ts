@@ -36,9 +36,14 @@ export interface Sender {
 
 /**
  * A sender id: numeric (up to 15 digits, '+' dropped) or alphanumeric (up to 11 printable characters with at least
- * one letter). TON/NPI default from the shape: alphanumeric 5/0, short code (≤ 6 digits) 3/0, long number 1/1.
+ * one letter). TON/NPI (when absent or TON 0) come from the shape: alphanumeric 5/0, short code (≤ 6 digits) 3/0, long number 1/1.
  */
 export function normalizeSender(raw: string, ton?: number, npi?: number): Sender | null {
+  // TON 0 means "unknown": infer it (and its NPI) from the sender's shape, as SMSCs expect 5 for alphanumerics.
+  if (ton === 0) {
+    ton = undefined;
+    npi = undefined;
+  }
   if (NUMERIC.test(raw)) {
     const digits = raw.startsWith('+') ? raw.slice(1) : raw;
     const long = digits.length > 6;

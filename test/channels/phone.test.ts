@@ -1,0 +1,27 @@
+import t from 'tap';
+import { normalizeNumber, normalizeSender } from '../../src/channels/sms/phone.js';
+
+t.test('recipients normalise to international digits', async (t) => {
+  t.equal(normalizeNumber('+233241234567'), '233241234567');
+  t.equal(normalizeNumber('00233241234567'), '233241234567');
+  t.equal(normalizeNumber('233241234567', { international: true }), '233241234567');
+  t.equal(normalizeNumber('0241234567', { defaultCountry: 'GH' }), '233241234567', 'national in the default country');
+  t.equal(normalizeNumber('233241234567', { defaultCountry: 'GH' }), '233241234567', 'international digits without a plus');
+  t.equal(normalizeNumber('+1 (415) 555-2671'), '14155552671', 'punctuation ignored');
+  t.equal(normalizeNumber('0241234567'), null, 'national without a country');
+  t.equal(normalizeNumber('+99912345'), null, 'no such country code');
+  t.equal(normalizeNumber('hello'), null);
+  t.equal(normalizeNumber(''), null);
+});
+
+t.test('senders: alphanumeric up to 11 or numeric up to 15, TON/NPI inferred when unknown', async (t) => {
+  t.same(normalizeSender('Ferry'), { source: 'Ferry', ton: 5, npi: 0 });
+  t.same(normalizeSender('Ferry', 0, 0), { source: 'Ferry', ton: 5, npi: 0 }, 'TON 0 is inferred');
+  t.same(normalizeSender('+233241234567'), { source: '233241234567', ton: 1, npi: 1 });
+  t.same(normalizeSender('4040'), { source: '4040', ton: 3, npi: 0 }, 'short code');
+  t.same(normalizeSender('4040', 6, 0), { source: '4040', ton: 6, npi: 0 }, 'an explicit TON is kept');
+  t.equal(normalizeSender('TwelveChars!'), null, 'too long');
+  t.equal(normalizeSender(' Ferry'), null, 'padded');
+  t.equal(normalizeSender('1234567890123456'), null, '16 digits');
+  t.equal(normalizeSender(''), null);
+});
