@@ -146,14 +146,15 @@ export class Ledger {
       );
       const late = isFinal(from);
       const detail = JSON.stringify(late ? { upstream: upstreamId, parts: idx, late: true, kept: from } : { upstream: upstreamId, parts: idx });
-      if (!late) {
-        await q.query(
-          `UPDATE messages SET status = 'submitted', upstream_id = $2, route_rule = COALESCE($3, route_rule), parts_total = GREATEST($4::int, parts_total),
-             parts_done = (SELECT count(*) FROM message_parts WHERE message_id = $1), attempts = attempts + 1, updated_at = now()
-           WHERE id = $1`,
-          [id, upstreamId, routeRule, totalParts],
-        );
-      }
+      // A receipt can make the row final before the submit is recorded (the SMSC answered fast): the status stays,
+      // but where the message went is still written, so the row always names its upstream and route.
+      await q.query(
+        `UPDATE messages SET status = CASE WHEN $5::bool THEN status ELSE 'submitted' END, upstream_id = $2, route_rule = COALESCE($3, route_rule),
+           parts_total = GREATEST($4::int, parts_total), parts_done = (SELECT count(*) FROM message_parts WHERE message_id = $1),
+           attempts = attempts + 1, updated_at = now()
+         WHERE id = $1`,
+        [id, upstreamId, routeRule, totalParts, late],
+      );
       await q.query(`INSERT INTO message_events (message_id, status, detail) VALUES ($1, 'submitted', $2::jsonb)`, [id, detail]);
       return late ? 'late' : 'changed';
     });

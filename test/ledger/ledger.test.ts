@@ -139,6 +139,19 @@ t.test(`ledger reads and state changes (${backendLabel})`, async (t) => {
     t.equal((await ledger.get(q.id))?.status, 'cancelled');
   });
 
+  t.test('a receipt that beats the submit record: status stays final, upstream and route still recorded', async (t) => {
+    const m = sampleMessage({ accountId: 'acc_r' });
+    await w.accept(m);
+    t.equal((await ledger.transition(m.id, 'delivered', { upstream: 'up2' })).outcome, 'changed');
+    t.equal(await ledger.markSubmitted(m.id, 'up2', 'gh', [{ partIndex: 0, upstreamMessageId: 'z' }]), 'late');
+    const rec = await ledger.get(m.id);
+    t.equal(rec?.status, 'delivered');
+    t.equal(rec?.upstreamId, 'up2');
+    t.equal(rec?.routeRule, 'gh');
+    t.equal(rec?.attempts, 1);
+    t.same((await ledger.parts(m.id)).map((p) => p.upstreamMessageId), ['z']);
+  });
+
   t.test('recoverable: queued and due scheduled, paged by id', async (t) => {
     const other = await testDb();
     t.teardown(() => other.cleanup());
