@@ -18,6 +18,7 @@ import { startEmbeddedUpstream, type EmbeddedUpstream } from './smpp/sim/embedde
 import { Gateway } from './gateway.js';
 import type { UpstreamConfig } from './config/schema.js';
 import { RouteSwitchStore } from './routing/route-switch-store.js';
+import { PricingStore } from './billing/pricing-store.js';
 import { SecretCipher } from './security/cipher.js';
 import { UpstreamStore } from './smpp/upstream/upstream-store.js';
 import type { Backends, Db } from './store/types.js';
@@ -96,6 +97,7 @@ export class Daemon {
   gateway!: Gateway;
   upstreamStore!: UpstreamStore;
   routeSwitches!: RouteSwitchStore;
+  pricing!: PricingStore;
   addresses: { http: string; admin: string; smpp: string; smppTls: string | null } = { http: '', admin: '', smpp: '', smppTls: null };
   /** The simulated upstream started when no real upstream is configured (nothing leaves the machine). */
   embeddedUpstream: EmbeddedUpstream | null = null;
@@ -178,6 +180,10 @@ export class Daemon {
       throw new StartupError(`SMPP gateway: ${e.message}`);
     }
     this.closers.unshift({ name: 'gateway', close: () => this.gateway.stop(config.shutdown.drainTimeoutMs) });
+    this.pricing = new PricingStore(this.db, this.gateway.prices, log.child({ component: 'pricing' }));
+    await this.pricing.restore();
+    this.pricing.start();
+    this.closers.unshift({ name: 'pricing', close: async () => this.pricing.stop() });
     // Route switches survive restarts and reach every instance sharing the database.
     this.routeSwitches = new RouteSwitchStore(this.db, this.gateway.router, log.child({ component: 'routing' }));
     await this.routeSwitches.restore();
@@ -263,6 +269,7 @@ export class Daemon {
         configUpstream: (id) => fromFile.get(id),
         onOwed: () => g.delivery.wake(),
       },
+      pricing: { prices: g.prices, store: this.pricing },
     });
     return app;
   }

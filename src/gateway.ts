@@ -4,6 +4,8 @@ import type { AccountService } from './accounts/account-service.js';
 import { SmsService } from './channels/sms/sms-service.js';
 import type { DispatchPayload } from './channels/sms/types.js';
 import type { FerryConfig, RouteRuleConfig, UpstreamConfig } from './config/schema.js';
+import { Billing } from './billing/billing.js';
+import { PriceBook } from './billing/price-book.js';
 import { DispatchMetrics } from './dispatch/dispatch-metrics.js';
 import { Dispatcher } from './dispatch/dispatcher.js';
 import { QueueFeeder } from './dispatch/queue-feeder.js';
@@ -56,6 +58,8 @@ export class Gateway {
   readonly reconciler: Reconciler;
   readonly sms: SmsService;
   readonly policies: AccountPolicies;
+  readonly prices: PriceBook;
+  readonly billing: Billing;
   delivery!: CustomerDelivery;
   server!: CustomerServer;
   private busy = false;
@@ -65,7 +69,9 @@ export class Gateway {
     const { config, log, metrics, backends } = d;
     const db = backends.db;
     this.outbox = new CustomerOutbox(db);
-    this.ledger = new Ledger(db, { effects: [this.outbox.effect] });
+    this.prices = new PriceBook(config.pricing);
+    this.billing = new Billing(db, { refundOnFailure: config.billing.refundOnFailure });
+    this.ledger = new Ledger(db, { effects: [this.outbox.effect, this.billing.effect] });
     this.writer = new LedgerWriter(db);
     this.queue = backends.queue<DispatchPayload>('messages');
     const dispatchMetrics = new DispatchMetrics(metrics.registry, this.queue);
@@ -77,6 +83,7 @@ export class Gateway {
     };
     this.router = new Router(defaultRules(config, d.upstreams), { knowsUpstream: (id) => this.pool.has(id) });
     this.receipts = new ReceiptService({
+      db,
       ledger: this.ledger,
       outbox: this.outbox,
       accounts: d.accounts,
@@ -118,6 +125,7 @@ export class Gateway {
       maxAttempts: config.messages.maxAttempts,
       receiptTimeoutMs: config.messages.receiptTimeoutHours * 3_600_000,
       onPushed: () => this.dispatcher.wake(),
+      billing: this.billing,
     });
     this.sms = new SmsService({
       writer: this.writer,
@@ -127,6 +135,9 @@ export class Gateway {
       router: this.router,
       throttle: backends.throttle,
       policies: this.policies,
+      prices: this.prices,
+      billing: this.billing,
+      defaultCountry: config.sms.defaultCountry,
       defaultAccountTps: config.messages.defaultAccountTps,
       maxAttempts: config.messages.maxAttempts,
       isBusy: () => this.busy,

@@ -8,6 +8,8 @@ export interface AccountPolicy {
   defaultCountry: string | null;
   /** Submits per second; null: the server default. */
   maxTps: number | null;
+  /** Recipient prefixes the account may send to; null: anyone. */
+  allowedRecipients: string[] | null;
 }
 
 /**
@@ -27,12 +29,18 @@ export class AccountPolicies {
     const now = this.clock();
     const hit = this.cache.get(accountId);
     if (hit && hit.until > now) return hit.policy;
-    const { rows } = await this.db.query<{ id: string; status: 'active' | 'suspended'; currency: string; default_country: string | null; max_tps: number | null }>(
-      `SELECT id, status, currency, default_country, max_tps FROM accounts WHERE id = $1`,
-      [accountId],
-    );
+    const { rows } = await this.db.query<{
+      id: string;
+      status: 'active' | 'suspended';
+      currency: string;
+      default_country: string | null;
+      max_tps: number | null;
+      allowed_recipients: string[] | null;
+    }>(`SELECT id, status, currency, default_country, max_tps, allowed_recipients FROM accounts WHERE id = $1`, [accountId]);
     const r = rows[0];
-    const policy = r ? { id: r.id, status: r.status, currency: r.currency, defaultCountry: r.default_country, maxTps: r.max_tps } : null;
+    const policy = r
+      ? { id: r.id, status: r.status, currency: r.currency, defaultCountry: r.default_country, maxTps: r.max_tps, allowedRecipients: r.allowed_recipients }
+      : null;
     if (this.cache.size > 10_000) this.cache.clear();
     this.cache.set(accountId, { policy, until: now + this.ttlMs });
     return policy;

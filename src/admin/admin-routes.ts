@@ -6,6 +6,7 @@ import { SCOPES } from '../accounts/scopes.js';
 import { ApiError } from '../http/errors.js';
 import { ok } from '../http/envelope.js';
 import { registerGatewayRoutes, type GatewayAdminDeps } from './gateway-routes.js';
+import { registerPricingRoutes, type PricingAdminDeps } from './pricing-routes.js';
 
 export interface AdminDeps {
   token: string;
@@ -13,6 +14,7 @@ export interface AdminDeps {
   keys: KeyService;
   /** Routes, upstreams, messages, receipts, account numbers; absent when the gateway is not running. */
   gateway?: GatewayAdminDeps;
+  pricing?: PricingAdminDeps;
 }
 
 function tokenMatches(header: string | undefined, token: string): boolean {
@@ -162,4 +164,5 @@ export async function adminRoutes(app: FastifyInstance, deps: AdminDeps): Promis
   );
 
   if (deps.gateway) registerGatewayRoutes(app, deps.gateway);
+  if (deps.pricing) registerPricingRoutes(app, deps.pricing);
 }

@@ -170,6 +170,47 @@ export const configSchema = {
         maxBacklog: { type: 'integer', minimum: 1, default: 200000, description: 'queued messages beyond which new submits are refused (ESME_RTHROTTLED / 429) while every window is full' },
       },
     },
+    pricing: {
+      type: 'object',
+      additionalProperties: false,
+      default: {},
+      description: 'SMS prices per segment in the account currency; the admin API (PUT /admin/pricing) can replace this table at runtime',
+      properties: {
+        defaultPrice: { type: ['number', 'null'], minimum: 0, default: null, description: 'per segment when no prefix matches; null: unpriced (free)' },
+        entries: {
+          type: 'array',
+          default: [],
+          items: {
+            type: 'object',
+            additionalProperties: false,
+            required: ['prefix', 'price'],
+            properties: {
+              prefix: { type: 'string', pattern: '^[0-9]{0,15}$' },
+              price: { type: 'number', minimum: 0 },
+              route: { type: 'string' },
+            },
+          },
+        },
+      },
+    },
+    billing: {
+      type: 'object',
+      additionalProperties: false,
+      default: {},
+      properties: {
+        refundOnFailure: { type: 'boolean', default: true, description: 'credit back messages that end failed or rejected (never delivered upstream)' },
+      },
+    },
+    sms: {
+      type: 'object',
+      additionalProperties: false,
+      default: {},
+      properties: {
+        defaultCountry: { type: ['string', 'null'], pattern: '^[A-Z]{2}$', default: null, description: 'country for local numbers when the account sets none' },
+        scheduleHorizonDays: { type: 'integer', minimum: 1, default: 30, description: 'how far ahead scheduledAt may be' },
+        showUpstreams: { type: 'boolean', default: false, description: 'name the upstream in the REST status API' },
+      },
+    },
     dispatch: {
       type: 'object',
       additionalProperties: false,
@@ -295,6 +336,9 @@ export interface FerryConfig {
   routing: { rules: RouteRuleConfig[] };
   messages: { defaultAccountTps: number; maxAttempts: number; maxQueueHours: number; receiptTimeoutHours: number; maxBacklog: number };
   dispatch: { batch: number; leaseSeconds: number };
+  pricing: { defaultPrice: number | null; entries: Array<{ prefix: string; price: number; route?: string }> };
+  billing: { refundOnFailure: boolean };
+  sms: { defaultCountry: string | null; scheduleHorizonDays: number; showUpstreams: boolean };
   database: { url: string | null; poolSize: number };
   redis: { url: string | null; keyPrefix: string };
   security: { secretKey: string | null };

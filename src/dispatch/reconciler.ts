@@ -16,6 +16,8 @@ export interface ReconcilerOptions {
   /** A row untouched for this long is pushed again by the periodic pass (default 60 s). */
   staleMs?: number;
   onPushed?: () => void;
+  /** Voids debits whose messages never reached the ledger (a crash between debit and commit). */
+  billing?: { voidOrphans(graceMs?: number): Promise<number> };
   /** A message submitted upstream whose receipt has not come after this long is expired (NO_RECEIPT); 0 never. */
   receiptTimeoutMs?: number;
   clock?: () => number;
@@ -80,6 +82,10 @@ export class Reconciler {
       if (rows.length < PAGE) break;
     }
     if (staleMs > 0 && this.o.receiptTimeoutMs) await this.expireSilent(now - this.o.receiptTimeoutMs);
+    if (staleMs > 0 && this.o.billing) {
+      const voided = await this.o.billing.voidOrphans();
+      if (voided) this.o.log.warn({ count: voided }, 'debits without accepted messages were credited back');
+    }
     if (pushed) {
       this.o.metrics?.reconciled.inc(pushed);
       this.o.log.info({ pushed, startup: staleMs === 0 }, 'reconciler pushed accepted messages to the queue');

@@ -95,8 +95,8 @@ export class CustomerOutbox {
     return 'queued';
   }
 
-  async insertMo(mo: { accountId: string; source: string; destination: string; dataCoding: number; esmClass: number; payload: Buffer }): Promise<void> {
-    await this.db.query(
+  async insertMo(mo: { accountId: string; source: string; destination: string; dataCoding: number; esmClass: number; payload: Buffer }, q: Queryable = this.db): Promise<void> {
+    await q.query(
       `INSERT INTO smpp_outbox (account_id, kind, source, destination, data_coding, esm_class, payload) VALUES ($1, 'mo', $2, $3, $4, $5, decode($6, 'hex'))`,
       [mo.accountId, mo.source, mo.destination, mo.dataCoding, mo.esmClass, mo.payload.toString('hex')],
     );

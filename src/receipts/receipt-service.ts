@@ -1,12 +1,15 @@
 import type { Logger } from 'pino';
 import type { AccountService } from '../accounts/account-service.js';
 import type { Ledger } from '../ledger/ledger.js';
+import type { Db } from '../store/types.js';
+import { newId } from '../util/ids.js';
 import { messageParts } from '../smpp/text/udh.js';
 import type { UnmatchedReceipt, UpstreamMo, UpstreamReceipt } from '../smpp/upstream/outbound.js';
 import type { CustomerOutbox } from './customer-outbox.js';
 import { receiptErrorCode, statusOfReceiptState } from './receipt-state.js';
 
 export interface ReceiptServiceOptions {
+  db: Db;
   ledger: Ledger;
   outbox: CustomerOutbox;
   accounts: AccountService;
@@ -61,7 +64,10 @@ export class ReceiptService {
     this.o.log.warn({ upstream: r.upstreamId, upstreamMessageId: r.upstreamMessageId, stat: r.stat }, 'receipt matched no message (check the upstream receiptIdFormat)');
   };
 
-  /** MO to a number an account owns: kept for that account's receiver binds. Unowned numbers are logged and dropped. */
+  /**
+   * MO to a number an account owns: stored for the REST inbox (GET /v1/sms/inbound) and kept for the account's
+   * receiver binds, in one transaction. Unowned numbers are logged, counted and dropped.
+   */
   readonly onMo = async (mo: UpstreamMo): Promise<void> => {
     const destination = mo.destination.replace(/^\+/, '');
     const accountId = await this.o.accounts.ownerOfNumber(destination);
@@ -73,13 +79,16 @@ export class ReceiptService {
     const parts = messageParts(mo.pdu);
     // Sent on as received: the UDH (concatenation) stays in front of the text so the customer can join parts.
     const payload = mo.pdu.tlvs?.message_payload ?? mo.pdu.short_message;
-    await this.o.outbox.insertMo({
-      accountId,
-      source: mo.source,
-      destination,
-      dataCoding: mo.dataCoding,
-      esmClass: parts.concat?.via === 'udh' ? mo.esmClass : mo.esmClass & ~0x40,
-      payload,
+    await this.o.db.tx(async (q) => {
+      await q.query(
+        `INSERT INTO inbound_messages (id, account_id, source, destination, body, data_coding, upstream_id, received_at)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, to_timestamp($8::float8 / 1000.0))`,
+        [newId('mo_', mo.receivedAt), accountId, mo.source.replace(/^\+/, ''), destination, mo.text, mo.dataCoding, mo.upstreamId, mo.receivedAt],
+      );
+      await this.o.outbox.insertMo(
+        { accountId, source: mo.source, destination, dataCoding: mo.dataCoding, esmClass: parts.concat?.via === 'udh' ? mo.esmClass : mo.esmClass & ~0x40, payload },
+        q,
+      );
     });
     this.o.onOwed?.();
   };

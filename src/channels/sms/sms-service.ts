@@ -1,4 +1,7 @@
-import type { AccountPolicies } from '../../accounts/account-policies.js';
+import type { AccountPolicies, AccountPolicy } from '../../accounts/account-policies.js';
+import type { Billing } from '../../billing/billing.js';
+import type { PriceBook } from '../../billing/price-book.js';
+import type { QueueFeeder } from '../../dispatch/queue-feeder.js';
 import { LedgerBusyError } from '../../ledger/ledger-busy-error.js';
 import type { Ledger } from '../../ledger/ledger.js';
 import type { LedgerWriter } from '../../ledger/ledger-writer.js';
@@ -6,11 +9,18 @@ import type { MessageRecord, NewMessage } from '../../ledger/types.js';
 import type { Router } from '../../routing/router.js';
 import { alphabetOf } from '../../smpp/text/encoding.js';
 import { countSegments } from '../../smpp/text/segments.js';
-import type { Lane, Queue, Throttle } from '../../store/types.js';
+import type { Lane, PushItem, Queue, Throttle } from '../../store/types.js';
 import { newId } from '../../util/ids.js';
-import type { QueueFeeder } from '../../dispatch/queue-feeder.js';
 import { normalizeNumber, normalizeSender } from './phone.js';
-import { SmsError, type AcceptedSms, type DispatchPayload, type SmsIngress, type SmsSubmission } from './types.js';
+import {
+  SmsError,
+  type AcceptedSms,
+  type BulkItemResult,
+  type BulkResult,
+  type DispatchPayload,
+  type SmsApi,
+  type SmsSubmission,
+} from './types.js';
 
 export interface SmsServiceOptions {
   writer: LedgerWriter;
@@ -20,8 +30,12 @@ export interface SmsServiceOptions {
   router: Router;
   throttle: Throttle;
   policies: AccountPolicies;
+  prices: PriceBook;
+  billing: Billing;
   /** Submits per second for accounts without their own limit; 0 = unlimited. */
   defaultAccountTps: number;
+  /** Country for local numbers when the account has none. */
+  defaultCountry?: string | null;
   /** Most text segments one message may need (default 10). */
   maxSegments?: number;
   /** Queue attempts before a message fails for good. */
@@ -29,18 +43,27 @@ export interface SmsServiceOptions {
   /** True while Ferry is saturated (windows full and queue deep): new work is refused with BUSY. */
   isBusy?: () => boolean;
   /** Count of accepted / refused submissions (metrics). */
-  onOutcome?: (ingress: SmsSubmission['ingress'], outcome: string) => void;
+  onOutcome?: (ingress: SmsSubmission['ingress'], outcome: string, count: number) => void;
   clock?: () => number;
 }
 
 /** Octets of binary user data: ten parts of 134 behind a concatenation UDH, split by the upstream pool. */
 const MAX_BINARY_OCTETS = 1340;
+const RESENDABLE = new Set(['failed', 'undelivered', 'rejected', 'expired']);
+
+/** A submission that passed every rule, priced, ready to be written. */
+interface Prepared {
+  row: NewMessage;
+  lane: Lane;
+  unitMicros: number;
+}
 
 /**
- * The SMS product's rules, shared by every ingress: sender and recipient rules, encoding and segments, account
- * limits, back-pressure, then the durable accept (ledger row committed) and the hand-over to the queue.
+ * The SMS product's rules, shared by every ingress: sender and recipient rules, allow-lists, encoding and
+ * segments, routing, price, account limits and back-pressure; then the debit, the durable accept (ledger row
+ * committed) and the hand-over to the queue.
  */
-export class SmsService implements SmsIngress {
+export class SmsService implements SmsApi {
   private readonly o: SmsServiceOptions;
   private readonly clock: () => number;
   private readonly maxSegments: number;
@@ -53,13 +76,74 @@ export class SmsService implements SmsIngress {
 
   async submit(sub: SmsSubmission): Promise<AcceptedSms> {
     try {
-      const accepted = await this.accept(sub);
-      this.o.onOutcome?.(sub.ingress, 'accepted');
+      const accepted = await this.acceptOne(sub);
+      this.o.onOutcome?.(sub.ingress, 'accepted', 1);
       return accepted;
     } catch (err) {
-      this.o.onOutcome?.(sub.ingress, err instanceof SmsError ? err.code : 'STORAGE_UNAVAILABLE');
+      this.o.onOutcome?.(sub.ingress, err instanceof SmsError ? err.code : 'STORAGE_UNAVAILABLE', 1);
       throw err;
     }
+  }
+
+  async submitMany(subs: readonly SmsSubmission[], opts: { batchId?: string } = {}): Promise<BulkResult> {
+    const batchId = opts.batchId ?? newId('bat_');
+    const now = this.clock();
+    const results: BulkItemResult[] = new Array(subs.length);
+    const prepared: Prepared[] = [];
+    const index: number[] = [];
+    const policies = new Map<string, AccountPolicy>();
+    for (const sub of subs) if (!policies.has(sub.accountId)) policies.set(sub.accountId, await this.policy(sub.accountId));
+    let currency = policies.values().next().value?.currency ?? 'USD';
+    for (let i = 0; i < subs.length; i++) {
+      try {
+        const p = this.prepare({ ...subs[i], batchId }, policies.get(subs[i].accountId)!, now);
+        prepared.push(p);
+        index.push(i);
+        currency = p.row.currency;
+      } catch (err) {
+        if (!(err instanceof SmsError)) throw err;
+        results[i] = { index: i, ok: false, code: err.code, message: err.message };
+      }
+    }
+    const rejected = subs.length - prepared.length;
+    if (prepared.length) {
+      if (this.o.isBusy?.()) throw new SmsError('BUSY', 'Ferry is at capacity; retry shortly', 1000);
+      await this.commit(prepared, batchId);
+      for (let k = 0; k < prepared.length; k++) results[index[k]] = { index: index[k], ok: true, accepted: this.acceptedOf(prepared[k]) };
+    }
+    const costMicros = prepared.reduce((s, p) => s + (p.row.costMicros ?? 0), 0);
+    this.o.onOutcome?.(subs[0]?.ingress ?? 'rest', 'accepted', prepared.length);
+    if (rejected) this.o.onOutcome?.(subs[0]?.ingress ?? 'rest', 'rejected', rejected);
+    return { batchId, results, accepted: prepared.length, rejected, costMicros, currency };
+  }
+
+  async resend(messageId: string, accountId: string, opts: { allowedRecipients?: readonly string[] | null; reference?: string | null } = {}): Promise<AcceptedSms> {
+    const orig = await this.o.ledger.get(messageId, accountId).catch((err: unknown) => {
+      throw new SmsError('STORAGE_UNAVAILABLE', `message lookup failed: ${(err as Error).message}`);
+    });
+    if (!orig) throw new SmsError('MESSAGE_NOT_FOUND', `no message ${messageId}`);
+    if (!RESENDABLE.has(orig.status)) throw new SmsError('NOT_RESENDABLE', `message is ${orig.status}; only failed, undelivered, rejected or expired messages can be resent`);
+    return this.submit({
+      accountId,
+      ingress: orig.ingress,
+      source: orig.source,
+      sourceTon: orig.sourceTon,
+      sourceNpi: orig.sourceNpi,
+      destination: orig.destination,
+      destTon: 1,
+      text: orig.bodyBytes === null ? (orig.body ?? '') : undefined,
+      bytes: orig.bodyBytes ?? undefined,
+      dataCoding: orig.dataCoding ?? undefined,
+      esmClass: orig.esmClass,
+      concat: orig.udhRef !== null && orig.udhTotal !== null && orig.udhSeq !== null ? { reference: orig.udhRef, total: orig.udhTotal, seq: orig.udhSeq, via: 'udh' } : undefined,
+      displayText: orig.body ?? undefined,
+      priority: orig.priority,
+      registeredDelivery: orig.registeredDelivery,
+      reference: opts.reference ?? orig.reference,
+      customerSystemId: orig.customerSystemId,
+      resendOf: orig.id,
+      allowedRecipients: opts.allowedRecipients,
+    });
   }
 
   async cancel(messageId: string, accountId: string): Promise<boolean> {
@@ -73,17 +157,43 @@ export class SmsService implements SmsIngress {
     return this.o.ledger.get(messageId, accountId);
   }
 
-  private async accept(sub: SmsSubmission): Promise<AcceptedSms> {
-    const policy = await this.o.policies.get(sub.accountId).catch((err: unknown) => {
+  private async policy(accountId: string): Promise<AccountPolicy> {
+    const policy = await this.o.policies.get(accountId).catch((err: unknown) => {
       throw new SmsError('STORAGE_UNAVAILABLE', `account lookup failed: ${(err as Error).message}`);
     });
     if (!policy) throw new SmsError('ACCOUNT_SUSPENDED', 'unknown account');
-    if (policy.status !== 'active') throw new SmsError('ACCOUNT_SUSPENDED', 'account is suspended');
+    return policy;
+  }
 
+  private async acceptOne(sub: SmsSubmission): Promise<AcceptedSms> {
+    const policy = await this.policy(sub.accountId);
+    const now = this.clock();
+    const p = this.prepare(sub, policy, now);
+    if (this.o.isBusy?.()) throw new SmsError('BUSY', 'Ferry is at capacity; retry shortly', 1000);
+    const tps = policy.maxTps ?? this.o.defaultAccountTps;
+    if (tps > 0) {
+      const take = await this.o.throttle.take(`tps:${sub.accountId}`, tps, tps).catch((err: unknown) => {
+        throw new SmsError('STORAGE_UNAVAILABLE', `throttle unavailable: ${(err as Error).message}`);
+      });
+      if (!take.allowed) throw new SmsError('THROTTLED', `more than ${tps} messages per second`, take.retryAfterMs);
+    }
+    await this.commit([p], p.row.id);
+    return this.acceptedOf(p);
+  }
+
+  /** Every rule that needs no I/O; throws SmsError. */
+  private prepare(sub: SmsSubmission, policy: AccountPolicy, now: number): Prepared {
+    if (policy.status !== 'active') throw new SmsError('ACCOUNT_SUSPENDED', 'account is suspended');
     const sender = normalizeSender(sub.source, sub.sourceTon, sub.sourceNpi);
     if (!sender) throw new SmsError('INVALID_SOURCE', 'sender must be up to 11 letters/digits or up to 15 digits');
-    const destination = normalizeNumber(sub.destination, { international: sub.destTon === 1, defaultCountry: policy.defaultCountry });
+    const destination = normalizeNumber(sub.destination, {
+      international: sub.destTon === 1,
+      defaultCountry: policy.defaultCountry ?? this.o.defaultCountry ?? null,
+    });
     if (!destination) throw new SmsError('INVALID_DESTINATION', `not a valid phone number: ${sub.destination}`);
+    if (!allowed(destination, sub.allowedRecipients) || !allowed(destination, policy.allowedRecipients)) {
+      throw new SmsError('RECIPIENT_NOT_ALLOWED', `${destination} is not on the allow-list`);
+    }
 
     let segments: number;
     let encoding: string;
@@ -107,7 +217,6 @@ export class SmsService implements SmsIngress {
       throw new SmsError('EMPTY_MESSAGE', 'message is empty');
     }
 
-    const now = this.clock();
     const scheduledAt = sub.scheduledAt != null && sub.scheduledAt > now ? sub.scheduledAt : null;
     const expiresAt = sub.expiresAt ?? null;
     if (expiresAt !== null && expiresAt <= now) throw new SmsError('INVALID_VALIDITY', 'validity period has already passed');
@@ -116,21 +225,11 @@ export class SmsService implements SmsIngress {
     }
 
     const priority = sub.priority ?? 0;
-    if (!this.o.router.candidates({ destination, accountId: sub.accountId, source: sender.source, priority })) {
-      throw new SmsError('NO_ROUTE', `no routing rule matches ${destination}`);
-    }
-    if (this.o.isBusy?.()) throw new SmsError('BUSY', 'Ferry is at capacity; retry shortly', 1000);
-    const tps = policy.maxTps ?? this.o.defaultAccountTps;
-    if (tps > 0) {
-      const take = await this.o.throttle.take(`tps:${sub.accountId}`, tps, tps).catch((err: unknown) => {
-        throw new SmsError('STORAGE_UNAVAILABLE', `throttle unavailable: ${(err as Error).message}`);
-      });
-      if (!take.allowed) throw new SmsError('THROTTLED', `more than ${tps} messages per second`, take.retryAfterMs);
-    }
-
-    const id = newId('msg_', now);
+    const route = this.o.router.candidates({ destination, accountId: sub.accountId, source: sender.source, priority });
+    if (!route) throw new SmsError('NO_ROUTE', `no routing rule matches ${destination}`);
+    const unitMicros = this.o.prices.unitMicros(destination, route.ruleId);
     const row: NewMessage = {
-      id,
+      id: newId('msg_', now),
       accountId: sub.accountId,
       ingress: sub.ingress,
       batchId: sub.batchId ?? null,
@@ -152,20 +251,77 @@ export class SmsService implements SmsIngress {
       registeredDelivery: sub.registeredDelivery ?? 0,
       scheduledAt,
       expiresAt,
+      costMicros: unitMicros * segments,
       currency: policy.currency,
       customerSystemId: sub.customerSystemId ?? null,
       resendOf: sub.resendOf ?? null,
     };
+    return { row, lane: sub.lane ?? (priority >= 1 ? 'priority' : 'bulk'), unitMicros };
+  }
+
+  /**
+   * Debit, then the ledger, then the queue. The debit is one conditional UPDATE (no overdraft under concurrency);
+   * a ledger failure voids it; a crash between the two is voided by the billing sweep.
+   */
+  private async commit(prepared: readonly Prepared[], reference: string): Promise<void> {
+    const byAccount = new Map<string, number>();
+    for (const p of prepared) byAccount.set(p.row.accountId, (byAccount.get(p.row.accountId) ?? 0) + (p.row.costMicros ?? 0));
+    const debited: Array<[string, number]> = [];
     try {
-      await this.o.writer.accept(row);
+      for (const [accountId, micros] of byAccount) {
+        if (!(await this.o.billing.debit(accountId, micros, reference))) {
+          throw new SmsError('INSUFFICIENT_CREDIT', `the balance does not cover ${micros / 1_000_000} for ${prepared.length} message(s)`);
+        }
+        debited.push([accountId, micros]);
+      }
     } catch (err) {
+      await this.voidAll(debited, reference);
+      if (err instanceof SmsError) throw err;
+      throw new SmsError('STORAGE_UNAVAILABLE', `debit failed: ${(err as Error).message}`);
+    }
+    try {
+      if (prepared.length === 1) await this.o.writer.accept(prepared[0].row);
+      else await this.o.writer.acceptMany(prepared.map((p) => p.row));
+    } catch (err) {
+      await this.voidAll(debited, reference);
       if (err instanceof LedgerBusyError) throw new SmsError('BUSY', 'ledger writer is backed up; retry shortly', 200);
       throw new SmsError('STORAGE_UNAVAILABLE', `message not accepted: ${(err as Error).message}`);
     }
-    const lane: Lane = sub.lane ?? (priority >= 1 ? 'priority' : 'bulk');
-    this.o.feeder.push({ id, lane, payload: { id }, runAt: scheduledAt ?? now, maxAttempts: this.o.maxAttempts });
-    return { messageId: id, status: scheduledAt !== null ? 'scheduled' : 'queued', destination, segments, encoding };
+    const now = this.clock();
+    for (const p of prepared) {
+      const item: PushItem<DispatchPayload> = { id: p.row.id, lane: p.lane, payload: { id: p.row.id }, runAt: p.row.scheduledAt ?? now, maxAttempts: this.o.maxAttempts };
+      this.o.feeder.push(item);
+    }
   }
+
+  private async voidAll(debited: ReadonlyArray<[string, number]>, reference: string): Promise<void> {
+    // If the void fails too, the billing sweep finds the debit without messages and voids it later.
+    for (const [accountId, micros] of debited) await this.o.billing.void(accountId, micros, reference).catch(() => undefined);
+  }
+
+  private acceptedOf(p: Prepared): AcceptedSms {
+    const r = p.row;
+    return {
+      messageId: r.id,
+      status: r.scheduledAt != null ? 'scheduled' : 'queued',
+      destination: r.destination,
+      source: r.source,
+      segments: r.segments,
+      encoding: r.encoding,
+      unitCostMicros: p.unitMicros,
+      costMicros: r.costMicros ?? 0,
+      currency: r.currency,
+      acceptedAt: this.clock(),
+      scheduledAt: r.scheduledAt ?? null,
+      reference: r.reference ?? null,
+    };
+  }
+}
+
+function allowed(destination: string, list: readonly string[] | null | undefined): boolean {
+  if (!list) return true;
+  for (const entry of list) if (destination.startsWith(entry.replace(/^\+/, ''))) return true;
+  return false;
 }
 
 /** The lane a ledger row travels in (the reconciler pushes rows again with it). */

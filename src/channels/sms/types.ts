@@ -45,6 +45,8 @@ export interface SmsSubmission {
   /** system_id of the submitting bind. */
   customerSystemId?: string | null;
   resendOf?: string | null;
+  /** The API key's recipient allow-list (digits prefixes); the account's own list applies as well. */
+  allowedRecipients?: readonly string[] | null;
 }
 
 /** The stable reasons a submission is refused; each ingress maps them (SMPP command_status, HTTP code). */
@@ -58,6 +60,14 @@ export type SmsErrorCode =
   | 'INVALID_VALIDITY'
   | 'NO_ROUTE'
   | 'ACCOUNT_SUSPENDED'
+  /** The balance does not cover the price (segments × unit price). */
+  | 'INSUFFICIENT_CREDIT'
+  /** The key's or the account's allow-list does not contain the recipient. */
+  | 'RECIPIENT_NOT_ALLOWED'
+  /** resend: no such message of the account. */
+  | 'MESSAGE_NOT_FOUND'
+  /** resend: the message is not failed, undelivered, rejected or expired. */
+  | 'NOT_RESENDABLE'
   /** The account's submits per second are used up. */
   | 'THROTTLED'
   /** Ferry is saturated (upstream windows full and the queue deep, or the ledger writer backed up). */
@@ -83,8 +93,31 @@ export interface AcceptedSms {
   status: Extract<MessageStatus, 'queued' | 'scheduled'>;
   /** International digits. */
   destination: string;
+  source: string;
   segments: number;
   encoding: string;
+  /** Price per segment and total debited, in micro-units of `currency` (0 when unpriced). */
+  unitCostMicros: number;
+  costMicros: number;
+  currency: string;
+  /** Epoch ms of the accept (the ledger commit). */
+  acceptedAt: number;
+  scheduledAt: number | null;
+  reference: string | null;
+}
+
+/** One item of a bulk submission: accepted, or refused with the same codes as a single submit. */
+export type BulkItemResult =
+  | { index: number; ok: true; accepted: AcceptedSms }
+  | { index: number; ok: false; code: SmsErrorCode; message: string };
+
+export interface BulkResult {
+  batchId: string;
+  results: BulkItemResult[];
+  accepted: number;
+  rejected: number;
+  costMicros: number;
+  currency: string;
 }
 
 /** What a queued item carries: enough to send without reading the ledger (the ledger stays the truth). */
@@ -101,4 +134,15 @@ export interface SmsIngress {
   cancel(messageId: string, accountId: string): Promise<boolean>;
   /** The message as the ledger has it, or null when unknown or another account's. */
   find(messageId: string, accountId: string): Promise<import('../../ledger/types.js').MessageRecord | null>;
+}
+
+/** What the REST channel needs beyond a single submit. */
+export interface SmsApi extends SmsIngress {
+  /**
+   * Bulk: every item validated on its own; the valid ones are debited together and committed in one pass, all or
+   * nothing (a storage failure or a balance short of their total refuses the whole batch with SmsError).
+   */
+  submitMany(subs: readonly SmsSubmission[], opts?: { batchId?: string }): Promise<BulkResult>;
+  /** A new message with the original's content, linked by resendOf; only for failed/undelivered/rejected/expired. */
+  resend(messageId: string, accountId: string, opts?: { allowedRecipients?: readonly string[] | null; reference?: string | null }): Promise<AcceptedSms>;
 }

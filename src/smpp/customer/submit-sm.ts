@@ -50,6 +50,8 @@ export const MAX_SCHEDULE_AHEAD_MS = 7 * 24 * 60 * 60 * 1000;
  * | THROTTLED           | ESME_RTHROTTLED   |
  * | BUSY                | ESME_RTHROTTLED   |
  * | STORAGE_UNAVAILABLE | ESME_RSYSERR      |
+ * | INSUFFICIENT_CREDIT | ESME_RSUBMITFAIL  |
+ * | RECIPIENT_NOT_ALLOWED | ESME_RINVDSTADR |
  */
 export const SMS_ERROR_STATUS: Readonly<Record<SmsErrorCode, number>> = {
   INVALID_SOURCE: CommandStatus.ESME_RINVSRCADR,
@@ -64,6 +66,11 @@ export const SMS_ERROR_STATUS: Readonly<Record<SmsErrorCode, number>> = {
   THROTTLED: CommandStatus.ESME_RTHROTTLED,
   BUSY: CommandStatus.ESME_RTHROTTLED,
   STORAGE_UNAVAILABLE: CommandStatus.ESME_RSYSERR,
+  INSUFFICIENT_CREDIT: CommandStatus.ESME_RSUBMITFAIL,
+  RECIPIENT_NOT_ALLOWED: CommandStatus.ESME_RINVDSTADR,
+  // REST-only outcomes (resend); never thrown by submit.
+  MESSAGE_NOT_FOUND: CommandStatus.ESME_RSYSERR,
+  NOT_RESENDABLE: CommandStatus.ESME_RSYSERR,
 };
 
 /** command_status for an error thrown by the SMS service; undefined for errors that are not SmsError. */

@@ -60,7 +60,20 @@ export class MemoryIngress implements SmsIngress {
       updatedAt: now,
       finalAt: null,
     });
-    return { messageId: id, status, destination: sub.destination.replace(/^\+/, ''), segments: 1, encoding: 'GSM-7' };
+    return {
+      messageId: id,
+      status,
+      destination: sub.destination.replace(/^\+/, ''),
+      source: sub.source,
+      segments: 1,
+      encoding: 'GSM-7',
+      unitCostMicros: 0,
+      costMicros: 0,
+      currency: 'USD',
+      acceptedAt: now,
+      scheduledAt: sub.scheduledAt ?? null,
+      reference: sub.reference ?? null,
+    };
   }
 
   async cancel(messageId: string, accountId: string): Promise<boolean> {

@@ -1,0 +1,79 @@
+// Billing at accept time over real connections: prices by prefix, an atomic debit that never overdraws under
+// concurrency, refunds of messages that fail, and voids of debits whose messages never reached the ledger.
+import t from 'tap';
+import { startGatewayDaemon, type GatewayDaemon } from '../helpers/gateway.js';
+
+const DEST = '233241234567';
+let gw: GatewayDaemon;
+
+t.before(async () => {
+  gw = await startGatewayDaemon({ receiptDelayMs: 20 });
+  await gw.adminCall('PUT', '/admin/pricing', { defaultPrice: 0.01, entries: [{ prefix: '233', price: 0.02 }, { prefix: '2332', price: 0.025 }] });
+});
+t.teardown(() => gw.stop());
+
+async function balance(accountId: string): Promise<number> {
+  return (await gw.daemon.accounts.get(accountId)).balance;
+}
+
+t.test('the price table is served back and prices by longest prefix', async (t) => {
+  const table = await gw.adminCall('GET', '/admin/pricing');
+  t.equal(table.defaultPrice, 0.01);
+  t.equal(gw.daemon.gateway.prices.unitMicros('233241234567'), 25_000, '2332 beats 233');
+  t.equal(gw.daemon.gateway.prices.unitMicros('233541234567'), 20_000);
+  t.equal(gw.daemon.gateway.prices.unitMicros('14155552671'), 10_000, 'default');
+  await t.rejects(gw.adminCall('PUT', '/admin/pricing', { entries: [{ prefix: 'abc', price: 1 }] }), { code: 'VALIDATION_ERROR' });
+});
+
+t.test('200 concurrent SMPP submits against credit for 40: exactly 40 accepted, balance exactly 0, never below', async (t) => {
+  const acc = await gw.account('bill-race', 'secret1', { maxTps: 0 });
+  await gw.daemon.accounts.credit(acc.id, 1.0); // 40 × 0.025
+  const c = await gw.bind('transceiver', acc.systemId, acc.password);
+  const resps = await Promise.all(
+    Array.from({ length: 200 }, (_, i) => c.request('submit_sm', { source_addr: 'Ferry', destination_addr: DEST, dest_addr_ton: 1, short_message: `paid ${i}` }, 15_000)),
+  );
+  const ok = resps.filter((r) => r.command_status === 0);
+  t.equal(ok.length, 40, 'exactly what the balance covers');
+  t.equal(resps.filter((r) => r.command_status === 0x45).length, 160, 'the rest: ESME_RSUBMITFAIL (insufficient credit)');
+  t.equal(await balance(acc.id), 0);
+  const { rows } = await gw.daemon.db.query<{ n: number; total: number; min: number }>(
+    `SELECT count(*)::int AS n, sum(amount_micros)::bigint AS total, min(balance_after_micros)::bigint AS min FROM account_transactions WHERE account_id = $1 AND kind = 'sms'`,
+    [acc.id],
+  );
+  t.equal(rows[0].n, 40, 'one debit per accepted message');
+  t.equal(Number(rows[0].total), -1_000_000);
+  t.ok(Number(rows[0].min) >= 0, 'no balance after a debit was negative');
+  const rec = await gw.daemon.gateway.ledger.get(String(ok[0].message_id));
+  t.equal(rec?.costMicros, 25_000, 'the cost is on the message');
+});
+
+t.test('a long message costs its segments', async (t) => {
+  const acc = await gw.account('bill-long', 'secret1', { maxTps: 0 });
+  await gw.daemon.accounts.credit(acc.id, 1.0);
+  const c = await gw.bind('transceiver', acc.systemId, acc.password);
+  const r = await c.request('submit_sm', { source_addr: 'Ferry', destination_addr: '14155552671', dest_addr_ton: 1, message_payload: Buffer.from('x'.repeat(400)) });
+  t.equal(r.command_status, 0);
+  const rec = await gw.daemon.gateway.ledger.get(String(r.message_id));
+  t.equal(rec?.segments, 3);
+  t.equal(rec?.costMicros, 30_000);
+  t.equal(await balance(acc.id), 0.97);
+});
+
+t.test('a message that ends failed is refunded once; debits without a message are voided', async (t) => {
+  const acc = await gw.account('bill-refund', 'secret1', { maxTps: 0 });
+  await gw.daemon.accounts.credit(acc.id, 0.1);
+  const c = await gw.bind('transceiver', acc.systemId, acc.password);
+  const r = await c.request('submit_sm', { source_addr: 'Ferry', destination_addr: DEST, dest_addr_ton: 1, short_message: 'later', schedule_delivery_time: '000001000000000R' });
+  const id = String(r.message_id);
+  t.equal(await balance(acc.id), 0.075);
+  await gw.daemon.gateway.ledger.transition(id, 'failed', { reason: 'test' }, 'TEST');
+  t.equal(await balance(acc.id), 0.1, 'refunded');
+  await gw.daemon.gateway.ledger.transition(id, 'rejected', { reason: 'late' }, 'TEST');
+  t.equal(await balance(acc.id), 0.1, 'a late change refunds nothing more');
+
+  t.ok(await gw.daemon.gateway.billing.debit(acc.id, 50_000, 'msg_neverwritten'), 'a debit whose message never reached the ledger');
+  t.equal(await balance(acc.id), 0.05);
+  t.equal(await gw.daemon.gateway.billing.voidOrphans(0), 1);
+  t.equal(await balance(acc.id), 0.1, 'voided');
+  t.equal(await gw.daemon.gateway.billing.voidOrphans(0), 0, 'only once');
+});
