@@ -58,6 +58,7 @@ export class Ledger {
   private readonly gc: GroupCommit<TransitionInput, TransitionResult>;
   private readonly clock: () => number;
   private readonly effects: TransitionEffect[];
+  private readonly submits: GroupCommit<SubmitRecord, MarkSubmittedOutcome>;
 
   constructor(
     private readonly db: Db,
@@ -66,6 +67,7 @@ export class Ledger {
     this.clock = opts.clock ?? Date.now;
     this.effects = [...(opts.effects ?? [])];
     this.gc = new GroupCommit<TransitionInput, TransitionResult>((items) => this.db.tx((q) => applyTransitions(q, items, this.effects)), opts.transitions);
+    this.submits = new GroupCommit<SubmitRecord, MarkSubmittedOutcome>((items) => this.db.tx((q) => applySubmits(q, items)), opts.transitions);
   }
 
   /** Adds an effect for later batches (wiring order: the outbox owners register after the ledger exists). */
@@ -125,39 +127,12 @@ export class Ledger {
 
   /**
    * The upstream accepted (some) parts: status submitted, upstream and route recorded, parts upserted, parts_done =
-   * parts known. A message already final (e.g. cancelled while it was being sent) stays final; the submit is
-   * recorded as a late event so the history shows the send.
+   * parts known. A message already final (a receipt overtook this record, or it was cancelled while being sent)
+   * keeps its status; the submit is recorded as a late event and the row still names its upstream and route.
+   * Calls are batched (group commit): one transaction of four statements serves every message in the batch.
    */
   markSubmitted(id: string, upstreamId: string, routeRule: string | null, parts: readonly SubmittedPart[], totalParts = parts.length): Promise<MarkSubmittedOutcome> {
-    return this.db.tx(async (q) => {
-      const cur = await q.query<{ status: MessageStatus }>(`SELECT status FROM messages WHERE id = $1 FOR UPDATE`, [id]);
-      if (!cur.rows.length) return 'not_found';
-      const from = cur.rows[0].status;
-      const idx = parts.map((p) => p.partIndex);
-      const ids = parts.map((p) => p.upstreamMessageId);
-      await q.query(
-        `INSERT INTO message_parts (message_id, part_index, upstream_id, upstream_message_id, status)
-         SELECT $1, u.i, $2, u.m, 'submitted' FROM unnest($3::int[], $4::text[]) AS u(i, m)
-         ON CONFLICT (message_id, part_index) DO UPDATE
-           SET upstream_id = EXCLUDED.upstream_id, upstream_message_id = EXCLUDED.upstream_message_id,
-               status = CASE WHEN message_parts.status = 'submitted' OR message_parts.status = 'queued' THEN 'submitted' ELSE message_parts.status END,
-               updated_at = now()`,
-        [id, upstreamId, idx, ids],
-      );
-      const late = isFinal(from);
-      const detail = JSON.stringify(late ? { upstream: upstreamId, parts: idx, late: true, kept: from } : { upstream: upstreamId, parts: idx });
-      // A receipt can make the row final before the submit is recorded (the SMSC answered fast): the status stays,
-      // but where the message went is still written, so the row always names its upstream and route.
-      await q.query(
-        `UPDATE messages SET status = CASE WHEN $5::bool THEN status ELSE 'submitted' END, upstream_id = $2, route_rule = COALESCE($3, route_rule),
-           parts_total = GREATEST($4::int, parts_total), parts_done = (SELECT count(*) FROM message_parts WHERE message_id = $1),
-           attempts = attempts + 1, updated_at = now()
-         WHERE id = $1`,
-        [id, upstreamId, routeRule, totalParts, late],
-      );
-      await q.query(`INSERT INTO message_events (message_id, status, detail) VALUES ($1, 'submitted', $2::jsonb)`, [id, detail]);
-      return late ? 'late' : 'changed';
-    });
+    return this.submits.submit({ id, upstreamId, routeRule, parts, totalParts });
   }
 
   /** Records one part's state (a per-part receipt) and returns the counts the receipt handler decides the message from. */
@@ -224,10 +199,100 @@ export class Ledger {
     return rows.map((r) => r.id);
   }
 
-  /** Writes pending transitions, then refuses new ones. */
-  close(): Promise<void> {
-    return this.gc.close();
+  /** Writes pending transitions and submit records, then refuses new ones. */
+  async close(): Promise<void> {
+    await Promise.all([this.gc.close(), this.submits.close()]);
   }
+}
+
+interface SubmitRecord {
+  id: string;
+  upstreamId: string;
+  routeRule: string | null;
+  parts: readonly SubmittedPart[];
+  totalParts: number;
+}
+
+/** One batch of submit records: lock the rows in id order, upsert every part, update every row, append events. */
+async function applySubmits(q: Queryable, items: SubmitRecord[]): Promise<MarkSubmittedOutcome[]> {
+  // Several records of one message in a batch (a resumed long message) merge into one row update.
+  const byId = new Map<string, { upstreamId: string; routeRule: string | null; total: number; count: number; parts: number[] }>();
+  const pId: string[] = [];
+  const pIdx: number[] = [];
+  const pUp: string[] = [];
+  const pMsg: string[] = [];
+  for (const it of items) {
+    let m = byId.get(it.id);
+    if (!m) byId.set(it.id, (m = { upstreamId: it.upstreamId, routeRule: it.routeRule, total: 0, count: 0, parts: [] }));
+    m.upstreamId = it.upstreamId;
+    m.routeRule = it.routeRule ?? m.routeRule;
+    m.total = Math.max(m.total, it.totalParts);
+    m.count++;
+    for (const p of it.parts) {
+      pId.push(it.id);
+      pIdx.push(p.partIndex);
+      pUp.push(it.upstreamId);
+      pMsg.push(p.upstreamMessageId);
+      m.parts.push(p.partIndex);
+    }
+  }
+  const ids = [...byId.keys()];
+  const cur = await q.query<{ id: string; status: MessageStatus }>(`SELECT id, status FROM messages WHERE id = ANY($1::text[]) ORDER BY id FOR UPDATE`, [ids]);
+  const status = new Map(cur.rows.map((r) => [r.id, r.status]));
+  if (pId.length) {
+    // Keep a part's final state when its receipt came before this record.
+    await q.query(
+      `INSERT INTO message_parts (message_id, part_index, upstream_id, upstream_message_id, status)
+       SELECT u.id, u.i, u.up, u.m, 'submitted' FROM unnest($1::text[], $2::int[], $3::text[], $4::text[]) AS u(id, i, up, m)
+       WHERE EXISTS (SELECT 1 FROM messages WHERE messages.id = u.id)
+       ON CONFLICT (message_id, part_index) DO UPDATE
+         SET upstream_id = EXCLUDED.upstream_id, upstream_message_id = EXCLUDED.upstream_message_id,
+             status = CASE WHEN message_parts.status = 'submitted' OR message_parts.status = 'queued' THEN 'submitted' ELSE message_parts.status END,
+             updated_at = now()`,
+      [pId, pIdx, pUp, pMsg],
+    );
+  }
+  const uId: string[] = [];
+  const uUp: string[] = [];
+  const uRule: (string | null)[] = [];
+  const uTotal: number[] = [];
+  const uCount: number[] = [];
+  const uLate: boolean[] = [];
+  const eId: string[] = [];
+  const eDetail: string[] = [];
+  for (const [id, m] of byId) {
+    const from = status.get(id);
+    if (from === undefined) continue;
+    const late = isFinal(from);
+    uId.push(id);
+    uUp.push(m.upstreamId);
+    uRule.push(m.routeRule);
+    uTotal.push(m.total);
+    uCount.push(m.count);
+    uLate.push(late);
+    eId.push(id);
+    eDetail.push(JSON.stringify(late ? { upstream: m.upstreamId, parts: m.parts, late: true, kept: from } : { upstream: m.upstreamId, parts: m.parts }));
+  }
+  if (uId.length) {
+    await q.query(
+      `UPDATE messages m SET status = CASE WHEN u.late THEN m.status ELSE 'submitted' END, upstream_id = u.up, route_rule = COALESCE(u.rule, m.route_rule),
+         parts_total = GREATEST(u.total, m.parts_total), parts_done = (SELECT count(*) FROM message_parts p WHERE p.message_id = m.id),
+         attempts = m.attempts + u.n, updated_at = now()
+       FROM unnest($1::text[], $2::text[], $3::text[], $4::int[], $5::int[], $6::bool[]) AS u(id, up, rule, total, n, late)
+       WHERE m.id = u.id`,
+      [uId, uUp, uRule, uTotal, uCount, uLate],
+    );
+    await q.query(
+      `INSERT INTO message_events (message_id, status, detail)
+       SELECT u.id, 'submitted', u.d::jsonb FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS u(id, d, n) ORDER BY u.n`,
+      [eId, eDetail],
+    );
+  }
+  return items.map((it) => {
+    const from = status.get(it.id);
+    if (from === undefined) return 'not_found';
+    return isFinal(from) ? 'late' : 'changed';
+  });
 }
 
 interface Pending {
