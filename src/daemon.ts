@@ -8,6 +8,8 @@ import { createApp, errorCatalogueMarkdown } from './http/app.js';
 import authPlugin from './http/auth.js';
 import { registerOpenApiRoute } from './http/openapi.js';
 import { accountRoutes } from './http/routes/account.js';
+import { smsRoutes } from './channels/sms/sms-routes.js';
+import { IdempotencyStore } from './http/idempotency.js';
 import { healthRoutes } from './http/routes/health.js';
 import { Metrics } from './metrics.js';
 import { deriveKey, loadAdminToken, loadSecretKey } from './security/secrets.js';
@@ -236,6 +238,18 @@ export class Daemon {
     });
     await app.register(healthRoutes);
     await app.register(accountRoutes, { accounts: this.accounts });
+    const idempotency = new IdempotencyStore(this.db);
+    const purge = setInterval(() => void idempotency.purge().catch(() => undefined), 3_600_000);
+    purge.unref();
+    this.closers.unshift({ name: 'idempotency purge', close: async () => clearInterval(purge) });
+    await app.register(smsRoutes, {
+      sms: this.gateway.sms,
+      ledger: this.gateway.ledger,
+      idempotency,
+      db: this.db,
+      showUpstreams: config.sms.showUpstreams,
+      scheduleHorizonDays: config.sms.scheduleHorizonDays,
+    });
     return app;
   }
 

@@ -14,6 +14,8 @@ export interface Account {
   defaultCountry: string | null;
   /** Submits per second over SMPP and REST together; null: the server default. */
   maxTps: number | null;
+  /** Recipients the account may send to (numbers, or prefixes ending in *); null: anyone. */
+  allowedRecipients: string[] | null;
   createdAt: string;
   updatedAt: string;
 }
@@ -34,11 +36,12 @@ interface AccountRow {
   currency: string;
   default_country: string | null;
   max_tps: number | null;
+  allowed_recipients: string[] | null;
   created_at: Date;
   updated_at: Date;
 }
 
-const ACCOUNT_COLUMNS = 'id, name, status, suspended_reason, balance_micros, currency, default_country, max_tps, created_at, updated_at';
+const ACCOUNT_COLUMNS = 'id, name, status, suspended_reason, balance_micros, currency, default_country, max_tps, allowed_recipients, created_at, updated_at';
 const NAME = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/;
 const SYSTEM_ID = /^[A-Za-z0-9_.-]{1,15}$/;
 const PASSWORD_ALPHABET = 'abcdefghjkmnpqrstuvwxyzABCDEFGHJKMNPQRSTUVWXYZ23456789';
@@ -53,6 +56,7 @@ function toAccount(r: AccountRow): Account {
     currency: r.currency,
     defaultCountry: r.default_country,
     maxTps: r.max_tps,
+    allowedRecipients: r.allowed_recipients,
     createdAt: new Date(r.created_at).toISOString(),
     updatedAt: new Date(r.updated_at).toISOString(),
   };
@@ -133,7 +137,10 @@ export class AccountService {
   }
 
   /** Changes limits and defaults; fields left undefined stay as they are (null clears). */
-  async update(ref: string, patch: { maxTps?: number | null; defaultCountry?: string | null }): Promise<Account> {
+  async update(ref: string, patch: { maxTps?: number | null; defaultCountry?: string | null; allowedRecipients?: string[] | null }): Promise<Account> {
+    for (const r of patch.allowedRecipients ?? []) {
+      if (!/^\+?[0-9]{1,15}\*?$/.test(r)) throw invalidField('allowedRecipients', 'numbers, or prefixes ending in *');
+    }
     if (patch.maxTps !== undefined && patch.maxTps !== null && (!Number.isInteger(patch.maxTps) || patch.maxTps < 0)) {
       throw invalidField('maxTps', 'a whole number ≥ 0, or null for the server default');
     }
@@ -143,9 +150,10 @@ export class AccountService {
       `UPDATE accounts SET
          max_tps = CASE WHEN $2::bool THEN $3::int ELSE max_tps END,
          default_country = CASE WHEN $4::bool THEN $5::text ELSE default_country END,
+         allowed_recipients = CASE WHEN $6::bool THEN $7::text[] ELSE allowed_recipients END,
          updated_at = now()
        WHERE id = $1 OR name = $1 RETURNING ${ACCOUNT_COLUMNS}`,
-      [ref, patch.maxTps !== undefined, patch.maxTps ?? null, country !== undefined, country ?? null],
+      [ref, patch.maxTps !== undefined, patch.maxTps ?? null, country !== undefined, country ?? null, patch.allowedRecipients !== undefined, patch.allowedRecipients ?? null],
     );
     if (!rows[0]) throw new ApiError('ACCOUNT_NOT_FOUND');
     this.onChange(rows[0].id);

@@ -205,7 +205,7 @@ export function registerGatewayRoutes(app: FastifyInstance, deps: GatewayAdminDe
 
   // ---- accounts: limits and numbers ----
 
-  app.patch<{ Params: { ref: string }; Body: { maxTps?: number | null; defaultCountry?: string | null } }>(
+  app.patch<{ Params: { ref: string }; Body: { maxTps?: number | null; defaultCountry?: string | null; allowedRecipients?: string[] | null } }>(
     '/admin/accounts/:ref',
     {
       schema: {
@@ -217,6 +217,7 @@ export function registerGatewayRoutes(app: FastifyInstance, deps: GatewayAdminDe
           properties: {
             maxTps: { type: ['integer', 'null'], minimum: 0 },
             defaultCountry: { type: ['string', 'null'], minLength: 2, maxLength: 2 },
+            allowedRecipients: { type: ['array', 'null'], maxItems: 10000, items: { type: 'string', pattern: '^\\+?[0-9]{1,15}\\*?$' } },
           },
         },
       },

@@ -27,6 +27,9 @@ export const ERROR_CATALOGUE = {
   MESSAGE_NOT_FOUND: { status: 404, message: 'No such message' },
   NOT_RESENDABLE: { status: 409, message: 'Only failed, undelivered, rejected or expired messages can be resent' },
   IDEMPOTENCY_KEY_REUSED: { status: 422, message: 'This Idempotency-Key was used with a different request' },
+  IDEMPOTENCY_IN_PROGRESS: { status: 409, message: 'A request with this Idempotency-Key is still being processed; retry shortly' },
+  NO_ROUTE: { status: 422, message: 'No route can deliver to this recipient' },
+  BATCH_NOT_FOUND: { status: 404, message: 'No such batch' },
   // OTP (spec §7.1)
   ACTIVE_OTP_EXISTS: { status: 409, message: 'An unexpired OTP is already active for this phone' },
   OTP_EXPIRED: { status: 410, message: 'The OTP has expired' },

@@ -318,9 +318,13 @@ export class SmsService implements SmsApi {
   }
 }
 
+/** Allow-list entries are numbers (exact) or prefixes ending in '*', with or without '+'; null allows anyone. */
 function allowed(destination: string, list: readonly string[] | null | undefined): boolean {
   if (!list) return true;
-  for (const entry of list) if (destination.startsWith(entry.replace(/^\+/, ''))) return true;
+  for (const raw of list) {
+    const entry = raw.startsWith('+') ? raw.slice(1) : raw;
+    if (entry.endsWith('*') ? destination.startsWith(entry.slice(0, -1)) : destination === entry) return true;
+  }
   return false;
 }
 

@@ -84,16 +84,20 @@ export function accountsCommand(): Command {
     .description('change limits and defaults; "default" puts a value back to the server default')
     .option('--max-tps <n>', 'submits per second over SMPP and REST together, or "default"')
     .option('--country <cc>', 'default country for local numbers (ISO 3166 alpha-2), or "default"')
+    .option('--allowed-recipients <list>', 'comma-separated numbers or prefixes ending in *, or "any"')
     .option('--json', 'print JSON')
     .action(async (name: string, o) => {
       const body: Record<string, unknown> = {};
+      if (o.allowedRecipients !== undefined) {
+        body.allowedRecipients = o.allowedRecipients === 'any' ? null : String(o.allowedRecipients).split(',').map((s: string) => s.trim()).filter(Boolean);
+      }
       if (o.maxTps !== undefined) {
         const n = Number(o.maxTps);
         if (o.maxTps !== 'default' && !(Number.isInteger(n) && n >= 0)) throw new Error(`--max-tps must be a whole number ≥ 0 or "default", got ${o.maxTps}`);
         body.maxTps = o.maxTps === 'default' ? null : n;
       }
       if (o.country !== undefined) body.defaultCountry = o.country === 'default' ? null : o.country;
-      if (!Object.keys(body).length) throw new Error('nothing to change: give --max-tps and/or --country');
+      if (!Object.keys(body).length) throw new Error('nothing to change: give --max-tps, --country or --allowed-recipients');
       print(await adminCall(target(), 'PATCH', `/admin/accounts/${encodeURIComponent(name)}`, body), !!o.json);
     });
 
