@@ -2,10 +2,8 @@ import type { Db } from '../../store/types.js';
 import type { CorrelationEntry, CorrelationMatch, CorrelationStore } from './correlation-store.js';
 
 export interface SqlCorrelationStoreOptions {
-  /** How long a write waits for company before its batch is sent (default 2 ms). */
+  /** How long a write or lookup waits for company before its batch is sent (default 2 ms). */
   lingerMs?: number;
-  /** Rows per INSERT statement (default 500). */
-  maxRows?: number;
 }
 
 interface Pending {
@@ -21,14 +19,14 @@ interface Pending {
 export class SqlCorrelationStore implements CorrelationStore {
   readonly shared = true;
   private pending: Pending[] = [];
+  private finds: Array<{ upstreamId: string; keys: readonly string[]; resolve: (m: CorrelationMatch | undefined) => void; reject: (e: unknown) => void }> = [];
+  private findTimer: NodeJS.Timeout | undefined;
   private timer: NodeJS.Timeout | undefined;
   private flushing: Promise<void> = Promise.resolve();
   private readonly lingerMs: number;
-  private readonly maxRows: number;
 
   constructor(private readonly db: Db, options: SqlCorrelationStoreOptions = {}) {
     this.lingerMs = options.lingerMs ?? 2;
-    this.maxRows = options.maxRows ?? 500;
   }
 
   put(entries: readonly CorrelationEntry[]): Promise<void> {
@@ -39,19 +37,46 @@ export class SqlCorrelationStore implements CorrelationStore {
     });
   }
 
-  async find(upstreamId: string, keys: readonly string[]): Promise<CorrelationMatch | undefined> {
-    const { rows } = await this.db.query<{ upstream_key: string; message_id: string; part_index: number; parts: number }>(
-      'SELECT upstream_key, message_id, part_index, parts FROM upstream_correlations WHERE upstream_id = $1 AND upstream_key = ANY($2::text[])',
-      [upstreamId, keys],
-    );
-    let best: CorrelationMatch | undefined;
-    for (const r of rows) {
-      const keyIndex = keys.indexOf(r.upstream_key);
-      if (best === undefined || keyIndex < best.keyIndex) {
-        best = { ref: { messageId: r.message_id, partIndex: Number(r.part_index), parts: Number(r.parts) }, keyIndex };
-      }
+  /**
+   * Lookups are batched like writes: every receipt arriving within the linger shares one query, so receipts at
+   * submit rates cost one round trip per batch instead of one each.
+   */
+  find(upstreamId: string, keys: readonly string[]): Promise<CorrelationMatch | undefined> {
+    return new Promise((resolve, reject) => {
+      this.finds.push({ upstreamId, keys, resolve, reject });
+      if (!this.findTimer) this.findTimer = setTimeout(() => void this.flushFinds(), this.lingerMs);
+    });
+  }
+
+  private async flushFinds(): Promise<void> {
+    this.findTimer = undefined;
+    const batch = this.finds;
+    this.finds = [];
+    const ups: string[] = [];
+    const keys: string[] = [];
+    for (const f of batch) for (const k of f.keys) {
+      ups.push(f.upstreamId);
+      keys.push(k);
     }
-    return best;
+    try {
+      const { rows } = await this.db.query<{ upstream_id: string; upstream_key: string; message_id: string; part_index: number; parts: number }>(
+        `SELECT c.upstream_id, c.upstream_key, c.message_id, c.part_index, c.parts
+         FROM upstream_correlations c JOIN unnest($1::text[], $2::text[]) AS k(up, key) ON c.upstream_id = k.up AND c.upstream_key = k.key`,
+        [ups, keys],
+      );
+      const found = new Map<string, { messageId: string; partIndex: number; parts: number }>();
+      for (const r of rows) found.set(r.upstream_id + '\u0000' + r.upstream_key, { messageId: r.message_id, partIndex: Number(r.part_index), parts: Number(r.parts) });
+      for (const f of batch) {
+        let best: CorrelationMatch | undefined;
+        for (let i = 0; i < f.keys.length && !best; i++) {
+          const ref = found.get(f.upstreamId + '\u0000' + f.keys[i]);
+          if (ref) best = { ref, keyIndex: i };
+        }
+        f.resolve(best);
+      }
+    } catch (err) {
+      for (const f of batch) f.reject(err);
+    }
   }
 
   async purge(before: number): Promise<number> {
@@ -81,22 +106,14 @@ export class SqlCorrelationStore implements CorrelationStore {
     for (const p of batch) for (const e of p.entries) rows.set(e.upstreamId + '\u0000' + e.key, e);
     const all = [...rows.values()];
     try {
-      await this.db.tx(async (q) => {
-        for (let i = 0; i < all.length; i += this.maxRows) {
-          const chunk = all.slice(i, i + this.maxRows);
-          const params: unknown[] = [];
-          const values = chunk.map((e) => {
-            const n = params.push(e.upstreamId, e.key, e.messageId, e.partIndex, e.parts, e.createdAt);
-            return `($${n - 5}, $${n - 4}, $${n - 3}, $${n - 2}, $${n - 1}, $${n})`;
-          });
-          await q.query(
-            `INSERT INTO upstream_correlations (upstream_id, upstream_key, message_id, part_index, parts, created_at) VALUES ${values.join(', ')}
-             ON CONFLICT (upstream_id, upstream_key) DO UPDATE SET message_id = EXCLUDED.message_id, part_index = EXCLUDED.part_index,
-               parts = EXCLUDED.parts, created_at = EXCLUDED.created_at`,
-            params,
-          );
-        }
-      });
+      // One statement with one array per column: the text never changes with the batch size.
+      await this.db.query(
+        `INSERT INTO upstream_correlations (upstream_id, upstream_key, message_id, part_index, parts, created_at)
+         SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::int[], $5::int[], $6::int8[])
+         ON CONFLICT (upstream_id, upstream_key) DO UPDATE SET message_id = EXCLUDED.message_id, part_index = EXCLUDED.part_index,
+           parts = EXCLUDED.parts, created_at = EXCLUDED.created_at`,
+        [all.map((e) => e.upstreamId), all.map((e) => e.key), all.map((e) => e.messageId), all.map((e) => e.partIndex), all.map((e) => e.parts), all.map((e) => e.createdAt)],
+      );
       for (const p of batch) p.resolve();
     } catch (err) {
       for (const p of batch) p.reject(err);
