@@ -1,6 +1,7 @@
 // Billing at accept time over real connections: prices by prefix, an atomic debit that never overdraws under
 // concurrency, refunds of messages that fail, and voids of debits whose messages never reached the ledger.
 import t from 'tap';
+import { accountWithKey, call } from '../helpers/daemon.js';
 import { startGatewayDaemon, type GatewayDaemon } from '../helpers/gateway.js';
 
 const DEST = '233241234567';
@@ -76,4 +77,21 @@ t.test('a message that ends failed is refunded once; debits without a message ar
   t.equal(await gw.daemon.gateway.billing.voidOrphans(0), 1);
   t.equal(await balance(acc.id), 0.1, 'voided');
   t.equal(await gw.daemon.gateway.billing.voidOrphans(0), 0, 'only once');
+});
+
+t.test('200 concurrent REST sends against credit for 30: 30 sent, 170 INSUFFICIENT_CREDIT, balance exactly 0', async (t) => {
+  const { account, token } = await accountWithKey(gw, 'bill-rest');
+  await gw.daemon.accounts.update(account.id, { maxTps: null });
+  await gw.daemon.accounts.credit(account.id, 0.6); // 30 × 0.02
+  const res = await Promise.all(
+    Array.from({ length: 200 }, (_, i) => call(gw.api, 'POST', '/v1/sms/send', { token, body: { to: '+233541234567', from: 'Ferry', message: `rest ${i}` } })),
+  );
+  t.equal(res.filter((r) => r.status === 200).length, 30);
+  const refused = res.filter((r) => r.status === 402);
+  t.equal(refused.length, 170);
+  t.equal(refused[0].json.code, 'INSUFFICIENT_CREDIT');
+  t.equal(await balance(account.id), 0);
+  const sent = res.find((r) => r.status === 200)!.json.data;
+  t.equal(sent.cost, 0.02);
+  t.same(sent.billing, { units: 1, currency: 'USD', unitCost: 0.02 });
 });
