@@ -54,6 +54,8 @@ export class Dispatcher {
   private roomWaiter: (() => void) | null = null;
   private idleWaiters: Array<() => void> = [];
   private acks: string[] = [];
+  /** Messages being sent and recorded now: a receipt for one of them waits for its submit record. */
+  private readonly recording = new Map<string, Promise<void>>();
   private ackScheduled = false;
 
   constructor(options: DispatcherOptions) {
@@ -192,8 +194,23 @@ export class Dispatcher {
       return this.done(item.id, 'no_route');
     }
     await this.waitForRoom(choice.upstreamIds);
-    const outcome = await this.o.pool.submit(outboundOf(rec, item.attempts, partsDone), choice.upstreamIds);
-    await this.record(item, rec, choice.ruleId, outcome);
+    let settle!: () => void;
+    this.recording.set(rec.id, new Promise<void>((resolve) => (settle = resolve)));
+    try {
+      const outcome = await this.o.pool.submit(outboundOf(rec, item.attempts, partsDone), choice.upstreamIds);
+      await this.record(item, rec, choice.ruleId, outcome);
+    } finally {
+      this.recording.delete(rec.id);
+      settle();
+    }
+  }
+
+  /**
+   * Resolves once the message's submit is recorded, when it is being sent by this instance now (else at once), so a
+   * receipt that overtakes the record is applied after it and the history reads submitted → delivered.
+   */
+  submitRecorded(messageId: string): Promise<void> | undefined {
+    return this.recording.get(messageId);
   }
 
   /**

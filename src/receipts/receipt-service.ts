@@ -18,6 +18,18 @@ export interface ReceiptServiceOptions {
   onOwed?: () => void;
   /** MO for a number no account owns. */
   onUnroutedMo?: () => void;
+  /** Resolves when the message's submit record (if one is being written by this instance) is in the ledger. */
+  submitRecorded?: (messageId: string) => Promise<void> | undefined;
+  /** A USSD dialogue message (deliver_sm with ussd_service_op): handled by the USSD services, not stored as MO. */
+  onUssd?: (mo: UpstreamMo) => void | Promise<void>;
+}
+
+// A receipt waits at most this long for its submit record; after that it is applied anyway (the record is late).
+const RECORD_WAIT_MS = 5000;
+
+function withTimeout(p: Promise<void>, ms: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  return Promise.race([p, new Promise<void>((resolve) => (timer = setTimeout(resolve, ms)))]).finally(() => clearTimeout(timer));
 }
 
 /**
@@ -30,6 +42,8 @@ export class ReceiptService {
   constructor(private readonly o: ReceiptServiceOptions) {}
 
   readonly onReceipt = async (r: UpstreamReceipt): Promise<void> => {
+    const recording = this.o.submitRecorded?.(r.messageId);
+    if (recording) await withTimeout(recording, RECORD_WAIT_MS);
     const to = statusOfReceiptState(r.state);
     const errorCode = receiptErrorCode(r.errorCode);
     const detail = { upstream: r.upstreamId, upstreamMessageId: r.upstreamMessageId, stat: r.stat, err: r.errorCode ?? null, part: r.partIndex, parts: r.parts };
@@ -69,6 +83,7 @@ export class ReceiptService {
    * receiver binds, in one transaction. Unowned numbers are logged, counted and dropped.
    */
   readonly onMo = async (mo: UpstreamMo): Promise<void> => {
+    if (mo.pdu.tlvs?.ussd_service_op !== undefined && this.o.onUssd) return this.o.onUssd(mo);
     const destination = mo.destination.replace(/^\+/, '');
     const accountId = await this.o.accounts.ownerOfNumber(destination);
     if (!accountId) {
