@@ -9,6 +9,10 @@ import authPlugin from './http/auth.js';
 import { registerOpenApiRoute } from './http/openapi.js';
 import { accountRoutes } from './http/routes/account.js';
 import { smsRoutes } from './channels/sms/sms-routes.js';
+import { OtpMetrics } from './channels/otp/otp-metrics.js';
+import { otpRoutes } from './channels/otp/otp-routes.js';
+import { OtpService } from './channels/otp/otp-service.js';
+import { UssdOtpFallback } from './channels/otp/ussd-otp-fallback.js';
 import { IdempotencyStore } from './http/idempotency.js';
 import { healthRoutes } from './http/routes/health.js';
 import { Metrics } from './metrics.js';
@@ -100,6 +104,8 @@ export class Daemon {
   upstreamStore!: UpstreamStore;
   routeSwitches!: RouteSwitchStore;
   pricing!: PricingStore;
+  otp!: OtpService;
+  ussdOtp!: UssdOtpFallback;
   addresses: { http: string; admin: string; smpp: string; smppTls: string | null } = { http: '', admin: '', smpp: '', smppTls: null };
   /** The simulated upstream started when no real upstream is configured (nothing leaves the machine). */
   embeddedUpstream: EmbeddedUpstream | null = null;
@@ -175,13 +181,45 @@ export class Daemon {
     const upstreams: UpstreamConfig[] = UpstreamStore.merge(config.smpp.upstreams, await this.upstreamStore.load());
     if (this.embeddedUpstream) upstreams.push(embeddedUpstreamConfig(this.embeddedUpstream));
     try {
-      this.gateway = await Gateway.start({ config, log, metrics: this.metrics, backends: this.backends, accounts: this.accounts, upstreams });
+      this.gateway = await Gateway.start({
+        config,
+        log,
+        metrics: this.metrics,
+        backends: this.backends,
+        accounts: this.accounts,
+        upstreams,
+        sealer: (() => {
+          const key = deriveKey(master, 'message-body');
+          return new SecretCipher({ current: { id: SecretCipher.keyIdOf(key), key } });
+        })(),
+        // Sessions arriving before the OTP service exists (start-up) get no answer.
+        onUssd: (mo) => this.ussdOtp?.handle(mo),
+      });
     } catch (err) {
       const e = err as NodeJS.ErrnoException;
       if (e.code === 'EADDRINUSE') throw new StartupError(`smpp listener: ${config.smpp.host}:${config.smpp.port} is already in use`);
       throw new StartupError(`SMPP gateway: ${e.message}`);
     }
     this.closers.unshift({ name: 'gateway', close: () => this.gateway.stop(config.shutdown.drainTimeoutMs) });
+    const otpMetrics = new OtpMetrics(this.metrics.registry);
+    this.otp = new OtpService({
+      store: this.backends.otp,
+      sms: this.gateway.sms,
+      masterKey: master,
+      metrics: otpMetrics,
+      log: log.child({ component: 'otp' }),
+      resendCooldownMs: config.otp.resendCooldownSeconds * 1000,
+      requestsPerHour: config.otp.requestsPerHour,
+      retainMs: config.otp.expiredRetentionMinutes * 60_000,
+    });
+    this.ussdOtp = new UssdOtpFallback({
+      otp: this.otp,
+      pool: this.gateway.pool,
+      serviceCode: config.otp.ussdServiceCode,
+      log: log.child({ component: 'ussd-otp' }),
+      metrics: otpMetrics,
+    });
+    this.closers.unshift({ name: 'otp', close: async () => (await this.ussdOtp.close(), this.otp.close()) });
     this.pricing = new PricingStore(this.db, this.gateway.prices, log.child({ component: 'pricing' }));
     await this.pricing.restore();
     this.pricing.start();
@@ -249,6 +287,14 @@ export class Daemon {
       db: this.db,
       showUpstreams: config.sms.showUpstreams,
       scheduleHorizonDays: config.sms.scheduleHorizonDays,
+    });
+    await app.register(otpRoutes, {
+      otp: this.otp,
+      defaultCountry: config.sms.defaultCountry,
+      defaultSender: config.otp.defaultSender,
+      resendCooldownSeconds: config.otp.resendCooldownSeconds,
+      requestsPerHour: config.otp.requestsPerHour,
+      ussdServiceCode: config.otp.ussdServiceCode,
     });
     return app;
   }

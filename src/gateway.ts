@@ -22,6 +22,7 @@ import { CustomerServer } from './smpp/customer/customer-server.js';
 import { ReceiptCorrelator } from './smpp/upstream/receipt-correlator.js';
 import { SqlCorrelationStore } from './smpp/upstream/sql-correlation-store.js';
 import { UpstreamMetrics } from './smpp/upstream/upstream-metrics.js';
+import type { UpstreamMo } from './smpp/upstream/outbound.js';
 import { UpstreamPool } from './smpp/upstream/upstream-pool.js';
 import type { Backends, Queue } from './store/types.js';
 
@@ -33,6 +34,10 @@ export interface GatewayDeps {
   accounts: AccountService;
   /** Upstreams to bind to (config file plus runtime ones, or the embedded simulator). */
   upstreams: UpstreamConfig[];
+  /** Seals secret message texts (OTP codes) in the ledger. */
+  sealer: { encrypt(plain: string): string; decrypt(sealed: string): string };
+  /** USSD dialogue messages from upstreams (the OTP USSD fallback). */
+  onUssd?: (mo: UpstreamMo) => void | Promise<void>;
 }
 
 /** Without rules, every message goes to the upstreams in the order they are configured (primary, then failover). */
@@ -89,6 +94,8 @@ export class Gateway {
       accounts: d.accounts,
       log: log.child({ component: 'receipts' }),
       onOwed: () => this.delivery?.wake(),
+      onUssd: d.onUssd,
+      submitRecorded: (id) => this.dispatcher?.submitRecorded(id),
     });
     const upstreamMetrics = new UpstreamMetrics(metrics.registry);
     upstreamMetrics.observeRouter(this.router);
@@ -109,6 +116,7 @@ export class Gateway {
       pool: this.pool,
       log: log.child({ component: 'dispatcher' }),
       metrics: dispatchMetrics,
+      open: (sealed) => d.sealer.decrypt(sealed),
       batch: config.dispatch.batch,
       leaseMs: config.dispatch.leaseSeconds * 1000,
       maxQueueMs: config.messages.maxQueueHours * 3_600_000,
@@ -137,6 +145,7 @@ export class Gateway {
       policies: this.policies,
       prices: this.prices,
       billing: this.billing,
+      sealer: d.sealer,
       defaultCountry: config.sms.defaultCountry,
       defaultAccountTps: config.messages.defaultAccountTps,
       maxAttempts: config.messages.maxAttempts,

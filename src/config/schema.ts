@@ -211,6 +211,18 @@ export const configSchema = {
         showUpstreams: { type: 'boolean', default: false, description: 'name the upstream in the REST status API' },
       },
     },
+    otp: {
+      type: 'object',
+      additionalProperties: false,
+      default: {},
+      properties: {
+        ussdServiceCode: { type: 'string', pattern: '^[*#0-9]{2,32}$', default: '*889*142#', description: 'USSD service code a phone dials to read its pending OTP' },
+        resendCooldownSeconds: { type: 'integer', minimum: 0, default: 60, description: 'wait between sends of one OTP (POST /v1/otp/resend)' },
+        requestsPerHour: { type: 'integer', minimum: 1, default: 3, description: 'new OTPs per phone (per account) in any hour' },
+        expiredRetentionMinutes: { type: 'integer', minimum: 1, default: 60, description: 'how long after expiry verify still says OTP_EXPIRED (then OTP_NOT_FOUND)' },
+        defaultSender: { ...nullableString, description: 'sender ID when a request gives no from; null: from is required' },
+      },
+    },
     dispatch: {
       type: 'object',
       additionalProperties: false,
@@ -336,6 +348,7 @@ export interface FerryConfig {
   routing: { rules: RouteRuleConfig[] };
   messages: { defaultAccountTps: number; maxAttempts: number; maxQueueHours: number; receiptTimeoutHours: number; maxBacklog: number };
   dispatch: { batch: number; leaseSeconds: number };
+  otp: { ussdServiceCode: string; resendCooldownSeconds: number; requestsPerHour: number; expiredRetentionMinutes: number; defaultSender: string | null };
   pricing: { defaultPrice: number | null; entries: Array<{ prefix: string; price: number; route?: string }> };
   billing: { refundOnFailure: boolean };
   sms: { defaultCountry: string | null; scheduleHorizonDays: number; showUpstreams: boolean };

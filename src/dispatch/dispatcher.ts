@@ -17,6 +17,8 @@ export interface DispatcherOptions {
   pool: UpstreamPool;
   log: Logger;
   metrics?: DispatchMetrics;
+  /** Decrypts sealed texts (OTP codes) just before they are sent. */
+  open?: (sealed: string) => string;
   /** Items leased per call (default 256). */
   batch?: number;
   /** Lease length: longer than the slowest submit of a long message (default 120 s). */
@@ -197,7 +199,7 @@ export class Dispatcher {
     let settle!: () => void;
     this.recording.set(rec.id, new Promise<void>((resolve) => (settle = resolve)));
     try {
-      const outcome = await this.o.pool.submit(outboundOf(rec, item.attempts, partsDone), choice.upstreamIds);
+      const outcome = await this.o.pool.submit(outboundOf(rec, item.attempts, partsDone, this.o.open), choice.upstreamIds);
       await this.record(item, rec, choice.ruleId, outcome);
     } finally {
       this.recording.delete(rec.id);

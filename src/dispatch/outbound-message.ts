@@ -10,7 +10,7 @@ import type { OutboundMessage } from '../smpp/upstream/outbound.js';
  * the customer used a UDH or SAR TLVs. Ferry always asks upstreams for a receipt: it is how the ledger learns the
  * final state, whatever the customer asked for.
  */
-export function outboundOf(rec: MessageRecord, attempt: number, partsDone?: readonly number[]): OutboundMessage {
+export function outboundOf(rec: MessageRecord, attempt: number, partsDone?: readonly number[], open?: (sealed: string) => string): OutboundMessage {
   const msg: OutboundMessage = {
     id: rec.id,
     accountId: rec.accountId,
@@ -24,6 +24,10 @@ export function outboundOf(rec: MessageRecord, attempt: number, partsDone?: read
   };
   if (rec.expiresAt !== null) msg.validityPeriod = formatSmppAbsolute(new Date(rec.expiresAt));
   if (partsDone?.length) msg.partsDone = partsDone;
+  if (rec.bodySealed !== null && open) {
+    msg.text = open(rec.bodySealed);
+    return msg;
+  }
   if (rec.bodyBytes === null) {
     msg.text = rec.body ?? '';
     return msg;

@@ -15,22 +15,22 @@ export interface LedgerWriterOptions extends GroupCommitOptions {
 const INSERT_SQL = `WITH ins AS (
   INSERT INTO messages (id, account_id, channel, ingress, batch_id, reference, source, source_ton, source_npi, destination,
     body, body_bytes, data_coding, esm_class, udh_ref, udh_total, udh_seq, segments, encoding, priority, registered_delivery,
-    scheduled_at, expires_at, status, route_rule, cost_micros, currency, customer_system_id, resend_of)
+    scheduled_at, expires_at, status, route_rule, cost_micros, currency, customer_system_id, resend_of, body_sealed)
   SELECT u.id, u.account_id, u.channel, u.ingress, u.batch_id, u.reference, u.source, u.source_ton, u.source_npi, u.destination,
     u.body, decode(u.body_hex, 'hex'), u.data_coding, u.esm_class, u.udh_ref, u.udh_total, u.udh_seq, u.segments, u.encoding,
     u.priority, u.registered_delivery, to_timestamp(u.scheduled_ms / 1000.0), to_timestamp(u.expires_ms / 1000.0), u.status,
-    u.route_rule, u.cost_micros, u.currency, u.customer_system_id, u.resend_of
+    u.route_rule, u.cost_micros, u.currency, u.customer_system_id, u.resend_of, u.body_sealed
   FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::int[], $9::int[], $10::text[],
     $11::text[], $12::text[], $13::int[], $14::int[], $15::int[], $16::int[], $17::int[], $18::int[], $19::text[], $20::int[], $21::int[],
-    $22::float8[], $23::float8[], $24::text[], $25::text[], $26::int8[], $27::text[], $28::text[], $29::text[])
+    $22::float8[], $23::float8[], $24::text[], $25::text[], $26::int8[], $27::text[], $28::text[], $29::text[], $30::text[])
     AS u(id, account_id, channel, ingress, batch_id, reference, source, source_ton, source_npi, destination,
       body, body_hex, data_coding, esm_class, udh_ref, udh_total, udh_seq, segments, encoding, priority, registered_delivery,
-      scheduled_ms, expires_ms, status, route_rule, cost_micros, currency, customer_system_id, resend_of)
+      scheduled_ms, expires_ms, status, route_rule, cost_micros, currency, customer_system_id, resend_of, body_sealed)
   RETURNING id, status, created_at
 )
 INSERT INTO message_events (message_id, status, at) SELECT id, status, created_at FROM ins`;
 
-const COLUMNS = 29;
+const COLUMNS = 30;
 
 /**
  * Accepts messages into the ledger with group commit (one per process). `accept` resolves only once the row is
@@ -114,6 +114,7 @@ export class LedgerWriter {
       cols[26][i] = r.currency;
       cols[27][i] = r.customerSystemId ?? null;
       cols[28][i] = r.resendOf ?? null;
+      cols[29][i] = r.bodySealed ?? null;
     }
     await this.db.query(INSERT_SQL, cols);
   }

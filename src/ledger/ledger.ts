@@ -379,6 +379,7 @@ function toRecord(r: Record<string, unknown>): MessageRecord {
     destination: r.destination as string,
     body: (r.body as string | null) ?? null,
     bodyBytes: bytes ? Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength) : null,
+    bodySealed: (r.body_sealed as string | null) ?? null,
     dataCoding: (r.data_coding as number | null) ?? null,
     esmClass: r.esm_class as number,
     udhRef: (r.udh_ref as number | null) ?? null,

@@ -34,6 +34,8 @@ export interface NewMessage {
   body?: string | null;
   /** Binary or customer-encoded user data, sent as is under dataCoding. */
   bodyBytes?: Buffer | null;
+  /** The real text, encrypted (OTP codes): `body` then holds a masked copy for display. */
+  bodySealed?: string | null;
   dataCoding?: number | null;
   esmClass?: number;
   /** When the customer sent one part of a message it split itself. */
@@ -71,6 +73,7 @@ export interface MessageRecord {
   destination: string;
   body: string | null;
   bodyBytes: Buffer | null;
+  bodySealed: string | null;
   dataCoding: number | null;
   esmClass: number;
   udhRef: number | null;

@@ -167,6 +167,8 @@ export interface OtpStore {
   get(id: string): Promise<OtpRecord | null>;
   /** The unexpired, unlocked OTP for the phone (USSD fallback), or null. */
   active(accountId: string, phone: string, now: number): Promise<OtpRecord | null>;
+  /** The unexpired, unlocked OTPs for the phone under every account, newest first (USSD arrives without an account). */
+  activeForPhone(phone: string, now: number): Promise<OtpRecord[]>;
   /** Right pin: verified and deleted (the id is then not found). Wrong pin: one attempt used; at 0 the OTP is locked and the phone is free for a new one. */
   verify(id: string, codeHash: string, now: number): Promise<OtpVerifyResult>;
   /** Marks a resend (lastSentAt = now) when the cooldown since lastSentAt has passed. */

@@ -179,6 +179,28 @@ t.test(`otp store contract (${backendLabel})`, async (t) => {
     t.same(await otp.resend('otp_unknown', MIN, now), { status: 'not_found' });
   });
 
+  t.test('activeForPhone: every account\'s live OTP for the phone, newest first', async (t) => {
+    const now = clock.now;
+    const ph = phone();
+    t.same(await otp.activeForPhone(ph, now), [], 'nothing yet');
+    const a = record('acc1', ph, now, { expiresAt: now + 10 * MIN });
+    const b = record('acc2', ph, now + 1, { createdAt: now + 1, expiresAt: now + 2 * MIN });
+    const c = record('acc3', ph, now + 2, { createdAt: now + 2 });
+    const other = record('acc1', phone(), now);
+    for (const r of [a, b, c, other]) t.same(await otp.create(r, { ...RULES, now: r.createdAt }), { ok: true });
+    // A refused create (an OTP is active) with a shorter expiry must not hide the active one.
+    t.match(await otp.create(record('acc1', ph, now + 3, { expiresAt: now + MIN }), { ...RULES, now: now + 3 }), { ok: false, reason: 'ACTIVE_OTP_EXISTS' });
+    t.same((await otp.activeForPhone(ph, now + 3)).map((r) => r.id), [c.id, b.id, a.id]);
+    t.same((await otp.activeForPhone(ph, now + 3))[2], a, 'whole records');
+
+    t.equal((await otp.verify(c.id, hash('123456'), now + 4)).status, 'verified');
+    t.same((await otp.activeForPhone(ph, now + 4)).map((r) => r.id), [b.id, a.id], 'verified ones drop out');
+    t.same((await otp.activeForPhone(ph, b.expiresAt)).map((r) => r.id), [a.id], 'expired ones drop out');
+    t.same((await otp.activeForPhone(ph, now + 2 * MIN)).map((r) => r.id), [a.id], 'after the refused create\'s expiry');
+    for (let i = 0; i < 3; i++) await otp.verify(a.id, hash('bad'), now + 5);
+    t.same(await otp.activeForPhone(ph, b.expiresAt), [], 'locked ones drop out');
+  });
+
   t.test('a reused id is refused', async (t) => {
     const now = clock.now;
     const rec = record('acc1', phone(), now);

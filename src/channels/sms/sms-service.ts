@@ -32,6 +32,8 @@ export interface SmsServiceOptions {
   policies: AccountPolicies;
   prices: PriceBook;
   billing: Billing;
+  /** Encrypts texts marked `seal` (OTP codes) for the ledger. */
+  sealer: { encrypt(plain: string): string; decrypt(sealed: string): string };
   /** Submits per second for accounts without their own limit; 0 = unlimited. */
   defaultAccountTps: number;
   /** Country for local numbers when the account has none. */
@@ -123,6 +125,7 @@ export class SmsService implements SmsApi {
     });
     if (!orig) throw new SmsError('MESSAGE_NOT_FOUND', `no message ${messageId}`);
     if (!RESENDABLE.has(orig.status)) throw new SmsError('NOT_RESENDABLE', `message is ${orig.status}; only failed, undelivered, rejected or expired messages can be resent`);
+    const sealedText = orig.bodySealed !== null ? this.o.sealer.decrypt(orig.bodySealed) : undefined;
     return this.submit({
       accountId,
       ingress: orig.ingress,
@@ -131,7 +134,8 @@ export class SmsService implements SmsApi {
       sourceNpi: orig.sourceNpi,
       destination: orig.destination,
       destTon: 1,
-      text: orig.bodyBytes === null ? (orig.body ?? '') : undefined,
+      text: sealedText ?? (orig.bodyBytes === null ? (orig.body ?? '') : undefined),
+      seal: sealedText !== undefined,
       bytes: orig.bodyBytes ?? undefined,
       dataCoding: orig.dataCoding ?? undefined,
       esmClass: orig.esmClass,
@@ -238,7 +242,8 @@ export class SmsService implements SmsApi {
       sourceTon: sender.ton,
       sourceNpi: sender.npi,
       destination,
-      body: sub.text ?? sub.displayText ?? null,
+      body: sub.seal ? (sub.displayText ?? '') : (sub.text ?? sub.displayText ?? null),
+      bodySealed: sub.seal && sub.text !== undefined ? this.o.sealer.encrypt(sub.text) : null,
       bodyBytes: sub.text === undefined ? sub.bytes : null,
       dataCoding: sub.text === undefined ? (sub.dataCoding ?? 0) : null,
       esmClass: sub.esmClass ?? 0,

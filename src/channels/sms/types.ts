@@ -30,6 +30,11 @@ export interface SmsSubmission {
   concat?: { reference: number; total: number; seq: number; via: 'udh' | 'sar' };
   /** Decoded text of `bytes` where it is text (for the status API and the receipt's text: field). */
   displayText?: string;
+  /**
+   * The text is a secret (an OTP code): it is stored encrypted and only decrypted to send; `displayText` (a masked
+   * copy) is what the ledger shows.
+   */
+  seal?: boolean;
   /** 0 bulk … 3; ≥ 1 rides the priority lane. */
   priority?: number;
   /** Forces the lane (OTP: priority). */

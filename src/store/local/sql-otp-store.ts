@@ -113,6 +113,17 @@ export class SqlOtpStore implements OtpStore {
     return rows.length ? toRecord(rows[0]) : null;
   }
 
+  // No index leads with phone (this runs once per USSD session); the table holds only live and retained OTPs.
+  async activeForPhone(phone: string, now: number): Promise<OtpRecord[]> {
+    const { rows } = await this.db.query<OtpRow>(
+      `SELECT ${COLUMNS} FROM otp_codes
+       WHERE phone = $1 AND expires_at > $2 AND attempts_left > 0
+       ORDER BY created_at DESC, id DESC`,
+      [phone, now],
+    );
+    return rows.map(toRecord);
+  }
+
   verify(id: string, codeHash: string, now: number): Promise<OtpVerifyResult> {
     return this.db.tx(async (q): Promise<OtpVerifyResult> => {
       const row = await lockLive(q, id, now);

@@ -72,6 +72,11 @@ export class RedisKeys {
     return `${this.prefix}otp:id:${id}`;
   }
 
+  /** zset account id → latest expiry of its OTPs for the phone: finds a phone's OTPs without an account (USSD). */
+  otpPhoneIndex(phone: string): string {
+    return `${this.prefix}otp:ph:${phone}`;
+  }
+
   // The account id is length-prefixed so ("a:b", "c") and ("a", "b:c") never share keys.
   private otpTagBase(accountId: string, phone: string): string {
     return `${this.prefix}{o:${accountId.length}:${accountId}:${phone}}:`;

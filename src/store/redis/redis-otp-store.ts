@@ -5,7 +5,8 @@ import type { ScriptedRedis } from './scripts.js';
 /**
  * OTPs on Redis. A record lives under its (account, phone) hash tag beside the phone's active
  * pointer and rate log, so each transition is one script on one Cluster slot; an id index (set once
- * at create, in the id's own slot) tells verify/resend/get where the record is.
+ * at create, in the id's own slot) tells verify/resend/get where the record is, and a phone index
+ * (account ids by latest expiry) finds a phone's OTPs when no account is known (USSD fallback).
  */
 export class RedisOtpStore implements OtpStore {
   private readonly clock: () => number;
@@ -25,6 +26,8 @@ export class RedisOtpStore implements OtpStore {
     // The index is in another Cluster slot than the record, so it is written first (NX also refuses a
     // reused id) and taken back when the create is refused. An index without a record reads as not found.
     const keep = Math.max(1, retainUntil - opts.now);
+    // The phone index (its own slot) goes first too: a member left by a refused create is only a wasted lookup.
+    await this.redis.otpPhoneIndex(this.keys.otpPhoneIndex(rec.phone), rec.accountId, rec.expiresAt, opts.now);
     if ((await this.redis.set(index, JSON.stringify([rec.accountId, rec.phone]), 'PX', keep, 'NX')) === null) {
       throw new Error(`OTP id already exists: ${rec.id}`);
     }
@@ -69,6 +72,12 @@ export class RedisOtpStore implements OtpStore {
     const id = pointer.slice(0, pointer.lastIndexOf('|'));
     const rec = fromHash(await this.redis.hgetall(this.keys.otpRecord(accountId, phone, id)), now);
     return rec && now < rec.expiresAt && rec.attemptsLeft > 0 ? rec : null;
+  }
+
+  async activeForPhone(phone: string, now: number): Promise<OtpRecord[]> {
+    const accounts = await this.redis.zrangebyscore(this.keys.otpPhoneIndex(phone), `(${now}`, '+inf');
+    const found = await Promise.all(accounts.map((accountId) => this.active(accountId, phone, now)));
+    return found.filter((r): r is OtpRecord => r !== null).sort((a, b) => b.createdAt - a.createdAt);
   }
 
   async verify(id: string, codeHash: string, now: number): Promise<OtpVerifyResult> {

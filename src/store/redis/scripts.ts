@@ -17,6 +17,7 @@ const SCRIPTS = {
   otpCreate: { file: 'otp-create.lua', keys: 3 },
   otpVerify: { file: 'otp-verify.lua', keys: 2 },
   otpResend: { file: 'otp-resend.lua', keys: 1 },
+  otpPhoneIndex: { file: 'otp-phone-index.lua', keys: 1 },
 } as const;
 
 export type ScriptName = keyof typeof SCRIPTS;

@@ -33,6 +33,7 @@ export class MemoryIngress implements SmsIngress {
       sourceNpi: sub.sourceNpi ?? 0,
       destination: sub.destination.replace(/^\+/, ''),
       body: sub.text ?? sub.displayText ?? null,
+      bodySealed: null,
       bodyBytes: sub.bytes ?? null,
       dataCoding: sub.dataCoding ?? null,
       esmClass: sub.esmClass ?? 0,
