@@ -1,0 +1,167 @@
+/**
+ * End-to-end SMPP scenario: K customer binds × window W submit M messages (GSM-7, some UCS-2, some 3-part long ones,
+ * registered_delivery=1) → Ferry → the SMSC simulator (receipt after a delay) → receipts back on the customer binds.
+ * Daemon, simulator and load generator are separate processes on loopback; see harness/scenario.ts.
+ *
+ *   npm run bench -- smpp [--messages 200000] [--seconds 20] [--binds 4] [--window 100] [--rate R] [--warmup 2000] …
+ */
+import { fmt, printJson, printTable, verdict, type Row } from './harness/report.js';
+import { LoadGen } from './harness/ipc.js';
+import type { SmppLoadConfig, SmppLoadResult } from './harness/loadgen-smpp.js';
+import { runScenario } from './harness/scenario.js';
+
+const TARGET_RATE = 20_000;
+const TARGET_P99_MS = 10;
+const TARGET_P99_AT = 10_000;
+const TARGET_CPU = 0.15;
+
+const USAGE = `usage: npm run bench -- smpp [options]
+
+  --messages M     measured submits at most (default 200000)
+  --seconds T      measured phase at most T seconds (default 20)
+  --binds K        customer transceiver binds (default 4)
+  --window W       outstanding submits per bind (default 100)
+  --rate R         offer R msg/s over all binds instead of as fast as the windows allow
+                   (the latency target is stated at --rate ${TARGET_P99_AT})
+  --warmup N       warm-up submits before measuring (default 2000)`;
+
+await runScenario({
+  name: 'smpp',
+  flags: ['messages', 'seconds', 'binds', 'window', 'rate', 'warmup'],
+  usage: USAGE,
+  budgetSeconds: (args, common) => args.number('seconds', 20) + 30 + common.finalTimeoutSeconds,
+  async run({ args, common, stack, sampler, machine, log, addChild, mark, cpuSince, fail }) {
+    const binds = args.number('binds', 4, { min: 1, max: 100, integer: true });
+    const window = args.number('window', 100, { min: 1, max: 10_000, integer: true });
+    const messages = args.number('messages', 200_000, { min: 1, max: 10_000_000, integer: true });
+    const seconds = args.number('seconds', 20, { min: 1, max: 3600 });
+    const rate = args.number('rate', 0, { min: 0, max: 1_000_000 });
+    const warmupMessages = args.number('warmup', 2000, { min: 0, max: 1_000_000, integer: true });
+
+    const password = 'bench123';
+    const account = await stack.createAccount('bench', password, binds);
+    const config: SmppLoadConfig = {
+      host: '127.0.0.1',
+      port: stack.ports.smpp,
+      systemId: account.systemId,
+      password,
+      binds,
+      window,
+      warmupMessages,
+      messages,
+      seconds,
+      rate,
+      finalTimeoutSeconds: common.finalTimeoutSeconds,
+    };
+    const gen = new LoadGen('loadgen-smpp.ts', config, stack.logDir);
+    addChild('loadgen', gen.child);
+    log(`load generator pid ${gen.pid}: ${binds} binds × window ${window}, warm-up ${warmupMessages}, then ${messages} messages or ${seconds} s${rate ? ` at ${rate} msg/s` : ''}`);
+
+    await gen.next('measure-start', 120_000 + seconds * 1000);
+    const cpu0 = mark();
+    log('warm-up done; measuring');
+    const submitted = await gen.next<{ type: string; offered: number; accepted: number }>('submitted', (seconds + 90) * 1000);
+    log(`submitted ${submitted.offered}, accepted ${submitted.accepted}; waiting for receipts`);
+    await gen.next('measure-end', (common.finalTimeoutSeconds + 30) * 1000);
+    const cpu = cpuSince(cpu0);
+    const { result } = await gen.next<{ type: string; result: SmppLoadResult }>('result', 30_000);
+    await gen.finish();
+    const simStats = await stack.freshSimStats();
+
+    // Accounting: every accepted message reached a final state, at the customer and in the ledger.
+    const m = result.measured;
+    const w = result.warmup;
+    const acceptedAll = m.accepted + w.accepted;
+    if (stack.dbUrl && (await stack.waitFinal(0, 30_000)) === null) log('ledger still has open messages after 30 s');
+    const ledger = await stack.ledgerCounts();
+    if (m.final !== m.accepted) fail(`${m.accepted - m.final} of ${m.accepted} accepted messages got no receipt within ${common.finalTimeoutSeconds} s`);
+    if (ledger.total !== acceptedAll) fail(`the ledger holds ${ledger.total} messages; the load generator had ${acceptedAll} accepted (warm-up included)`);
+    if (ledger.open !== 0) fail(`${ledger.open} messages in the ledger are not final (${JSON.stringify(ledger.byStatus)})`);
+    const counted = m.final === m.accepted && ledger.total === acceptedAll && ledger.open === 0;
+
+    const n = Math.max(1, m.accepted);
+    // Each long message is 3 parts upstream (approximate when some were refused).
+    const expectedParts = acceptedAll + 2 * (m.long + w.long);
+    const per1000 = (name: string) => (cpu[name] / n) * 1000;
+    const acceptedRate = m.accepted / Math.max(1e-9, m.submitSeconds);
+    const finalRate = m.final / Math.max(1e-9, m.finalSeconds);
+    const atLatencyTargetRate = rate >= TARGET_P99_AT && acceptedRate >= TARGET_P99_AT * 0.95;
+    const refused = Object.entries(m.refused).map(([k, v]) => `${k} ${fmt.int(v)}`).join(', ');
+    const rows: Row[] = [
+      { figure: 'messages offered / accepted / final', value: `${fmt.int(m.offered)} / ${fmt.int(m.accepted)} / ${fmt.int(m.final)}` },
+      ...(refused ? [{ figure: 'refused submits', value: refused }] : []),
+      {
+        figure: rate ? `accepted rate (offered ${fmt.int(rate)} msg/s)` : 'accepted rate (submit_sm_resp OK)',
+        value: fmt.rate(acceptedRate),
+        target: `≥ ${fmt.int(TARGET_RATE)} msg/s`,
+        verdict: rate ? '(without --rate)' : verdict(acceptedRate >= TARGET_RATE),
+      },
+      { figure: 'final rate (receipts at the customer)', value: fmt.rate(finalRate) },
+      {
+        figure: 'submit_sm_resp latency p50 / p95 / p99 / max',
+        value: fmt.latency(m.respLatency),
+        target: `p99 ≤ ${TARGET_P99_MS} ms at ${fmt.int(TARGET_P99_AT)} msg/s`,
+        verdict: atLatencyTargetRate ? verdict(m.respLatency.p99 <= TARGET_P99_MS) : `(at --rate ${TARGET_P99_AT})`,
+      },
+      { figure: `submit → receipt latency (receipt delay ${common.receiptDelayMs} ms)`, value: fmt.latency(m.receiptLatency) },
+      { figure: 'CPU s per 1,000 messages: daemon', value: fmt.cpu(per1000('daemon')), target: `≤ ${TARGET_CPU}`, verdict: verdict(per1000('daemon') <= TARGET_CPU) },
+      { figure: 'CPU s per 1,000 messages: simulator / load generator', value: `${fmt.cpu(per1000('simulator'))} / ${fmt.cpu(per1000('loadgen'))}` },
+      {
+        figure: 'peak RSS MB: daemon / simulator / load generator',
+        value: `${fmt.mb(sampler.peakRss.daemon)} / ${fmt.mb(sampler.peakRss.simulator)} / ${fmt.mb(sampler.peakRss.loadgen)}`,
+      },
+      ...(simStats
+        ? [
+            {
+              figure: 'simulator (warm-up included)',
+              value:
+                `${fmt.int(simStats.submits)} submits for ${fmt.int(expectedParts)} parts` +
+                `${simStats.submits > expectedParts ? ` (${fmt.int(simStats.submits - expectedParts)} sent again)` : ''}; ` +
+                `receipts ${fmt.int(simStats.receiptsAcked)} acknowledged, ${fmt.int(simStats.receiptsFailed)} refused by Ferry`,
+            },
+          ]
+        : []),
+      {
+        figure: 'ledger (warm-up included)',
+        value: `${fmt.int(ledger.total)} rows: ${Object.entries(ledger.byStatus).map(([s, c]) => `${s} ${fmt.int(c)}`).join(', ')}`,
+      },
+      { figure: 'accounting', value: counted ? 'OK: every accepted message reached a final state' : 'FAILED (see below)' },
+    ];
+    const command = `npm run bench -- smpp ${process.argv.slice(2).join(' ')}`.trim();
+    printTable(
+      `Ferry bench · smpp · ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC`,
+      [
+        `machine: ${machine.cores} × ${machine.model}, ${machine.memoryGiB} GiB, Node ${machine.node}; backend ${common.backend}; daemon and simulator via ${stack.runtime}`,
+        `command: ${command}`,
+        `load: ${binds} transceiver binds × window ${window}; ${fmt.int(m.offered)} messages in ${m.submitSeconds.toFixed(1)} s ` +
+          `(${fmt.int(m.ucs2)} UCS-2, ${fmt.int(m.long)} 3-part long, the rest GSM-7); registered_delivery=1; ` +
+          `Ferry → simulator ${common.upstreamBinds} binds × window ${common.upstreamWindow}, receipt delay ${common.receiptDelayMs} ms`,
+      ],
+      rows,
+    );
+    if (common.json) {
+      printJson({
+        scenario: 'smpp',
+        date: new Date().toISOString(),
+        backend: common.backend,
+        runtime: stack.runtime,
+        machine,
+        options: { binds, window, messages, seconds, rate, warmupMessages, receiptDelayMs: common.receiptDelayMs, upstreamBinds: common.upstreamBinds, upstreamWindow: common.upstreamWindow },
+        messages: { offered: m.offered, accepted: m.accepted, final: m.final, refused: m.refused, ucs2: m.ucs2, long: m.long },
+        rate: { acceptedPerSec: acceptedRate, finalPerSec: finalRate, submitSeconds: m.submitSeconds, finalSeconds: m.finalSeconds },
+        latencyMs: { submitResp: m.respLatency, submitToReceipt: m.receiptLatency },
+        cpuSeconds: cpu,
+        cpuSecondsPer1000: { daemon: per1000('daemon'), simulator: per1000('simulator'), loadgen: per1000('loadgen') },
+        peakRssMB: Object.fromEntries(Object.entries(sampler.peakRss).map(([k, v]) => [k, v / 2 ** 20])),
+        receiptStates: m.receiptStates,
+        ledger,
+        simulator: simStats,
+        warmup: { offered: w.offered, accepted: w.accepted, final: w.final },
+        unmatchedReceipts: result.unmatchedReceipts,
+        duplicateReceipts: result.duplicateReceipts,
+        targets: { acceptedPerSec: TARGET_RATE, submitRespP99Ms: TARGET_P99_MS, atRate: TARGET_P99_AT, daemonCpuPer1000: TARGET_CPU },
+        counted,
+      });
+    }
+  },
+});
