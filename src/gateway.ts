@@ -76,7 +76,8 @@ export class Gateway {
     this.outbox = new CustomerOutbox(db);
     this.prices = new PriceBook(config.pricing);
     this.billing = new Billing(db, { refundOnFailure: config.billing.refundOnFailure });
-    this.ledger = new Ledger(db, { effects: [this.outbox.effect, this.billing.effect] });
+    // Receipts arrive at submit rates and each upstream deliver_sm waits for its commit: allow several batches at once.
+    this.ledger = new Ledger(db, { effects: [this.outbox.effect, this.billing.effect], transitions: { maxInFlight: db.kind === 'postgres' ? 4 : 1 } });
     this.writer = new LedgerWriter(db);
     this.queue = backends.queue<DispatchPayload>('messages');
     const dispatchMetrics = new DispatchMetrics(metrics.registry, this.queue);

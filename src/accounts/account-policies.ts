@@ -18,6 +18,10 @@ export interface AccountPolicy {
  */
 export class AccountPolicies {
   private readonly cache = new Map<string, { policy: AccountPolicy | null; until: number }>();
+  /** Lookups under way: a burst of submits for one account shares one query. */
+  private readonly loading = new Map<string, Promise<AccountPolicy | null>>();
+  /** Bumped by invalidate(): a lookup that started before a change does not cache its stale answer. */
+  private generation = 0;
 
   constructor(
     private readonly db: Db,
@@ -29,6 +33,16 @@ export class AccountPolicies {
     const now = this.clock();
     const hit = this.cache.get(accountId);
     if (hit && hit.until > now) return hit.policy;
+    let p = this.loading.get(accountId);
+    if (!p) {
+      p = this.load(accountId, now).finally(() => this.loading.delete(accountId));
+      this.loading.set(accountId, p);
+    }
+    return p;
+  }
+
+  private async load(accountId: string, now: number): Promise<AccountPolicy | null> {
+    const generation = this.generation;
     const { rows } = await this.db.query<{
       id: string;
       status: 'active' | 'suspended';
@@ -41,12 +55,15 @@ export class AccountPolicies {
     const policy = r
       ? { id: r.id, status: r.status, currency: r.currency, defaultCountry: r.default_country, maxTps: r.max_tps, allowedRecipients: r.allowed_recipients }
       : null;
+    if (generation !== this.generation) return policy;
     if (this.cache.size > 10_000) this.cache.clear();
     this.cache.set(accountId, { policy, until: now + this.ttlMs });
     return policy;
   }
 
   invalidate(accountId: string): void {
+    this.generation++;
+    this.loading.delete(accountId);
     this.cache.delete(accountId);
   }
 }

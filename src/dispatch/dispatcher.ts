@@ -32,6 +32,7 @@ export interface DispatcherOptions {
 
 const LANES: readonly Lane[] = ['priority', 'bulk'];
 const CAPACITY_WAIT_MS = 2000;
+const IN_FLIGHT_PER_WINDOW_SLOT = 4;
 
 // Waiting caused by back-pressure or an outage is not the message's fault: those retries do not use an attempt.
 const REFUNDED = new Set<RetryReason>(['window_full', 'tps_limit', 'no_upstream', 'throttled']);
@@ -94,11 +95,14 @@ export class Dispatcher {
     await this.flushAcks();
   }
 
-  /** Messages this instance may hold in flight: the free room of every bound window. */
+  /**
+   * Messages this instance may hold: a few times the bound windows. A message spends most of its time here being
+   * recorded (correlation, ledger), not in a window, and waitForRoom keeps the windows themselves from overfilling.
+   */
   private limit(): number {
     let room = 0;
     for (const u of this.o.pool.status()) if (u.up) room += u.windowSize;
-    return room;
+    return room * IN_FLIGHT_PER_WINDOW_SLOT;
   }
 
   private async loop(): Promise<void> {

@@ -44,6 +44,7 @@ export class CustomerDelivery {
   private running = false;
   private loopDone: Promise<void> = Promise.resolve();
   private wakeUp: (() => void) | null = null;
+  private woken = false;
   private purgeTimer: NodeJS.Timeout | undefined;
   private readonly batch: number;
   private readonly leaseMs: number;
@@ -101,6 +102,8 @@ export class CustomerDelivery {
   }
 
   wake(): void {
+    // A wake while a round is running must not be lost: the next sleep then returns at once.
+    this.woken = true;
     this.wakeUp?.();
   }
 
@@ -141,10 +144,15 @@ export class CustomerDelivery {
   }
 
   private sleep(ms: number): Promise<void> {
+    if (this.woken) {
+      this.woken = false;
+      return Promise.resolve();
+    }
     return new Promise((resolve) => {
       const done = (): void => {
         clearTimeout(timer);
         this.wakeUp = null;
+        this.woken = false;
         resolve();
       };
       const timer = setTimeout(done, ms);
