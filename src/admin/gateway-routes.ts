@@ -182,7 +182,9 @@ export function registerGatewayRoutes(app: FastifyInstance, deps: GatewayAdminDe
     const message = await ledger.get(id);
     if (!message) throw new ApiError('MESSAGE_NOT_FOUND', { message: `No message ${id}` });
     const [history, parts] = await Promise.all([ledger.history(id), ledger.parts(id)]);
-    return ok(req, 'MESSAGE', { message: { ...message, bodyBytes: message.bodyBytes ? message.bodyBytes.toString('hex') : null }, history, parts });
+    // A sealed text (an OTP code) stays sealed: operators see the masked body and whether a sealed one exists.
+    const { bodySealed, ...shown } = message;
+    return ok(req, 'MESSAGE', { message: { ...shown, bodyBytes: message.bodyBytes ? message.bodyBytes.toString('hex') : null, sealed: bodySealed !== null }, history, parts });
   });
 
   app.post<{ Params: { id: string } }>('/admin/receipts/:id/replay', { schema: { params: messageParam } }, async (req) => {
