@@ -9,6 +9,9 @@ import authPlugin from './http/auth.js';
 import { registerOpenApiRoute } from './http/openapi.js';
 import { accountRoutes } from './http/routes/account.js';
 import { smsRoutes } from './channels/sms/sms-routes.js';
+import type { DeliveryJob } from './channels/webhooks/webhook-fan-out.js';
+import { webhookRoutes } from './channels/webhooks/webhook-routes.js';
+import { WebhookService } from './channels/webhooks/webhook-service.js';
 import { OtpMetrics } from './channels/otp/otp-metrics.js';
 import { otpRoutes } from './channels/otp/otp-routes.js';
 import { OtpService } from './channels/otp/otp-service.js';
@@ -105,6 +108,7 @@ export class Daemon {
   routeSwitches!: RouteSwitchStore;
   pricing!: PricingStore;
   otp!: OtpService;
+  webhooks!: WebhookService;
   ussdOtp!: UssdOtpFallback;
   addresses: { http: string; admin: string; smpp: string; smppTls: string | null } = { http: '', admin: '', smpp: '', smppTls: null };
   /** The simulated upstream started when no real upstream is configured (nothing leaves the machine). */
@@ -220,6 +224,17 @@ export class Daemon {
       metrics: otpMetrics,
     });
     this.closers.unshift({ name: 'otp', close: async () => (await this.ussdOtp.close(), this.otp.close()) });
+    this.webhooks = new WebhookService({
+      db: this.db,
+      queue: this.backends.queue<DeliveryJob>('webhooks'),
+      masterKey: master,
+      config: config.webhooks,
+      log: log.child({ component: 'webhooks' }),
+      registry: this.metrics.registry,
+    });
+    this.otp.onEvent = this.webhooks.otpHook;
+    await this.webhooks.start();
+    this.closers.unshift({ name: 'webhooks', close: () => this.webhooks.stop() });
     this.pricing = new PricingStore(this.db, this.gateway.prices, log.child({ component: 'pricing' }));
     await this.pricing.restore();
     this.pricing.start();
@@ -288,6 +303,7 @@ export class Daemon {
       showUpstreams: config.sms.showUpstreams,
       scheduleHorizonDays: config.sms.scheduleHorizonDays,
     });
+    await app.register(webhookRoutes, { webhooks: this.webhooks });
     await app.register(otpRoutes, {
       otp: this.otp,
       defaultCountry: config.sms.defaultCountry,

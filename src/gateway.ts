@@ -10,6 +10,7 @@ import { DispatchMetrics } from './dispatch/dispatch-metrics.js';
 import { Dispatcher } from './dispatch/dispatcher.js';
 import { QueueFeeder } from './dispatch/queue-feeder.js';
 import { Reconciler } from './dispatch/reconciler.js';
+import { EventOutbox } from './events/event-outbox.js';
 import { Ledger } from './ledger/ledger.js';
 import { LedgerWriter } from './ledger/ledger-writer.js';
 import type { Metrics } from './metrics.js';
@@ -58,6 +59,8 @@ export class Gateway {
   readonly router: Router;
   readonly pool: UpstreamPool;
   readonly outbox: CustomerOutbox;
+  /** Webhook events, written by the ledger effect and the MO transaction. */
+  readonly events = new EventOutbox();
   readonly receipts: ReceiptService;
   readonly dispatcher: Dispatcher;
   readonly reconciler: Reconciler;
@@ -77,7 +80,7 @@ export class Gateway {
     this.prices = new PriceBook(config.pricing);
     this.billing = new Billing(db, { refundOnFailure: config.billing.refundOnFailure });
     // Receipts arrive at submit rates and each upstream deliver_sm waits for its commit: allow several batches at once.
-    this.ledger = new Ledger(db, { effects: [this.outbox.effect, this.billing.effect], transitions: { maxInFlight: db.kind === 'postgres' ? 4 : 1 } });
+    this.ledger = new Ledger(db, { effects: [this.outbox.effect, this.billing.effect, this.events.effect], transitions: { maxInFlight: db.kind === 'postgres' ? 4 : 1 } });
     this.writer = new LedgerWriter(db);
     this.queue = backends.queue<DispatchPayload>('messages');
     const dispatchMetrics = new DispatchMetrics(metrics.registry, this.queue);
@@ -92,6 +95,7 @@ export class Gateway {
       db,
       ledger: this.ledger,
       outbox: this.outbox,
+      events: this.events,
       accounts: d.accounts,
       log: log.child({ component: 'receipts' }),
       onOwed: () => this.delivery?.wake(),

@@ -50,6 +50,10 @@ export const ERROR_CATALOGUE = {
   NOT_FINAL: { status: 409, message: 'The message has no final status yet' },
   NOT_SMPP: { status: 409, message: 'Receipts are replayed only for messages submitted over SMPP' },
   NUMBER_NOT_FOUND: { status: 404, message: 'The account does not own that number' },
+  // webhooks
+  WEBHOOK_NOT_FOUND: { status: 404, message: 'No such webhook endpoint' },
+  INVALID_WEBHOOK_URL: { status: 400, message: 'The webhook URL is not accepted (https and a public address are required)' },
+  DELIVERY_NOT_FOUND: { status: 404, message: 'No such webhook delivery' },
   // server side
   SERVICE_UNAVAILABLE: { status: 503, message: 'A storage backend is unavailable; retry shortly' },
   SHUTTING_DOWN: { status: 503, message: 'The server is shutting down; retry shortly' },

@@ -1,3 +1,4 @@
+import { EVENT_ID_SQL, SUBSCRIBED_SQL } from '../events/event-outbox.js';
 import type { Queryable } from '../store/types.js';
 import { GroupCommit, type GroupCommitOptions, type GroupCommitStats } from './group-commit.js';
 import type { NewMessage } from './types.js';
@@ -10,7 +11,8 @@ export interface LedgerWriterOptions extends GroupCommitOptions {
 /*
  * One statement per batch: the INSERT of every row (one array parameter per column, so the statement text and its
  * parameter count never depend on the batch size) feeds the INSERT of their first events through a CTE. A single
- * statement is its own transaction: both tables commit together or not at all, in one round trip.
+ * statement is its own transaction: both tables commit together or not at all, in one round trip. The sms.queued
+ * webhook event rides in the same statement (only for accounts with a subscribed endpoint), so it is never lost.
  */
 const INSERT_SQL = `WITH ins AS (
   INSERT INTO messages (id, account_id, channel, ingress, batch_id, reference, source, source_ton, source_npi, destination,
@@ -26,9 +28,15 @@ const INSERT_SQL = `WITH ins AS (
     AS u(id, account_id, channel, ingress, batch_id, reference, source, source_ton, source_npi, destination,
       body, body_hex, data_coding, esm_class, udh_ref, udh_total, udh_seq, segments, encoding, priority, registered_delivery,
       scheduled_ms, expires_ms, status, route_rule, cost_micros, currency, customer_system_id, resend_of, body_sealed)
-  RETURNING id, status, created_at
+  RETURNING id, account_id, status, created_at, reference, source, destination
+), ev AS (
+  INSERT INTO message_events (message_id, status, at) SELECT id, status, created_at FROM ins
 )
-INSERT INTO message_events (message_id, status, at) SELECT id, status, created_at FROM ins`;
+INSERT INTO webhook_events (id, account_id, type, message_key, payload, created_at)
+  SELECT ${EVENT_ID_SQL}, ins.account_id, 'sms.queued', ins.id,
+    jsonb_build_object('messageId', ins.id, 'reference', ins.reference, 'status', ins.status, 'to', ins.destination, 'from', ins.source, 'error', NULL),
+    ins.created_at
+  FROM ins WHERE ${SUBSCRIBED_SQL('ins.account_id', "'sms.queued'")}`;
 
 const COLUMNS = 30;
 

@@ -67,7 +67,7 @@ export class Ledger {
     this.clock = opts.clock ?? Date.now;
     this.effects = [...(opts.effects ?? [])];
     this.gc = new GroupCommit<TransitionInput, TransitionResult>((items) => this.db.tx((q) => applyTransitions(q, items, this.effects)), opts.transitions);
-    this.submits = new GroupCommit<SubmitRecord, MarkSubmittedOutcome>((items) => this.db.tx((q) => applySubmits(q, items)), opts.transitions);
+    this.submits = new GroupCommit<SubmitRecord, MarkSubmittedOutcome>((items) => this.db.tx((q) => applySubmits(q, items, this.effects)), opts.transitions);
   }
 
   /** Adds an effect for later batches (wiring order: the outbox owners register after the ledger exists). */
@@ -214,7 +214,7 @@ interface SubmitRecord {
 }
 
 /** One batch of submit records: lock the rows in id order, upsert every part, update every row, append events. */
-async function applySubmits(q: Queryable, items: SubmitRecord[]): Promise<MarkSubmittedOutcome[]> {
+async function applySubmits(q: Queryable, items: SubmitRecord[], effects: readonly TransitionEffect[]): Promise<MarkSubmittedOutcome[]> {
   // Several records of one message in a batch (a resumed long message) merge into one row update.
   const byId = new Map<string, { upstreamId: string; routeRule: string | null; total: number; count: number; parts: number[] }>();
   const pId: string[] = [];
@@ -287,6 +287,13 @@ async function applySubmits(q: Queryable, items: SubmitRecord[]): Promise<MarkSu
        SELECT u.id, 'submitted', u.d::jsonb FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS u(id, d, n) ORDER BY u.n`,
       [eId, eDetail],
     );
+    // Effects see the first submit of a message (webhook sms.sent); a resumed or late record changes no status.
+    const changes: AppliedChange[] = [];
+    for (let i = 0; i < uId.length; i++) {
+      const from = status.get(uId[i])!;
+      if (!uLate[i] && from !== 'submitted') changes.push({ id: uId[i], from, to: 'submitted', errorCode: null });
+    }
+    if (changes.length) for (const effect of effects) await effect(q, changes);
   }
   return items.map((it) => {
     const from = status.get(it.id);

@@ -1,5 +1,6 @@
 import type { Logger } from 'pino';
 import type { AccountService } from '../accounts/account-service.js';
+import type { EventOutbox } from '../events/event-outbox.js';
 import type { Ledger } from '../ledger/ledger.js';
 import type { Db } from '../store/types.js';
 import { newId } from '../util/ids.js';
@@ -12,6 +13,8 @@ export interface ReceiptServiceOptions {
   db: Db;
   ledger: Ledger;
   outbox: CustomerOutbox;
+  /** Webhook events (sms.inbound), written in the MO's transaction. */
+  events?: EventOutbox;
   accounts: AccountService;
   log: Logger;
   /** Something is owed to a customer (wakes the delivery worker). */
@@ -94,12 +97,20 @@ export class ReceiptService {
     const parts = messageParts(mo.pdu);
     // Sent on as received: the UDH (concatenation) stays in front of the text so the customer can join parts.
     const payload = mo.pdu.tlvs?.message_payload ?? mo.pdu.short_message;
+    const moId = newId('mo_', mo.receivedAt);
+    const source = mo.source.replace(/^\+/, '');
     await this.o.db.tx(async (q) => {
       await q.query(
         `INSERT INTO inbound_messages (id, account_id, source, destination, body, data_coding, upstream_id, received_at)
          VALUES ($1, $2, $3, $4, $5, $6, $7, to_timestamp($8::float8 / 1000.0))`,
-        [newId('mo_', mo.receivedAt), accountId, mo.source.replace(/^\+/, ''), destination, mo.text, mo.dataCoding, mo.upstreamId, mo.receivedAt],
+        [moId, accountId, source, destination, mo.text, mo.dataCoding, mo.upstreamId, mo.receivedAt],
       );
+      await this.o.events?.insert(q, {
+        accountId,
+        type: 'sms.inbound',
+        messageKey: moId,
+        data: { messageId: moId, from: source, to: destination, text: mo.text ?? null, receivedAt: new Date(mo.receivedAt).toISOString() },
+      });
       await this.o.outbox.insertMo(
         { accountId, source: mo.source, destination, dataCoding: mo.dataCoding, esmClass: parts.concat?.via === 'udh' ? mo.esmClass : mo.esmClass & ~0x40, payload },
         q,

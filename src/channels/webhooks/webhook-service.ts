@@ -1,0 +1,89 @@
+import type { Logger } from 'pino';
+import type { Registry } from 'prom-client';
+import type { FerryConfig } from '../../config/schema.js';
+import { EventOutbox } from '../../events/event-outbox.js';
+import { SecretCipher } from '../../security/cipher.js';
+import { deriveKey } from '../../security/secrets.js';
+import type { Db, Queue } from '../../store/types.js';
+import { TargetGuard } from './target-guard.js';
+import { QUEUE_MAX_ATTEMPTS, WebhookFanOut, type DeliveryJob } from './webhook-fan-out.js';
+import { WebhookMetrics } from './webhook-metrics.js';
+import { WebhookSender } from './webhook-sender.js';
+import { WebhookStore } from './webhook-store.js';
+
+const UNIT_MS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
+
+/** "5s,30s,2m" → [5000, 30000, 120000] (the config schema has checked the form). */
+export function parseSchedule(s: string): number[] {
+  return s.split(',').map((part) => {
+    const m = /^\s*(\d+)(ms|s|m|h)\s*$/.exec(part);
+    if (!m) throw new Error(`webhooks.retrySchedule: ${part} is not a duration`);
+    return Number(m[1]) * UNIT_MS[m[2]];
+  });
+}
+
+export interface WebhookServiceDeps {
+  db: Db;
+  queue: Queue<DeliveryJob>;
+  masterKey: Buffer;
+  config: FerryConfig['webhooks'];
+  log: Logger;
+  registry: Registry;
+}
+
+/** Webhooks assembled: endpoint store, SSRF guard, fan-out and sender. Started after the API's dependencies exist. */
+export class WebhookService {
+  readonly store: WebhookStore;
+  readonly guard: TargetGuard;
+  readonly events = new EventOutbox();
+  readonly fanOut: WebhookFanOut;
+  readonly sender: WebhookSender;
+
+  constructor(private readonly d: WebhookServiceDeps) {
+    const key = deriveKey(d.masterKey, 'webhook-secret');
+    this.store = new WebhookStore(d.db, new SecretCipher({ current: { id: SecretCipher.keyIdOf(key), key } }));
+    this.guard = new TargetGuard(d.config.allowPrivateTargets);
+    const metrics = new WebhookMetrics(d.registry, () => this.store.backlog());
+    this.sender = new WebhookSender({
+      db: d.db,
+      store: this.store,
+      queue: d.queue,
+      guard: this.guard,
+      metrics,
+      log: d.log,
+      timeoutMs: d.config.timeoutMs,
+      maxConcurrency: d.config.maxConcurrency,
+      maxConcurrencyPerEndpoint: d.config.maxConcurrencyPerEndpoint,
+      retryScheduleMs: parseSchedule(d.config.retrySchedule),
+      disableAfterMs: d.config.disableAfterHours * 3_600_000,
+    });
+    this.fanOut = new WebhookFanOut({ store: this.store, queue: d.queue, log: d.log, onPushed: () => this.sender.wake() });
+  }
+
+  async start(): Promise<void> {
+    await this.fanOut.start();
+    this.sender.start();
+  }
+
+  async stop(): Promise<void> {
+    await this.fanOut.stop();
+    await this.sender.stop();
+  }
+
+  /** Queues one delivery now (replay, test event); the row is already open. */
+  async enqueue(deliveryId: string): Promise<void> {
+    // A delivery waiting for a far retry is taken out first, so the push schedules it now (a leased one is being sent).
+    await this.d.queue.cancel(deliveryId);
+    await this.d.queue.push([{ id: deliveryId, lane: 'bulk', payload: { deliveryId }, maxAttempts: QUEUE_MAX_ATTEMPTS }]);
+    this.sender.wake();
+  }
+
+  /**
+   * The OTP service's event hook. OTP state lives in the OTP store (Redis or SQL), not in the ledger, so these events
+   * are written just after the OTP change, not in its transaction: a crash in between loses that one event.
+   */
+  readonly otpHook = async (type: 'otp.requested' | 'otp.verified' | 'otp.failed' | 'otp.expired', data: { id: string; accountId: string }): Promise<void> => {
+    const id = await this.events.insert(this.d.db, { accountId: data.accountId, type, messageKey: data.id, data: { ...data } });
+    if (id) this.fanOut.wake();
+  };
+}

@@ -1,0 +1,196 @@
+import { createHmac, timingSafeEqual } from 'node:crypto';
+import t from 'tap';
+import { accountWithKey, call, startDaemon } from '../helpers/daemon.js';
+import { backendLabel } from '../helpers/env.js';
+import { WebhookReceiver, type Received } from '../helpers/webhook-receiver.js';
+
+/** The receiver recipe from the README, verbatim. */
+function verifyWebhook(secret: string, headers: Record<string, string | string[] | undefined>, rawBody: string, toleranceSec = 300): boolean {
+  const id = String(headers['webhook-id']);
+  const timestamp = String(headers['webhook-timestamp']);
+  const signatures = String(headers['webhook-signature'] ?? '');
+  if (Math.abs(Date.now() / 1000 - Number(timestamp)) > toleranceSec) return false;
+  const key = Buffer.from(secret.replace(/^whsec_/, ''), 'base64');
+  const expected = createHmac('sha256', key).update(`${id}.${timestamp}.${rawBody}`).digest();
+  return signatures.split(' ').some((s) => {
+    const [version, sig] = s.split(',');
+    const got = Buffer.from(sig ?? '', 'base64');
+    return version === 'v1' && got.length === expected.length && timingSafeEqual(got, expected);
+  });
+}
+
+async function until<T>(fn: () => T | Promise<T>, done: (v: T) => boolean, limitMs = 15_000): Promise<T> {
+  const end = Date.now() + limitMs;
+  for (;;) {
+    const v = await fn();
+    if (done(v) || Date.now() > end) return v;
+    await new Promise((r) => setTimeout(r, 25));
+  }
+}
+
+t.test(`webhook delivery (${backendLabel})`, async (t) => {
+  const d = await startDaemon({
+    FERRY_WEBHOOKS_ALLOW_PRIVATE_TARGETS: 'true',
+    FERRY_WEBHOOKS_RETRY_SCHEDULE: '300ms,300ms,300ms',
+    FERRY_WEBHOOKS_TIMEOUT_MS: '700',
+    FERRY_SMPP_SIMULATOR_RECEIPT_DELAY_MS: '20',
+  });
+  t.teardown(() => d.stop());
+  const { token } = await accountWithKey(d, 'acme');
+  const rival = await accountWithKey(d, 'rival');
+  const receivers: WebhookReceiver[] = [];
+  t.teardown(() => Promise.all(receivers.map((r) => r.close())));
+  const receiver = async () => {
+    const r = await WebhookReceiver.start();
+    receivers.push(r);
+    return r;
+  };
+  const create = async (url: string, events: string[] = ['*'], tok = token) => {
+    const res = await call(d.api, 'POST', '/v1/webhooks', { token: tok, body: { url, events } });
+    // The body holds the secret: not in the assertion message.
+    t.equal(res.status, 200, res.json?.code);
+    return res.json.data as { id: string; secret: string };
+  };
+
+  t.test('test event: signed, verifiable with the README recipe; logged as delivered', async (t) => {
+    const rx = await receiver();
+    const wh = await create(rx.url);
+    t.match(wh.secret, /^whsec_/);
+    const got = await call(d.api, 'GET', `/v1/webhooks/${wh.id}`, { token });
+    t.notOk('secret' in got.json.data, 'secret is shown only once');
+    const test = await call(d.api, 'POST', `/v1/webhooks/${wh.id}/test`, { token });
+    t.equal(test.status, 200, test.text);
+    await until(() => rx.received.length, (n) => n >= 1);
+    const r = rx.received[0];
+    t.equal(r.json.type, 'webhook.test');
+    t.equal(r.json.id, test.json.data.eventId);
+    t.equal(r.headers['webhook-id'], r.json.id);
+    t.ok(verifyWebhook(wh.secret, r.headers, r.body), 'signature verifies');
+    t.notOk(verifyWebhook(wh.secret, r.headers, r.body + ' '), 'altered body fails');
+    const log = await until(
+      () => call(d.api, 'GET', `/v1/webhooks/${wh.id}/deliveries`, { token }),
+      (l) => l.json.data[0]?.status === 'delivered',
+    );
+    t.equal(log.json.data[0].status, 'delivered');
+    t.equal(log.json.data[0].lastStatusCode, 200);
+    t.type(log.json.data[0].lastLatencyMs, 'number');
+
+    // replay sends the same event again
+    const replay = await call(d.api, 'POST', `/v1/webhooks/${wh.id}/deliveries/${log.json.data[0].id}/replay`, { token });
+    t.equal(replay.status, 200, replay.text);
+    await until(() => rx.received.length, (n) => n >= 2);
+    t.equal(rx.received[1].json.id, r.json.id);
+
+    // rotation: both secrets sign during the overlap
+    const rot = await call(d.api, 'POST', `/v1/webhooks/${wh.id}/rotate-secret`, { token, body: { overlapHours: 1 } });
+    t.equal(rot.status, 200, rot.json?.code);
+    await call(d.api, 'POST', `/v1/webhooks/${wh.id}/test`, { token });
+    await until(() => rx.received.length, (n) => n >= 3);
+    t.ok(verifyWebhook(wh.secret, rx.received[2].headers, rx.received[2].body), 'old secret verifies during overlap');
+    t.ok(verifyWebhook(rot.json.data.secret, rx.received[2].headers, rx.received[2].body), 'new secret verifies');
+
+    // another account cannot see it
+    t.equal((await call(d.api, 'GET', `/v1/webhooks/${wh.id}`, { token: rival.token })).json.code, 'WEBHOOK_NOT_FOUND');
+    t.equal((await call(d.api, 'GET', `/v1/webhooks/${wh.id}/deliveries`, { token: rival.token })).status, 404);
+    await call(d.api, 'DELETE', `/v1/webhooks/${wh.id}`, { token });
+  });
+
+  t.test('500 then 200: delivered on the second attempt after the retry delay', async (t) => {
+    const rx = await receiver();
+    rx.respond = (_r, n) => (n === 1 ? 500 : 200);
+    const wh = await create(rx.url);
+    await call(d.api, 'POST', `/v1/webhooks/${wh.id}/test`, { token });
+    const failed = await until(
+      () => call(d.api, 'GET', `/v1/webhooks/${wh.id}/deliveries`, { token }),
+      (l) => l.json.data[0]?.status === 'failed' || l.json.data[0]?.status === 'delivered',
+    );
+    if (failed.json.data[0].status === 'failed') {
+      t.equal(failed.json.data[0].lastStatusCode, 500);
+      t.equal(failed.json.data[0].lastError, 'HTTP 500');
+      t.ok(failed.json.data[0].nextAttemptAt);
+    }
+    await until(() => rx.received.length, (n) => n >= 2);
+    t.equal(rx.received.length, 2);
+    t.equal(rx.received[0].json.id, rx.received[1].json.id, 'same event id');
+    const gap = rx.received[1].at - rx.received[0].at;
+    t.ok(gap >= 200, `retried after the schedule's delay (${gap} ms)`);
+    const log = await until(
+      () => call(d.api, 'GET', `/v1/webhooks/${wh.id}/deliveries`, { token }),
+      (l) => l.json.data[0]?.status === 'delivered',
+    );
+    t.equal(log.json.data[0].attempts, 2);
+    await call(d.api, 'DELETE', `/v1/webhooks/${wh.id}`, { token });
+  });
+
+  t.test('a hung receiver times out without holding back another endpoint', async (t) => {
+    const slow = await receiver();
+    slow.respond = () => 'hang';
+    const fast = await receiver();
+    const a = await create(slow.url);
+    const b = await create(fast.url);
+    for (let i = 0; i < 6; i++) await call(d.api, 'POST', `/v1/webhooks/${a.id}/test`, { token });
+    const started = Date.now();
+    await call(d.api, 'POST', `/v1/webhooks/${b.id}/test`, { token });
+    await until(() => fast.received.length, (n) => n >= 1, 5000);
+    t.equal(fast.received.length, 1);
+    t.ok(Date.now() - started < 650, 'fast endpoint served before the slow one timed out');
+    const log = await until(
+      () => call(d.api, 'GET', `/v1/webhooks/${a.id}/deliveries?status=failed`, { token }),
+      (l) => l.json.data.length > 0,
+    );
+    t.match(log.json.data[0].lastError, /timed out/);
+    await call(d.api, 'DELETE', `/v1/webhooks/${a.id}`, { token });
+    await call(d.api, 'DELETE', `/v1/webhooks/${b.id}`, { token });
+  });
+
+  t.test('an SMS produces sms.queued, sms.sent and sms.delivered in order', async (t) => {
+    const rx = await receiver();
+    const wh = await create(rx.url, ['sms.queued', 'sms.sent', 'sms.delivered']);
+    const sent = await call(d.api, 'POST', '/v1/sms/send', { token, body: { to: '+233241234567', from: 'Ferry', message: 'hook me', reference: 'ref-9' } });
+    t.equal(sent.status, 200, sent.text);
+    const id = sent.json.data.messageId;
+    const mine = () => rx.received.filter((r: Received) => r.json.data.messageId === id);
+    await until(mine, (l) => l.length >= 3);
+    t.same(mine().map((r) => r.json.type), ['sms.queued', 'sms.sent', 'sms.delivered']);
+    const last = mine()[2].json;
+    t.match(last.data, { messageId: id, reference: 'ref-9', status: 'delivered', to: '233241234567', from: 'Ferry', error: null });
+    for (const r of mine()) t.ok(verifyWebhook(wh.secret, r.headers, r.body));
+    await call(d.api, 'DELETE', `/v1/webhooks/${wh.id}`, { token });
+  });
+});
+
+t.test(`webhook SSRF guard by default (${backendLabel})`, async (t) => {
+  const d = await startDaemon();
+  t.teardown(() => d.stop());
+  const { token } = await accountWithKey(d, 'acme');
+  for (const url of ['http://127.0.0.1:9/hook', 'https://10.0.0.1/hook', 'https://[::1]/hook', 'https://169.254.169.254/latest', 'https://localhost/hook', 'ftp://example.com/x']) {
+    const r = await call(d.api, 'POST', '/v1/webhooks', { token, body: { url, events: ['*'] } });
+    t.equal(r.status, 400, url);
+    t.equal(r.json.code, 'INVALID_WEBHOOK_URL', url);
+  }
+  const bad = await call(d.api, 'POST', '/v1/webhooks', { token, body: { url: 'https://example.com/x', events: ['sms.nope'] } });
+  t.equal(bad.json.code, 'VALIDATION_ERROR');
+});
+
+t.test(`pending deliveries survive a restart (${backendLabel})`, async (t) => {
+  const rx = await WebhookReceiver.start();
+  t.teardown(() => rx.close());
+  rx.respond = () => 503;
+  const env = { FERRY_WEBHOOKS_ALLOW_PRIVATE_TARGETS: 'true', FERRY_WEBHOOKS_RETRY_SCHEDULE: '1s,1s,1s' };
+  const d1 = await startDaemon(env);
+  const { token } = await accountWithKey(d1, 'acme');
+  const wh = (await call(d1.api, 'POST', '/v1/webhooks', { token, body: { url: rx.url, events: ['*'] } })).json.data;
+  const test = await call(d1.api, 'POST', `/v1/webhooks/${wh.id}/test`, { token });
+  await until(() => rx.received.length, (n) => n >= 1);
+  await d1.stopKeepingStore();
+  rx.respond = () => 204;
+  const d2 = await startDaemon(env, d1.reuse);
+  t.teardown(() => d2.stop());
+  await until(() => rx.received.length, (n) => n >= 2);
+  t.equal(rx.received.at(-1)!.json.id, test.json.data.eventId, 'the pending event arrives after the restart');
+  const log = await until(
+    () => call(d2.api, 'GET', `/v1/webhooks/${wh.id}/deliveries`, { token }),
+    (l) => l.json.data[0]?.status === 'delivered',
+  );
+  t.equal(log.json.data[0].status, 'delivered');
+});
