@@ -146,6 +146,9 @@ const DEFAULT_BEHAVIOUR: SimulatorBehaviour = {
   receiptIdStyle: 'same',
 };
 
+/** How long an unacknowledged receipt waits before it is offered again. */
+const RECEIPT_RETRY_MS = 1000;
+
 const NOOP_LOGGER: SimulatorLogger = { info: () => undefined, warn: () => undefined, debug: () => undefined };
 
 function after(ms: number, fn: () => void): void {
@@ -171,6 +174,7 @@ export class SmscSimulator {
   private readonly submitsPerSession = new WeakMap<Session, number>();
   private nextId: number;
   private receiverCursor = 0;
+  private retryTimer: NodeJS.Timeout | undefined;
   readonly stats: SimulatorStats = {
     binds: 0,
     bindsRefused: 0,
@@ -309,6 +313,7 @@ export class SmscSimulator {
 
   /** Stops listening and drops every session. */
   async close(): Promise<void> {
+    clearTimeout(this.retryTimer);
     await this.server.close();
     this.logger.info({ stats: this.stats }, 'SMSC simulator stopped');
   }
@@ -551,12 +556,22 @@ export class SmscSimulator {
         else this.stats.receiptsFailed++;
       },
       () => {
-        // Not acknowledged (timeout, queue full, closed): keep it for the next receiver, as an SMSC would retry.
+        // Not acknowledged (timeout, queue full, closed): kept and tried again shortly, as an SMSC would retry.
         this.stats.receiptsFailed++;
         this.pendingReceipts.push(r);
         this.stats.receiptsPending = this.pendingReceipts.length;
+        this.retryPendingSoon();
       },
     );
+  }
+
+  private retryPendingSoon(): void {
+    if (this.retryTimer) return;
+    this.retryTimer = setTimeout(() => {
+      this.retryTimer = undefined;
+      this.flushPendingReceipts();
+    }, RECEIPT_RETRY_MS);
+    this.retryTimer.unref();
   }
 
   private flushPendingReceipts(): void {

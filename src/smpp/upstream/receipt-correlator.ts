@@ -31,6 +31,11 @@ interface Held {
  */
 export class ReceiptCorrelator {
   private readonly held = new Map<string, Held[]>();
+  /**
+   * Entries recorded here whose store write has not committed yet. A receipt arriving in that gap (the SMSC is
+   * faster than our batched write) is matched from memory instead of waiting for the store's recheck.
+   */
+  private readonly unwritten = new Map<string, CorrelationRef>();
   private heldCount = 0;
   private readonly holdMs: number;
   private readonly maxHeld: number;
@@ -83,7 +88,17 @@ export class ReceiptCorrelator {
         }
       }
     }
-    await this.store.put(entries);
+    const local: string[] = [];
+    for (const e of entries) {
+      const k = upstreamId + '\u0000' + e.key;
+      this.unwritten.set(k, { messageId: e.messageId, partIndex: e.partIndex, parts: e.parts });
+      local.push(k);
+    }
+    try {
+      await this.store.put(entries);
+    } finally {
+      for (const k of local) this.unwritten.delete(k);
+    }
   }
 
   /**
@@ -92,6 +107,12 @@ export class ReceiptCorrelator {
    */
   match(upstreamId: string, receiptId: string): Promise<CorrelationMatch | undefined> {
     const keys = receiptLookupKeys(receiptId);
+    if (this.unwritten.size > 0) {
+      for (let i = 0; i < keys.length; i++) {
+        const ref = this.unwritten.get(upstreamId + '\u0000' + keys[i]);
+        if (ref) return Promise.resolve({ ref, keyIndex: i });
+      }
+    }
     if (this.heldCount >= this.maxHeld) {
       this.heldOverflow++;
       return this.store.find(upstreamId, keys);
