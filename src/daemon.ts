@@ -198,7 +198,7 @@ export class Daemon {
         })(),
         // Sessions arriving before the OTP service exists (start-up) get no answer.
         onUssd: (mo) => this.ussdOtp?.handle(mo),
-      });
+      }, (g) => this.restoreOperatorState(g));
     } catch (err) {
       const e = err as NodeJS.ErrnoException;
       if (e.code === 'EADDRINUSE') throw new StartupError(`smpp listener: ${config.smpp.host}:${config.smpp.port} is already in use`);
@@ -235,13 +235,8 @@ export class Daemon {
     this.otp.onEvent = this.webhooks.otpHook;
     await this.webhooks.start();
     this.closers.unshift({ name: 'webhooks', close: () => this.webhooks.stop() });
-    this.pricing = new PricingStore(this.db, this.gateway.prices, log.child({ component: 'pricing' }));
-    await this.pricing.restore();
     this.pricing.start();
     this.closers.unshift({ name: 'pricing', close: async () => this.pricing.stop() });
-    // Route switches survive restarts and reach every instance sharing the database.
-    this.routeSwitches = new RouteSwitchStore(this.db, this.gateway.router, log.child({ component: 'routing' }));
-    await this.routeSwitches.restore();
     this.routeSwitches.start();
     this.closers.unshift({ name: 'route switches', close: () => this.routeSwitches.stop() });
     const ports = this.gateway.server.ports;
@@ -268,6 +263,18 @@ export class Daemon {
       },
       'ferry started',
     );
+  }
+
+  /**
+   * The stored price table and route switches, applied before the gateway takes its first message: a restart must
+   * not price or route even one message by the config file's defaults.
+   */
+  private async restoreOperatorState(g: Gateway): Promise<void> {
+    this.pricing = new PricingStore(this.db, g.prices, this.log.child({ component: 'pricing' }));
+    await this.pricing.restore();
+    // Route switches survive restarts and reach every instance sharing the database.
+    this.routeSwitches = new RouteSwitchStore(this.db, g.router, this.log.child({ component: 'routing' }));
+    await this.routeSwitches.restore();
   }
 
   private async buildApi(): Promise<FastifyInstance> {

@@ -158,8 +158,10 @@ export class Gateway {
     });
   }
 
-  static async start(d: GatewayDeps): Promise<Gateway> {
+  /** `beforeTraffic` runs once everything exists and before any listener or worker starts (restore stored state). */
+  static async start(d: GatewayDeps, beforeTraffic?: (g: Gateway) => Promise<void>): Promise<Gateway> {
     const g = new Gateway(d);
+    await beforeTraffic?.(g);
     await g.boot();
     return g;
   }
