@@ -56,7 +56,9 @@ export function toApiError(err: unknown, log: Logger, req?: FastifyRequest): Api
       return new ApiError('VALIDATION_ERROR', { message: 'Content-Length does not match the body' });
   }
   if (e instanceof SyntaxError || (e.statusCode === 400 && /JSON/i.test(e.message))) return new ApiError('INVALID_JSON');
-  if (e instanceof StorageUnavailableError || isConnectionError(e) || /Redis|Stream isn't writeable|Connection is closed/i.test(e.message ?? '')) {
+  // ioredis reports an outage under several names (a closed stream, a command given up after its retries).
+  const redisDown = ['MaxRetriesPerRequestError', 'AbortError'].includes(e.name) || /Redis|Stream isn't writeable|Connection is closed|max retries per request|ECONNREFUSED|ECONNRESET|EPIPE/i.test(e.message ?? '');
+  if (e instanceof StorageUnavailableError || isConnectionError(e) || redisDown) {
     log.warn({ err: { message: e.message, code: e.code }, reqId: req?.id }, 'storage unavailable');
     return new ApiError('SERVICE_UNAVAILABLE');
   }

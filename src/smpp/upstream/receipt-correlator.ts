@@ -1,6 +1,9 @@
-import type { CorrelationMatch, CorrelationRef, CorrelationStore } from './correlation-store.js';
+import type { CorrelationEntry, CorrelationMatch, CorrelationRef, CorrelationStore } from './correlation-store.js';
 import type { AcceptedPart } from './outbound.js';
 import { correlationKey, receiptLookupKeys, type ReceiptIdFormat } from './receipt-id.js';
+
+// Retries of a failed correlation write: about 5 minutes of backoff before the entries are given up.
+const REWRITE_ATTEMPTS = 15;
 
 export interface ReceiptCorrelatorOptions {
   /** How long a receipt that matches nothing waits for its submit_sm_resp (default 10 s). */
@@ -36,6 +39,8 @@ export class ReceiptCorrelator {
    * faster than our batched write) is matched from memory instead of waiting for the store's recheck.
    */
   private readonly unwritten = new Map<string, CorrelationRef>();
+  private readonly rewrites = new Set<NodeJS.Timeout>();
+  private closed = false;
   private heldCount = 0;
   private readonly holdMs: number;
   private readonly maxHeld: number;
@@ -96,9 +101,31 @@ export class ReceiptCorrelator {
     }
     try {
       await this.store.put(entries);
-    } finally {
-      for (const k of local) this.unwritten.delete(k);
+    } catch (err) {
+      // The store is down: keep the entries matchable from memory and write them when it is back, so receipts
+      // for messages sent during an outage still find their message.
+      this.rewriteLater(entries, local, 1);
+      throw err;
     }
+    for (const k of local) this.unwritten.delete(k);
+  }
+
+  private rewriteLater(entries: CorrelationEntry[], local: string[], attempt: number): void {
+    if (this.closed) return;
+    const timer = setTimeout(() => {
+      this.rewrites.delete(timer);
+      this.store.put(entries).then(
+        () => {
+          for (const k of local) this.unwritten.delete(k);
+        },
+        () => {
+          if (attempt < REWRITE_ATTEMPTS) this.rewriteLater(entries, local, attempt + 1);
+          else for (const k of local) this.unwritten.delete(k);
+        },
+      );
+    }, Math.min(30_000, 500 * 2 ** (attempt - 1)));
+    timer.unref();
+    this.rewrites.add(timer);
   }
 
   /**
@@ -136,8 +163,9 @@ export class ReceiptCorrelator {
           if (this.store.shared) this.ensureRecheck();
         },
         (err: unknown) => {
-          this.settle(w, undefined);
-          reject(err);
+          // The store could not answer: the receipt must be refused (the SMSC offers it again), not taken as
+          // unmatched and acknowledged, which would lose it.
+          this.settle(w, undefined, () => reject(err));
         },
       );
     });
@@ -149,13 +177,16 @@ export class ReceiptCorrelator {
 
   /** Releases held receipts as unmatched and stops the timers (the store is closed by its owner). */
   close(): void {
+    this.closed = true;
+    for (const t of this.rewrites) clearTimeout(t);
+    this.rewrites.clear();
     clearInterval(this.purgeTimer);
     clearInterval(this.recheckTimer);
     this.recheckTimer = undefined;
     for (const list of [...this.held.values()]) for (const w of [...list]) this.settle(w, undefined);
   }
 
-  private settle(w: Held, result: CorrelationMatch | undefined): void {
+  private settle(w: Held, result: CorrelationMatch | undefined, fail?: () => void): void {
     if (w.done) return;
     w.done = true;
     clearTimeout(w.timer);
@@ -168,7 +199,8 @@ export class ReceiptCorrelator {
       if (list.length === 0) this.held.delete(hk);
     }
     this.heldCount--;
-    w.resolve(result);
+    if (fail) fail();
+    else w.resolve(result);
   }
 
   private ensureRecheck(): void {

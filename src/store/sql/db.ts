@@ -40,6 +40,13 @@ class PgDb implements Db {
   async tx<T>(fn: (q: Queryable) => Promise<T>): Promise<T> {
     const client = await this.pool.connect();
     let broken: unknown;
+    // The pool listens for errors of idle clients only: a connection dropped while checked out (pg_terminate_backend,
+    // a server restart) emits 'error' on the client, which would crash the process without a listener. The next
+    // query fails with it anyway; the client is then discarded on release.
+    const onError = (err: Error): void => {
+      broken ??= err;
+    };
+    client.on('error', onError);
     try {
       await client.query('BEGIN');
       const q: Queryable = {
@@ -59,6 +66,7 @@ class PgDb implements Db {
       }
       throw err;
     } finally {
+      client.off('error', onError);
       client.release(broken as Error | undefined);
     }
   }
