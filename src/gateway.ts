@@ -136,6 +136,8 @@ export class Gateway {
       log: log.child({ component: 'reconciler' }),
       metrics: dispatchMetrics,
       maxAttempts: config.messages.maxAttempts,
+      everyMs: config.dispatch.reconcileSeconds * 1000,
+      staleMs: config.dispatch.reconcileStaleSeconds * 1000,
       receiptTimeoutMs: config.messages.receiptTimeoutHours * 3_600_000,
       onPushed: () => this.dispatcher.wake(),
       billing: this.billing,

@@ -230,6 +230,8 @@ export const configSchema = {
       properties: {
         batch: { type: 'integer', minimum: 1, maximum: 5000, default: 256, description: 'messages leased from the queue per call' },
         leaseSeconds: { type: 'integer', minimum: 5, default: 120, description: 'a leased message not recorded within this comes back to the queue' },
+        reconcileSeconds: { type: 'integer', minimum: 1, default: 30, description: 'how often accepted messages missing from the queue are pushed again' },
+        reconcileStaleSeconds: { type: 'integer', minimum: 1, default: 60, description: 'a queued message untouched this long is pushed again (pushing is idempotent)' },
       },
     },
     database: {
@@ -357,7 +359,7 @@ export interface FerryConfig {
   };
   routing: { rules: RouteRuleConfig[] };
   messages: { defaultAccountTps: number; maxAttempts: number; maxQueueHours: number; receiptTimeoutHours: number; maxBacklog: number };
-  dispatch: { batch: number; leaseSeconds: number };
+  dispatch: { batch: number; leaseSeconds: number; reconcileSeconds: number; reconcileStaleSeconds: number };
   otp: { ussdServiceCode: string; resendCooldownSeconds: number; requestsPerHour: number; expiredRetentionMinutes: number; defaultSender: string | null };
   pricing: { defaultPrice: number | null; entries: Array<{ prefix: string; price: number; route?: string }> };
   billing: { refundOnFailure: boolean };

@@ -552,8 +552,15 @@ export class SmscSimulator {
     this.stats.receiptsSent++;
     session.request(r.pdu).then(
       (resp) => {
-        if (resp.command_status === CommandStatus.ESME_ROK) this.stats.receiptsAcked++;
-        else this.stats.receiptsFailed++;
+        if (resp.command_status === CommandStatus.ESME_ROK) {
+          this.stats.receiptsAcked++;
+          return;
+        }
+        // Refused (e.g. ESME_RX_T_APPN while the ESME's storage is down): offered again later, as SMSCs do.
+        this.stats.receiptsFailed++;
+        this.pendingReceipts.push(r);
+        this.stats.receiptsPending = this.pendingReceipts.length;
+        this.retryPendingSoon();
       },
       () => {
         // Not acknowledged (timeout, queue full, closed): kept and tried again shortly, as an SMSC would retry.
