@@ -1,0 +1,75 @@
+// Slow and dead webhook receivers under SMS traffic: a receiver that hangs and one that refuses connections do
+// not hold back a healthy one, their deliveries are retried and logged, and no event is lost: once the dead one
+// comes back every event reaches it.
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import t from 'tap';
+import { accountWithKey, call, startDaemon } from '../helpers/daemon.js';
+import { backendLabel } from '../helpers/env.js';
+import { WebhookReceiver } from '../helpers/webhook-receiver.js';
+import { waitFor } from '../helpers/wait.js';
+
+/** A free loopback port nobody listens on (yet). */
+async function freePort(): Promise<number> {
+  const s = createServer();
+  await new Promise<void>((r) => s.listen(0, '127.0.0.1', r));
+  const port = (s.address() as AddressInfo).port;
+  await new Promise<void>((r) => s.close(() => r()));
+  return port;
+}
+
+t.test(`slow and dead webhook receivers (${backendLabel})`, async (t) => {
+  const d = await startDaemon({
+    FERRY_WEBHOOKS_ALLOW_PRIVATE_TARGETS: 'true',
+    FERRY_WEBHOOKS_RETRY_SCHEDULE: '300ms,300ms,300ms,300ms,300ms,300ms,300ms,300ms,300ms,300ms',
+    FERRY_WEBHOOKS_TIMEOUT_MS: '400',
+    FERRY_SMPP_SIMULATOR_RECEIPT_DELAY_MS: '20',
+  });
+  t.teardown(() => d.stop());
+  const { token } = await accountWithKey(d, 'hooks');
+  const healthy = await WebhookReceiver.start();
+  const slow = await WebhookReceiver.start();
+  slow.respond = () => 'hang';
+  t.teardown(() => Promise.all([healthy.close(), slow.close()]));
+  const deadPort = await freePort();
+  const deadUrl = `http://127.0.0.1:${deadPort}/hook`;
+  for (const url of [healthy.url, slow.url, deadUrl]) {
+    const r = await call(d.api, 'POST', '/v1/webhooks', { token, body: { url, events: ['sms.delivered'] } });
+    t.equal(r.status, 200);
+  }
+
+  const N = 40;
+  const ids: string[] = [];
+  for (let i = 0; i < N; i++) {
+    const r = await call(d.api, 'POST', '/v1/sms/send', { token, body: { to: '+233241234567', from: 'Ferry', message: `hook ${i}` } });
+    ids.push(r.json.data.messageId);
+  }
+  const delivered = (rx: WebhookReceiver) => new Set(rx.received.filter((r) => r.json?.type === 'sms.delivered').map((r) => r.json.data.messageId));
+  const started = Date.now();
+  await waitFor(() => delivered(healthy).size === N, 20_000, 'every event at the healthy receiver');
+  const healthyMs = Date.now() - started;
+  t.ok(ids.every((id) => delivered(healthy).has(id)), `the healthy receiver got all ${N} events in ${healthyMs} ms despite a hung and a dead one`);
+  t.ok(slow.received.length > 0, 'the hung receiver was tried');
+
+  // The dead receiver comes back: every event reaches it (retried, nothing lost).
+  const revived = createServer((req, res) => {
+    let body = '';
+    req.on('data', (c) => (body += c));
+    req.on('end', () => {
+      revivedEvents.push(JSON.parse(body));
+      res.writeHead(204).end();
+    });
+  });
+  const revivedEvents: Array<{ type: string; data: { messageId: string } }> = [];
+  await new Promise<void>((r) => revived.listen(deadPort, '127.0.0.1', r));
+  t.teardown(() => new Promise<void>((r) => revived.close(() => r())));
+  await waitFor(() => new Set(revivedEvents.map((e) => e.data.messageId)).size === N, 20_000, 'every event at the revived receiver');
+  t.ok(ids.every((id) => revivedEvents.some((e) => e.data.messageId === id)), 'the revived receiver got every event after its outage');
+
+  const list = await call(d.api, 'GET', '/v1/webhooks', { token });
+  const slowId = list.json.data.find((w: { url: string }) => w.url === slow.url).id as string;
+  const log = await call(d.api, 'GET', `/v1/webhooks/${slowId}/deliveries`, { token });
+  const entries = log.json.data.deliveries ?? log.json.data.items ?? log.json.data;
+  t.ok(Array.isArray(entries) && entries.some((e: { lastError: string | null }) => /time/i.test(e.lastError ?? '')), 'the hung receiver is logged as timing out');
+  t.comment(`webhook faults: backend=${backendLabel} events=${N} healthyAllIn=${healthyMs}ms revivedGotAll=${revivedEvents.length >= N} slowTried=${slow.received.length}`);
+});
