@@ -58,9 +58,13 @@ await runScenario({
     log(`load generator pid ${gen.pid}: ${binds} binds × window ${window}, warm-up ${warmupMessages}, then ${messages} messages or ${seconds} s${rate ? ` at ${rate} msg/s` : ''}`);
 
     await gen.next('measure-start', 120_000 + seconds * 1000);
+    const measureFrom = Date.now();
     const cpu0 = mark();
     log('warm-up done; measuring');
     const submitted = await gen.next<{ type: string; offered: number; accepted: number }>('submitted', (seconds + 90) * 1000);
+    const measureTo = Date.now();
+    // A soak (`--rate R --seconds 600`): memory and descriptors of the daemon should stay flat over the run.
+    const drift = sampler.drift('daemon', measureFrom, measureTo);
     log(`submitted ${submitted.offered}, accepted ${submitted.accepted}; waiting for receipts`);
     await gen.next('measure-end', (common.finalTimeoutSeconds + 30) * 1000);
     const cpu = cpuSince(cpu0);
@@ -106,6 +110,16 @@ await runScenario({
       { figure: `submit → receipt latency (receipt delay ${common.receiptDelayMs} ms)`, value: fmt.latency(m.receiptLatency) },
       { figure: 'CPU s per 1,000 messages: daemon', value: fmt.cpu(per1000('daemon')), target: `≤ ${TARGET_CPU}`, verdict: verdict(per1000('daemon') <= TARGET_CPU) },
       { figure: 'CPU s per 1,000 messages: simulator / load generator', value: `${fmt.cpu(per1000('simulator'))} / ${fmt.cpu(per1000('loadgen'))}` },
+      ...(drift
+        ? [
+            {
+              figure: 'daemon RSS first → last tenth of the run; open fds',
+              value: `${drift.rssStartMB.toFixed(0)} → ${drift.rssEndMB.toFixed(0)} MB (${drift.rssChangePct >= 0 ? '+' : ''}${drift.rssChangePct.toFixed(1)}%); ${drift.fdsStart} → ${drift.fdsEnd}`,
+              target: 'within 10% (soak)',
+              verdict: verdict(Math.abs(drift.rssChangePct) <= 10),
+            },
+          ]
+        : []),
       {
         figure: 'peak RSS MB: daemon / simulator / load generator',
         value: `${fmt.mb(sampler.peakRss.daemon)} / ${fmt.mb(sampler.peakRss.simulator)} / ${fmt.mb(sampler.peakRss.loadgen)}`,
@@ -153,6 +167,7 @@ await runScenario({
         cpuSeconds: cpu,
         cpuSecondsPer1000: { daemon: per1000('daemon'), simulator: per1000('simulator'), loadgen: per1000('loadgen') },
         peakRssMB: Object.fromEntries(Object.entries(sampler.peakRss).map(([k, v]) => [k, v / 2 ** 20])),
+        daemonDrift: drift ?? null,
         receiptStates: m.receiptStates,
         ledger,
         simulator: simStats,

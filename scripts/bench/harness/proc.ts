@@ -3,7 +3,7 @@
  * ports, and CPU / RSS sampling from /proc.
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { createWriteStream, readFileSync, type WriteStream } from 'node:fs';
+import { createWriteStream, readdirSync, readFileSync, type WriteStream } from 'node:fs';
 import net from 'node:net';
 import { join } from 'node:path';
 
@@ -156,10 +156,31 @@ export function rssBytes(pid: number): number | undefined {
   }
 }
 
+/** Open file descriptors (sockets, files) of a process, or undefined when it is gone. */
+export function openFds(pid: number): number | undefined {
+  try {
+    return readdirSync(`/proc/${pid}/fd`).length;
+  } catch {
+    return undefined;
+  }
+}
+
+/** RSS and open descriptors at the start and the end of a window: the soak's "flat memory and handles" check. */
+export interface Drift {
+  rssStartMB: number;
+  rssEndMB: number;
+  rssChangePct: number;
+  fdsStart: number;
+  fdsEnd: number;
+}
+
 /** Samples VmRSS of named processes every `intervalMs` and keeps each one's peak; reads CPU on demand. */
 export class ProcSampler {
   private readonly pids = new Map<string, number>();
   readonly peakRss: Record<string, number> = {};
+  /** One point a second per process: epoch ms, RSS bytes, open descriptors. */
+  readonly series: Record<string, Array<{ at: number; rss: number; fds: number }>> = {};
+  private lastPoint = 0;
   private timer: NodeJS.Timeout | undefined;
 
   add(name: string, pid: number): void {
@@ -178,10 +199,34 @@ export class ProcSampler {
   }
 
   sample(): void {
+    const now = Date.now();
+    const point = now - this.lastPoint >= 1000;
+    if (point) this.lastPoint = now;
     for (const [name, pid] of this.pids) {
       const rss = rssBytes(pid);
       if (rss !== undefined && rss > (this.peakRss[name] ?? 0)) this.peakRss[name] = rss;
+      if (point && rss !== undefined) (this.series[name] ??= []).push({ at: now, rss, fds: openFds(pid) ?? 0 });
     }
+  }
+
+  /**
+   * RSS averaged over the first and the last tenth of [from, to] (a single sample is noisy: GC), and descriptors at
+   * both ends. Undefined without enough points.
+   */
+  drift(name: string, from: number, to: number): Drift | undefined {
+    const pts = (this.series[name] ?? []).filter((p) => p.at >= from && p.at <= to);
+    if (pts.length < 10) return undefined;
+    const tenth = Math.max(1, Math.floor(pts.length / 10));
+    const avg = (xs: typeof pts) => xs.reduce((s, p) => s + p.rss, 0) / xs.length;
+    const start = avg(pts.slice(0, tenth));
+    const end = avg(pts.slice(-tenth));
+    return {
+      rssStartMB: start / 2 ** 20,
+      rssEndMB: end / 2 ** 20,
+      rssChangePct: ((end - start) / start) * 100,
+      fdsStart: pts[0].fds,
+      fdsEnd: pts[pts.length - 1].fds,
+    };
   }
 
   /** CPU seconds so far of every process (NaN for one that is gone). */
