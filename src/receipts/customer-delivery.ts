@@ -32,8 +32,6 @@ export interface CustomerDeliveryOptions {
   pollMs?: number;
 }
 
-const SUBMIT_DATE_FALLBACK = 0;
-
 /**
  * Sends what customers' binds are owed: delivery receipts (deliver_sm, esm_class 0x04, receipt text plus the
  * receipted_message_id and message_state TLVs) and MO messages, to any receiver or transceiver bind of the account
@@ -218,7 +216,7 @@ export class CustomerDelivery {
     const text = formatReceipt({
       id: row.messageId,
       stat: RECEIPT_STAT_OF_STATUS[row.status],
-      submitDate: new Date(m.createdAt || SUBMIT_DATE_FALLBACK),
+      submitDate: new Date(m.createdAt),
       doneDate: new Date(m.finalAt ?? row.createdAt),
       err: receiptErr(row.status, row.errorCode),
       text: asciiText(m.body ?? ''),

@@ -44,8 +44,6 @@ export interface SmsServiceOptions {
   maxAttempts: number;
   /** True while Ferry is saturated (windows full and queue deep): new work is refused with BUSY. */
   isBusy?: () => boolean;
-  /** Count of accepted / refused submissions (metrics). */
-  onOutcome?: (ingress: SmsSubmission['ingress'], outcome: string, count: number) => void;
   clock?: () => number;
 }
 
@@ -76,15 +74,8 @@ export class SmsService implements SmsApi {
     this.maxSegments = options.maxSegments ?? 10;
   }
 
-  async submit(sub: SmsSubmission): Promise<AcceptedSms> {
-    try {
-      const accepted = await this.acceptOne(sub);
-      this.o.onOutcome?.(sub.ingress, 'accepted', 1);
-      return accepted;
-    } catch (err) {
-      this.o.onOutcome?.(sub.ingress, err instanceof SmsError ? err.code : 'STORAGE_UNAVAILABLE', 1);
-      throw err;
-    }
+  submit(sub: SmsSubmission): Promise<AcceptedSms> {
+    return this.acceptOne(sub);
   }
 
   async submitMany(subs: readonly SmsSubmission[], opts: { batchId?: string } = {}): Promise<BulkResult> {
@@ -114,8 +105,6 @@ export class SmsService implements SmsApi {
       for (let k = 0; k < prepared.length; k++) results[index[k]] = { index: index[k], ok: true, accepted: this.acceptedOf(prepared[k]) };
     }
     const costMicros = prepared.reduce((s, p) => s + (p.row.costMicros ?? 0), 0);
-    this.o.onOutcome?.(subs[0]?.ingress ?? 'rest', 'accepted', prepared.length);
-    if (rejected) this.o.onOutcome?.(subs[0]?.ingress ?? 'rest', 'rejected', rejected);
     return { batchId, results, accepted: prepared.length, rejected, costMicros, currency };
   }
 
@@ -261,7 +250,7 @@ export class SmsService implements SmsApi {
       customerSystemId: sub.customerSystemId ?? null,
       resendOf: sub.resendOf ?? null,
     };
-    return { row, lane: sub.lane ?? (priority >= 1 ? 'priority' : 'bulk'), unitMicros };
+    return { row, lane: sub.lane ?? laneOf({ priority }), unitMicros };
   }
 
   /**
@@ -334,6 +323,6 @@ function allowed(destination: string, list: readonly string[] | null | undefined
 }
 
 /** The lane a ledger row travels in (the reconciler pushes rows again with it). */
-export function laneOf(rec: Pick<MessageRecord, 'priority'>): Lane {
+export function laneOf(rec: { priority: number }): Lane {
   return rec.priority >= 1 ? 'priority' : 'bulk';
 }
