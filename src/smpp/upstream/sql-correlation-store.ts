@@ -60,8 +60,13 @@ export class SqlCorrelationStore implements CorrelationStore {
     }
     try {
       const { rows } = await this.db.query<{ upstream_id: string; upstream_key: string; message_id: string; part_index: number; parts: number }>(
+        // One primary-key probe per key. As a plain join, a batch of a few hundred keys made the planner hash the
+        // whole table (a sequential scan per batch, growing with the table); OFFSET 0 keeps the subquery per key.
         `SELECT c.upstream_id, c.upstream_key, c.message_id, c.part_index, c.parts
-         FROM upstream_correlations c JOIN unnest($1::text[], $2::text[]) AS k(up, key) ON c.upstream_id = k.up AND c.upstream_key = k.key`,
+         FROM unnest($1::text[], $2::text[]) AS k(up, key)
+         CROSS JOIN LATERAL (
+           SELECT * FROM upstream_correlations u WHERE u.upstream_id = k.up AND u.upstream_key = k.key OFFSET 0
+         ) c`,
         [ups, keys],
       );
       const found = new Map<string, { messageId: string; partIndex: number; parts: number }>();
