@@ -22,6 +22,7 @@ import { Metrics } from './metrics.js';
 import { deriveKey, loadAdminToken, loadSecretKey } from './security/secrets.js';
 import { openBackends } from './store/backends.js';
 import { openDb, redactUrl } from './store/sql/db.js';
+import { TableMaintenance } from './store/sql/table-maintenance.js';
 import { migrate } from './store/sql/migrate.js';
 import { startEmbeddedUpstream, type EmbeddedUpstream } from './smpp/sim/embedded.js';
 import { Gateway } from './gateway.js';
@@ -149,6 +150,17 @@ export class Daemon {
       throw new StartupError(`database migration failed: ${err.message}`);
     });
     if (applied.length) log.info({ versions: applied.map((m) => m.version) }, 'migrations applied');
+    const maintenance = new TableMaintenance({
+      db: this.db,
+      log: log.child({ component: 'table-maintenance' }),
+      intervalSeconds: config.database.maintenanceSeconds,
+      onVacuum: (table, seconds) => {
+        this.metrics.vacuums.inc({ table });
+        this.metrics.vacuumSeconds.inc({ table }, seconds);
+      },
+    });
+    maintenance.start();
+    this.closers.unshift({ name: 'table maintenance', close: () => maintenance.stop() });
 
     try {
       this.backends = await openBackends({ db: this.db, redisUrl: config.redis.url, keyPrefix: config.redis.keyPrefix });

@@ -33,6 +33,20 @@ export class Metrics {
     registers: [this.registry],
   });
 
+  readonly vacuums = new Counter({
+    name: 'ferry_db_vacuums_total',
+    help: 'Vacuums of high-churn tables run by Ferry, by table',
+    labelNames: ['table'] as const,
+    registers: [this.registry],
+  });
+
+  readonly vacuumSeconds = new Counter({
+    name: 'ferry_db_vacuum_seconds_total',
+    help: 'Time spent in those vacuums, by table',
+    labelNames: ['table'] as const,
+    registers: [this.registry],
+  });
+
   readonly info = new Gauge({
     name: 'ferry_info',
     help: 'Build and backend information',

@@ -241,6 +241,12 @@ export const configSchema = {
       properties: {
         url: { ...nullableString, description: 'Postgres URL; unset = embedded PGlite in dataDir/pg' },
         poolSize: { type: 'integer', minimum: 1, maximum: 200, default: 10 },
+        maintenanceSeconds: {
+          type: 'integer',
+          minimum: 0,
+          default: 30,
+          description: 'how often high-churn tables (outboxes, queue, OTP codes) are vacuumed and growing ones analyzed when they need it; 0 = leave it to autovacuum (embedded storage has none)',
+        },
       },
     },
     redis: {
@@ -364,7 +370,7 @@ export interface FerryConfig {
   pricing: { defaultPrice: number | null; entries: Array<{ prefix: string; price: number; route?: string }> };
   billing: { refundOnFailure: boolean };
   sms: { defaultCountry: string | null; scheduleHorizonDays: number; showUpstreams: boolean };
-  database: { url: string | null; poolSize: number };
+  database: { url: string | null; poolSize: number; maintenanceSeconds: number };
   redis: { url: string | null; keyPrefix: string };
   security: { secretKey: string | null };
   auth: { failureLimit: number; failureWindowSeconds: number; rotationGraceSeconds: number; cacheSeconds: number };

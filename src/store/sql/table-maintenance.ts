@@ -1,0 +1,126 @@
+import type { Logger } from 'pino';
+import type { Db } from '../types.js';
+
+/**
+ * Tables whose rows come and go at message rates while few stay live: outboxes, the embedded queue, OTP codes.
+ * Left to bloat, every scan of them walks the dead rows too, and the receipt path slows as a long run goes on.
+ */
+export const CHURN_TABLES = [
+  'smpp_outbox',
+  'queue_items',
+  'otp_codes',
+  'otp_phones',
+  'idempotency_keys',
+  'webhook_events',
+  'webhook_deliveries',
+] as const;
+
+/** Large tables updated a few times per message (status changes, parts, purged correlations): vacuumed less often. */
+export const LEDGER_TABLES = ['messages', 'message_parts', 'upstream_correlations'] as const;
+
+export interface TableMaintenanceOptions {
+  db: Db;
+  log: Logger;
+  /** Seconds between passes; 0 turns maintenance off. */
+  intervalSeconds: number;
+  /** On embedded storage (no usable dead-row statistics), the ledger tables are vacuumed every Nth pass (default 10). */
+  ledgerEvery?: number;
+  /**
+   * Postgres: a table is vacuumed when its dead rows reach this many and a fifth of its live rows, and analyzed when its
+   * changes since the last analyze reach this many and a tenth of its rows (default 1,000), as autovacuum would.
+   */
+  minDeadRows?: number;
+  /** Each vacuum done, with its duration (metrics). */
+  onVacuum?: (table: string, seconds: number) => void;
+}
+
+export interface VacuumResult {
+  table: string;
+  deadRows: number | null;
+  seconds: number;
+  /** Only the statistics were refreshed (the table grew, nothing to reclaim). */
+  analyzeOnly?: boolean;
+}
+
+/**
+ * Vacuums Ferry's high-churn tables. Embedded PGlite has no autovacuum at all, and a Postgres server may run with it
+ * off or tuned for slower tables; either way the outboxes and the queue would otherwise grow without bound. On
+ * Postgres the dead-row statistics pick the tables that need it, and `SKIP_LOCKED` lets another instance's (or
+ * autovacuum's) vacuum of the same table win instead of waiting behind it.
+ */
+export class TableMaintenance {
+  private timer: NodeJS.Timeout | undefined;
+  private running: Promise<unknown> | undefined;
+  private passes = 0;
+  private stopped = false;
+
+  constructor(private readonly o: TableMaintenanceOptions) {}
+
+  start(): void {
+    if (this.o.intervalSeconds <= 0) return;
+    this.schedule();
+  }
+
+  /** One pass: the tables vacuumed, oldest statistics first. */
+  async runOnce(): Promise<VacuumResult[]> {
+    const pass = this.passes++;
+    const candidates = await this.candidates(pass);
+    const done: VacuumResult[] = [];
+    for (const c of candidates) {
+      if (this.stopped) break;
+      const t0 = process.hrtime.bigint();
+      // Table names come from the constants above, never from input.
+      await this.o.db.query(c.analyzeOnly ? `ANALYZE (SKIP_LOCKED) ${c.table}` : `VACUUM (SKIP_LOCKED, ANALYZE) ${c.table}`);
+      const seconds = Number(process.hrtime.bigint() - t0) / 1e9;
+      this.o.onVacuum?.(c.table, seconds);
+      done.push({ table: c.table, deadRows: c.deadRows, seconds, ...(c.analyzeOnly ? { analyzeOnly: true } : {}) });
+    }
+    if (done.length) this.o.log.debug({ vacuumed: done }, 'table maintenance');
+    return done;
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    clearTimeout(this.timer);
+    this.timer = undefined;
+    await this.running;
+  }
+
+  private schedule(): void {
+    this.timer = setTimeout(() => {
+      this.running = this.runOnce()
+        .catch((err: Error) => this.o.log.warn({ err: err.message }, 'table maintenance failed; retried at the next pass'))
+        .finally(() => {
+          this.running = undefined;
+          if (!this.stopped) this.schedule();
+        });
+    }, this.o.intervalSeconds * 1000);
+    this.timer.unref();
+  }
+
+  private async candidates(pass: number): Promise<Array<{ table: string; deadRows: number | null; analyzeOnly?: boolean }>> {
+    const all = [...CHURN_TABLES, ...LEDGER_TABLES];
+    if (this.o.db.kind === 'pglite') {
+      // PGlite's single backend never flushes its table statistics, so go by the clock instead.
+      const ledgerDue = pass % (this.o.ledgerEvery ?? 10) === 0;
+      return (ledgerDue ? all : [...CHURN_TABLES]).map((table) => ({ table, deadRows: null }));
+    }
+    const minDead = this.o.minDeadRows ?? 1000;
+    const { rows } = await this.o.db.query<{ relname: string; live: number; dead: number; changed: number }>(
+      `SELECT relname, n_live_tup::int8 AS live, n_dead_tup::int8 AS dead, n_mod_since_analyze::int8 AS changed
+       FROM pg_stat_user_tables WHERE schemaname = current_schema() AND relname = ANY($1::text[])
+       ORDER BY n_dead_tup DESC`,
+      [all],
+    );
+    const out: Array<{ table: string; deadRows: number | null; analyzeOnly?: boolean }> = [];
+    for (const r of rows) {
+      const live = Number(r.live);
+      const dead = Number(r.dead);
+      const changed = Number(r.changed);
+      if (dead >= minDead && dead * 5 >= live) out.push({ table: r.relname, deadRows: dead });
+      // Insert-only growth leaves no dead rows but stale statistics: the planner then misjudges the table's size.
+      else if (changed >= minDead && changed * 10 >= live) out.push({ table: r.relname, deadRows: dead, analyzeOnly: true });
+    }
+    return out;
+  }
+}
