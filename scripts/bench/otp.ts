@@ -79,6 +79,9 @@ await runScenario({
       { figure: 'POST /v1/otp/verify latency', value: fmt.latency(m.verifyLatency) },
       { figure: 'OTP SMS final (receipts in the ledger) after', value: finalAt === null ? 'not all final' : `${((finalAt - started) / 1000).toFixed(1)} s` },
       { figure: 'CPU s per 1,000 pairs: daemon / simulator / load generator', value: ['daemon', 'simulator', 'loadgen'].map((p) => fmt.cpu(per1000(p))).join(' / ') },
+      ...(common.backend === 'redis+postgres'
+        ? [{ figure: 'CPU s per 1,000 pairs: Postgres / Redis servers (this machine)', value: `${fmt.cpu(per1000('postgres'))} / ${fmt.cpu(per1000('redis'))}` }]
+        : []),
       {
         figure: 'peak RSS MB: daemon / simulator / load generator',
         value: `${fmt.mb(sampler.peakRss.daemon)} / ${fmt.mb(sampler.peakRss.simulator)} / ${fmt.mb(sampler.peakRss.loadgen)}`,
@@ -112,7 +115,7 @@ await runScenario({
         rate: { pairsPerSec: pairRate, seconds: m.seconds, finalSeconds: finalAt === null ? null : (finalAt - started) / 1000 },
         latencyMs: { pair: m.pairLatency, request: m.requestLatency, code: m.codeLatency, verify: m.verifyLatency },
         cpuSeconds: cpu,
-        cpuSecondsPer1000: { daemon: per1000('daemon'), simulator: per1000('simulator'), loadgen: per1000('loadgen') },
+        cpuSecondsPer1000: { daemon: per1000('daemon'), simulator: per1000('simulator'), loadgen: per1000('loadgen'), postgres: per1000('postgres'), redis: per1000('redis') },
         peakRssMB: Object.fromEntries(Object.entries(sampler.peakRss).map(([k, v]) => [k, v / 2 ** 20])),
         ledger,
         simulator: simStats,

@@ -135,6 +135,9 @@ await runScenario({
         figure: 'sends: CPU s per 1,000: daemon / simulator / load generator',
         value: ['daemon', 'simulator', 'loadgen'].map((p) => fmt.cpu(per1000(sendsCpu, p, sends.accepted))).join(' / '),
       },
+      ...(common.backend === 'redis+postgres'
+        ? [{ figure: 'sends: CPU s per 1,000: Postgres / Redis servers (this machine)', value: ['postgres', 'redis'].map((p) => fmt.cpu(per1000(sendsCpu, p, sends.accepted))).join(' / ') }]
+        : []),
     ];
     if (bulk) {
       const bulkRate = bulk.accepted / Math.max(1e-9, bulk.seconds);
@@ -188,7 +191,7 @@ await runScenario({
         rate: { acceptedPerSec: sendRate, finalPerSec: sends.accepted / sendsFinalSeconds, seconds: sends.seconds },
         latencyMs: { send: sends.latency },
         cpuSeconds: sendsCpu,
-        cpuSecondsPer1000: Object.fromEntries(['daemon', 'simulator', 'loadgen'].map((p) => [p, per1000(sendsCpu, p, sends.accepted)])),
+        cpuSecondsPer1000: Object.fromEntries(['daemon', 'simulator', 'loadgen', 'postgres', 'redis'].map((p) => [p, per1000(sendsCpu, p, sends.accepted)])),
         bulk: bulk
           ? {
               ...bulk,

@@ -110,6 +110,9 @@ await runScenario({
       { figure: `submit → receipt latency (receipt delay ${common.receiptDelayMs} ms)`, value: fmt.latency(m.receiptLatency) },
       { figure: 'CPU s per 1,000 messages: daemon', value: fmt.cpu(per1000('daemon')), target: `≤ ${TARGET_CPU}`, verdict: verdict(per1000('daemon') <= TARGET_CPU) },
       { figure: 'CPU s per 1,000 messages: simulator / load generator', value: `${fmt.cpu(per1000('simulator'))} / ${fmt.cpu(per1000('loadgen'))}` },
+      ...(common.backend === 'redis+postgres'
+        ? [{ figure: 'CPU s per 1,000 messages: Postgres / Redis servers (this machine)', value: `${fmt.cpu(per1000('postgres'))} / ${fmt.cpu(per1000('redis'))}` }]
+        : []),
       ...(drift
         ? [
             {
@@ -165,7 +168,7 @@ await runScenario({
         rate: { acceptedPerSec: acceptedRate, finalPerSec: finalRate, submitSeconds: m.submitSeconds, finalSeconds: m.finalSeconds },
         latencyMs: { submitResp: m.respLatency, submitToReceipt: m.receiptLatency },
         cpuSeconds: cpu,
-        cpuSecondsPer1000: { daemon: per1000('daemon'), simulator: per1000('simulator'), loadgen: per1000('loadgen') },
+        cpuSecondsPer1000: { daemon: per1000('daemon'), simulator: per1000('simulator'), loadgen: per1000('loadgen'), postgres: per1000('postgres'), redis: per1000('redis') },
         peakRssMB: Object.fromEntries(Object.entries(sampler.peakRss).map(([k, v]) => [k, v / 2 ** 20])),
         daemonDrift: drift ?? null,
         receiptStates: m.receiptStates,

@@ -229,12 +229,35 @@ export class ProcSampler {
     };
   }
 
-  /** CPU seconds so far of every process (NaN for one that is gone). */
+  /**
+   * CPU seconds so far of every process (NaN for one that is gone), plus `postgres` and `redis`: every process of
+   * those servers on this machine (the loopback services the daemon uses; 0 when none runs here).
+   */
   cpu(): Record<string, number> {
     const out: Record<string, number> = {};
     for (const [name, pid] of this.pids) out[name] = cpuSeconds(pid) ?? NaN;
+    Object.assign(out, serverCpu());
     return out;
   }
+}
+
+const SERVERS: Record<string, string> = { postgres: 'postgres', 'redis-server': 'redis' };
+
+/** CPU seconds of the Postgres and Redis server processes (every backend and worker) running on this machine. */
+export function serverCpu(): { postgres: number; redis: number } {
+  const out = { postgres: 0, redis: 0 };
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    let comm: string;
+    try {
+      comm = readFileSync(`/proc/${entry}/comm`, 'utf8').trim();
+    } catch {
+      continue;
+    }
+    const server = SERVERS[comm];
+    if (server) out[server as 'postgres' | 'redis'] += cpuSeconds(Number(entry)) ?? 0;
+  }
+  return out;
 }
 
 /** CPU seconds spent between two `ProcSampler.cpu()` snapshots, per process. */
