@@ -21,6 +21,13 @@ const INSERT_ONE_SQL = `INSERT INTO webhook_events (id, account_id, type, messag
   SELECT ${EVENT_ID_SQL}, $1, $2, $3, $4::jsonb WHERE $5::bool OR ${SUBSCRIBED_SQL('$1', '$2')}
   RETURNING id`;
 
+// Many events in one statement, each kept only when an enabled endpoint of its account subscribes; in input order.
+const INSERT_MANY_SQL = `INSERT INTO webhook_events (id, account_id, type, message_key, payload)
+  SELECT ${EVENT_ID_SQL}, u.account_id, u.type, u.message_key, u.payload::jsonb
+  FROM unnest($1::text[], $2::text[], $3::text[], $4::text[]) WITH ORDINALITY AS u(account_id, type, message_key, payload, n)
+  WHERE ${SUBSCRIBED_SQL('u.account_id', 'u.type')}
+  ORDER BY u.n`;
+
 export interface NewEvent {
   accountId: string;
   type: EventType;
@@ -52,6 +59,18 @@ export class EventOutbox {
     }
     if (ids.length) await q.query(INSERT_SMS_SQL, [ids, types, statuses, errors]);
   };
+
+  /** Several events (those no endpoint subscribes to are dropped); returns how many were stored. */
+  async insertMany(q: Queryable, events: readonly NewEvent[]): Promise<number> {
+    if (!events.length) return 0;
+    const r = await q.query(INSERT_MANY_SQL, [
+      events.map((e) => e.accountId),
+      events.map((e) => e.type),
+      events.map((e) => e.messageKey),
+      events.map((e) => JSON.stringify(e.data)),
+    ]);
+    return r.rowCount;
+  }
 
   /** One event; unless `always`, only when an enabled endpoint of the account subscribes. Returns its id, or null. */
   async insert(q: Queryable, e: NewEvent, always = false): Promise<string | null> {

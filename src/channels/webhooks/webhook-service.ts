@@ -1,7 +1,8 @@
 import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
 import type { FerryConfig } from '../../config/schema.js';
-import { EventOutbox } from '../../events/event-outbox.js';
+import { EventOutbox, type NewEvent } from '../../events/event-outbox.js';
+import { GroupCommit } from '../../ledger/group-commit.js';
 import { SecretCipher } from '../../security/cipher.js';
 import { deriveKey } from '../../security/secrets.js';
 import type { Db, Queue } from '../../store/types.js';
@@ -38,6 +39,8 @@ export class WebhookService {
   readonly events = new EventOutbox();
   readonly fanOut: WebhookFanOut;
   readonly sender: WebhookSender;
+  /** OTP events of concurrent requests share one INSERT (one statement per batch instead of one per event). */
+  private readonly otpEvents: GroupCommit<NewEvent, void>;
 
   constructor(private readonly d: WebhookServiceDeps) {
     const key = deriveKey(d.masterKey, 'webhook-secret');
@@ -58,6 +61,12 @@ export class WebhookService {
       disableAfterMs: d.config.disableAfterHours * 3_600_000,
     });
     this.fanOut = new WebhookFanOut({ store: this.store, queue: d.queue, log: d.log, onPushed: () => this.sender.wake() });
+    this.otpEvents = new GroupCommit<NewEvent, void>(
+      async (items) => {
+        if ((await this.events.insertMany(d.db, items)) > 0) this.fanOut.wake();
+      },
+      { lingerMs: 2, maxInFlight: 2 },
+    );
   }
 
   async start(): Promise<void> {
@@ -66,6 +75,8 @@ export class WebhookService {
   }
 
   async stop(): Promise<void> {
+    // Events of OTP changes already made are written before the fan-out stops.
+    await this.otpEvents.close().catch(() => undefined);
     await this.fanOut.stop();
     await this.sender.stop();
   }
@@ -82,8 +93,6 @@ export class WebhookService {
    * The OTP service's event hook. OTP state lives in the OTP store (Redis or SQL), not in the ledger, so these events
    * are written just after the OTP change, not in its transaction: a crash in between loses that one event.
    */
-  readonly otpHook = async (type: 'otp.requested' | 'otp.verified' | 'otp.failed' | 'otp.expired', data: { id: string; accountId: string }): Promise<void> => {
-    const id = await this.events.insert(this.d.db, { accountId: data.accountId, type, messageKey: data.id, data: { ...data } });
-    if (id) this.fanOut.wake();
-  };
+  readonly otpHook = (type: 'otp.requested' | 'otp.verified' | 'otp.failed' | 'otp.expired', data: { id: string; accountId: string }): Promise<void> =>
+    this.otpEvents.submit({ accountId: data.accountId, type, messageKey: data.id, data: { ...data } });
 }
