@@ -241,6 +241,13 @@ export const configSchema = {
       properties: {
         url: { ...nullableString, description: 'Postgres URL; unset = embedded PGlite in dataDir/pg' },
         poolSize: { type: 'integer', minimum: 1, maximum: 200, default: 10 },
+        commitsInFlight: {
+          type: 'integer',
+          minimum: 1,
+          maximum: 16,
+          default: 1,
+          description: 'ledger status-change batches (submit records, receipts) written at once on Postgres; 1 gives the largest batches and the least database work per message, more can help a many-core database server',
+        },
         maintenanceSeconds: {
           type: 'integer',
           minimum: 0,
@@ -370,7 +377,7 @@ export interface FerryConfig {
   pricing: { defaultPrice: number | null; entries: Array<{ prefix: string; price: number; route?: string }> };
   billing: { refundOnFailure: boolean };
   sms: { defaultCountry: string | null; scheduleHorizonDays: number; showUpstreams: boolean };
-  database: { url: string | null; poolSize: number; maintenanceSeconds: number };
+  database: { url: string | null; poolSize: number; commitsInFlight: number; maintenanceSeconds: number };
   redis: { url: string | null; keyPrefix: string };
   security: { secretKey: string | null };
   auth: { failureLimit: number; failureWindowSeconds: number; rotationGraceSeconds: number; cacheSeconds: number };
