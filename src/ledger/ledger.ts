@@ -137,9 +137,10 @@ export class Ledger {
 
   /** Records one part's state (a per-part receipt) and returns the counts the receipt handler decides the message from. */
   async recordPart(u: PartUpdate): Promise<PartSummary> {
+    // Guarded like every ledger write of history: no part row without its message (there is no foreign key to check).
     await this.db.query(
       `INSERT INTO message_parts (message_id, part_index, upstream_id, upstream_message_id, status, error_code)
-       VALUES ($1, $2, $3, $4, $5, $6)
+       SELECT $1::text, $2::int, $3::text, $4::text, $5::text, $6::text WHERE EXISTS (SELECT 1 FROM messages WHERE id = $1::text)
        ON CONFLICT (message_id, part_index) DO UPDATE
          SET status = EXCLUDED.status, error_code = COALESCE(EXCLUDED.error_code, message_parts.error_code),
              upstream_id = COALESCE(EXCLUDED.upstream_id, message_parts.upstream_id),
@@ -258,6 +259,7 @@ async function applySubmits(q: Queryable, items: SubmitRecord[], effects: readon
   const uTotal: number[] = [];
   const uCount: number[] = [];
   const uLate: boolean[] = [];
+  const uKnown: (number | null)[] = [];
   const eId: string[] = [];
   const eDetail: string[] = [];
   for (const [id, m] of byId) {
@@ -270,17 +272,20 @@ async function applySubmits(q: Queryable, items: SubmitRecord[], effects: readon
     uTotal.push(m.total);
     uCount.push(m.count);
     uLate.push(late);
+    // A first submit knows its parts; a resumed or late record counts what the table holds (earlier records too).
+    uKnown.push(from === 'queued' || from === 'scheduled' ? new Set(m.parts).size : null);
     eId.push(id);
     eDetail.push(JSON.stringify(late ? { upstream: m.upstreamId, parts: m.parts, late: true, kept: from } : { upstream: m.upstreamId, parts: m.parts }));
   }
   if (uId.length) {
     await q.query(
       `UPDATE messages m SET status = CASE WHEN u.late THEN m.status ELSE 'submitted' END, upstream_id = u.up, route_rule = COALESCE(u.rule, m.route_rule),
-         parts_total = GREATEST(u.total, m.parts_total), parts_done = (SELECT count(*) FROM message_parts p WHERE p.message_id = m.id),
+         parts_total = GREATEST(u.total, m.parts_total),
+         parts_done = COALESCE(u.known, (SELECT count(*) FROM message_parts p WHERE p.message_id = m.id)),
          attempts = m.attempts + u.n, updated_at = now()
-       FROM unnest($1::text[], $2::text[], $3::text[], $4::int[], $5::int[], $6::bool[]) AS u(id, up, rule, total, n, late)
+       FROM unnest($1::text[], $2::text[], $3::text[], $4::int[], $5::int[], $6::bool[], $7::int[]) AS u(id, up, rule, total, n, late, known)
        WHERE m.id = u.id`,
-      [uId, uUp, uRule, uTotal, uCount, uLate],
+      [uId, uUp, uRule, uTotal, uCount, uLate, uKnown],
     );
     await q.query(
       `INSERT INTO message_events (message_id, status, detail)

@@ -120,6 +120,10 @@ t.test(`ledger reads and state changes (${backendLabel})`, async (t) => {
       { part_index: 2, upstream_message_id: 'a2', status: 'submitted' },
     ]);
     t.equal(await ledger.markSubmitted('msg_missing', 'up1', null, []), 'not_found');
+    t.equal(await ledger.markSubmitted('msg_missing', 'up1', null, [{ partIndex: 0, upstreamMessageId: 'z0' }], 2), 'not_found');
+    t.same(await ledger.recordPart({ messageId: 'msg_missing', partIndex: 1, status: 'delivered' }), { total: 0, delivered: 0, failed: 0, pending: 0 });
+    const orphans = await db.query<{ n: number }>(`SELECT count(*)::int AS n FROM message_parts WHERE message_id = 'msg_missing'`);
+    t.equal(orphans.rows[0].n, 0, 'no part row without its message, from a submit record or a receipt');
   });
 
   t.test('cancel only before submit', async (t) => {
