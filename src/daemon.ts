@@ -154,9 +154,9 @@ export class Daemon {
       db: this.db,
       log: log.child({ component: 'table-maintenance' }),
       intervalSeconds: config.database.maintenanceSeconds,
-      onVacuum: (table, seconds) => {
-        this.metrics.vacuums.inc({ table });
-        this.metrics.vacuumSeconds.inc({ table }, seconds);
+      onVacuum: (table, seconds, kind) => {
+        this.metrics.vacuums.inc({ table, kind });
+        this.metrics.vacuumSeconds.inc({ table, kind }, seconds);
       },
     });
     maintenance.start();

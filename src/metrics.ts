@@ -35,15 +35,15 @@ export class Metrics {
 
   readonly vacuums = new Counter({
     name: 'ferry_db_vacuums_total',
-    help: 'Vacuums of high-churn tables run by Ferry, by table',
-    labelNames: ['table'] as const,
+    help: 'Table maintenance run by Ferry, by table and kind (vacuum, or analyze of a table that only grew)',
+    labelNames: ['table', 'kind'] as const,
     registers: [this.registry],
   });
 
   readonly vacuumSeconds = new Counter({
     name: 'ferry_db_vacuum_seconds_total',
-    help: 'Time spent in those vacuums, by table',
-    labelNames: ['table'] as const,
+    help: 'Time spent in that maintenance, by table and kind',
+    labelNames: ['table', 'kind'] as const,
     registers: [this.registry],
   });
 

@@ -22,7 +22,7 @@ t.test(`table maintenance vacuums churned tables and gives their space back (${b
   t.ok(bloated > 100_000, `the emptied table still holds its pages (${bloated} bytes)`);
 
   const vacuumed: string[] = [];
-  const m = new TableMaintenance({ db, log, intervalSeconds: 0, onVacuum: (table) => vacuumed.push(table) });
+  const m = new TableMaintenance({ db, log, intervalSeconds: 0, onVacuum: (table, _s, kind) => vacuumed.push(`${kind} ${table}`) });
   // Postgres publishes dead-row counts about a second after the deleting transaction; embedded goes by the clock.
   let pass: VacuumResult[] = [];
   const deadline = Date.now() + 10_000;
@@ -32,7 +32,7 @@ t.test(`table maintenance vacuums churned tables and gives their space back (${b
     await new Promise((r) => setTimeout(r, 250));
   }
   t.ok(pass.some((r) => r.table === 'idempotency_keys'), 'the churned table was vacuumed');
-  t.ok(vacuumed.includes('idempotency_keys'), 'and reported for the metrics');
+  t.ok(vacuumed.includes('vacuum idempotency_keys'), 'and reported for the metrics');
   t.ok((await size()) < bloated / 10, `its empty pages were given back (${await size()} bytes)`);
 
   if (db.kind === 'postgres') {
@@ -50,6 +50,7 @@ t.test(`table maintenance vacuums churned tables and gives their space back (${b
       if (!analyzed) await new Promise((r) => setTimeout(r, 250));
     }
     t.equal(analyzed?.analyzeOnly, true, 'a table that only grew is analyzed, not vacuumed');
+    t.ok(vacuumed.includes('analyze upstream_correlations'), 'and reported as an analyze');
     const stats = await db.query<{ n: number }>(`SELECT reltuples::int8 AS n FROM pg_class WHERE oid = 'upstream_correlations'::regclass`);
     t.equal(stats.rows[0].n, 5000, 'and the planner knows its size');
   } else {

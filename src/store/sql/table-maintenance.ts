@@ -30,8 +30,8 @@ export interface TableMaintenanceOptions {
    * changes since the last analyze reach this many and a tenth of its rows (default 1,000), as autovacuum would.
    */
   minDeadRows?: number;
-  /** Each vacuum done, with its duration (metrics). */
-  onVacuum?: (table: string, seconds: number) => void;
+  /** Each vacuum (or analyze of a table that only grew) done, with its duration (metrics). */
+  onVacuum?: (table: string, seconds: number, kind: 'vacuum' | 'analyze') => void;
 }
 
 export interface VacuumResult {
@@ -61,7 +61,7 @@ export class TableMaintenance {
     this.schedule();
   }
 
-  /** One pass: the tables vacuumed, oldest statistics first. */
+  /** One pass: the tables vacuumed (or only analyzed), those with the most dead rows first. */
   async runOnce(): Promise<VacuumResult[]> {
     const pass = this.passes++;
     const candidates = await this.candidates(pass);
@@ -72,7 +72,7 @@ export class TableMaintenance {
       // Table names come from the constants above, never from input.
       await this.o.db.query(c.analyzeOnly ? `ANALYZE (SKIP_LOCKED) ${c.table}` : `VACUUM (SKIP_LOCKED, ANALYZE) ${c.table}`);
       const seconds = Number(process.hrtime.bigint() - t0) / 1e9;
-      this.o.onVacuum?.(c.table, seconds);
+      this.o.onVacuum?.(c.table, seconds, c.analyzeOnly ? 'analyze' : 'vacuum');
       done.push({ table: c.table, deadRows: c.deadRows, seconds, ...(c.analyzeOnly ? { analyzeOnly: true } : {}) });
     }
     if (done.length) this.o.log.debug({ vacuumed: done }, 'table maintenance');
