@@ -8,6 +8,7 @@
  */
 import net from 'node:net';
 import { pino } from 'pino';
+import { serveUntilSignal } from '../../../src/smpp/sim/serve-until-signal.js';
 import { startSimulator } from '../../../src/smpp/sim/simulator.js';
 import { Args } from './args.js';
 
@@ -46,19 +47,8 @@ const poll = setInterval(() => {
   for (const c of clients) c.write(out);
 }, 1);
 
-const statsInterval = args.number('stats-interval-ms', 10_000, { integer: true, min: 0 });
-const statsTimer = statsInterval > 0 ? setInterval(() => logger.info({ stats: sim.stats }, 'simulator stats'), statsInterval) : undefined;
-
-await new Promise<void>((resolve) => {
-  const stop = (signal: NodeJS.Signals): void => {
-    logger.info({ signal }, 'stopping simulator');
-    resolve();
-  };
-  process.once('SIGINT', stop);
-  process.once('SIGTERM', stop);
-});
+await serveUntilSignal(sim, logger, args.number('stats-interval-ms', 10_000, { integer: true, min: 0 }));
 clearInterval(poll);
-if (statsTimer) clearInterval(statsTimer);
 for (const c of clients) c.destroy();
 tap.close();
 await sim.close();

@@ -13,6 +13,7 @@ import pg from 'pg';
 import { Redis } from 'ioredis';
 import { packageRoot } from '../../../src/util/paths.js';
 import { openDb } from '../../../src/store/sql/db.js';
+import type { SimulatorStats } from '../../../src/smpp/sim/simulator.js';
 import { Child, freePort } from './proc.js';
 
 export type Backend = 'redis+postgres' | 'embedded';
@@ -42,19 +43,8 @@ export interface StackOptions {
   profileDir?: string;
 }
 
-/** Counters the simulator logs every interval (`ferry sim --stats-interval-ms`). */
-export interface SimStats {
-  submits: number;
-  accepted: number;
-  throttled: number;
-  duplicates: number;
-  receiptsSent: number;
-  receiptsAcked: number;
-  receiptsFailed: number;
-  receiptsPending: number;
-  receiptsDropped: number;
-  [k: string]: number;
-}
+/** Counters the simulator logs every interval (`ferry sim --stats-interval-ms`): its own stats, parsed from JSON. */
+export type SimStats = SimulatorStats;
 
 export interface LedgerCounts {
   total: number;

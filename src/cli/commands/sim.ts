@@ -1,6 +1,7 @@
 import { Command, InvalidArgumentError } from 'commander';
 import { pino } from 'pino';
 import { startSimulator, type SimulatorOptions } from '../../smpp/sim/simulator.js';
+import { serveUntilSignal } from '../../smpp/sim/serve-until-signal.js';
 
 function int(value: string): number {
   const n = Number(value);
@@ -77,16 +78,7 @@ export function simCommand(): Command {
         logger,
       };
       const sim = await startSimulator(options);
-      const statsTimer = opts.statsIntervalMs > 0 ? setInterval(() => logger.info({ stats: sim.stats }, 'simulator stats'), opts.statsIntervalMs) : undefined;
-      await new Promise<void>((resolve) => {
-        const stop = (signal: NodeJS.Signals): void => {
-          logger.info({ signal }, 'stopping simulator');
-          resolve();
-        };
-        process.once('SIGINT', stop);
-        process.once('SIGTERM', stop);
-      });
-      if (statsTimer) clearInterval(statsTimer);
+      await serveUntilSignal(sim, logger, opts.statsIntervalMs);
       await sim.close();
     });
 }
