@@ -13,7 +13,7 @@ const INSERT_SMS_SQL = `INSERT INTO webhook_events (id, account_id, type, messag
   SELECT ${EVENT_ID_SQL}, m.account_id, u.type, m.id,
     jsonb_build_object('messageId', m.id, 'reference', m.reference, 'status', u.status, 'to', m.destination, 'from', m.source, 'error', u.error_code)
   FROM unnest($1::text[], $2::text[], $3::text[], $4::text[]) WITH ORDINALITY AS u(id, type, status, error_code, n)
-  JOIN messages m ON m.id = u.id
+  JOIN messages m ON m.id = u.id AND m.id = ANY($1::text[])
   WHERE ${SUBSCRIBED_SQL('m.account_id', 'u.type')}
   ORDER BY u.n`;
 

@@ -43,7 +43,7 @@ const UPDATE_MANY_SQL = `UPDATE messages m
   SET status = u.status, error_code = COALESCE(u.error_code, m.error_code), updated_at = now(),
       final_at = CASE WHEN u.final THEN now() ELSE m.final_at END
   FROM unnest($1::text[], $2::text[], $3::text[], $4::bool[]) AS u(id, status, error_code, final)
-  WHERE m.id = u.id`;
+  WHERE m.id = u.id AND m.id = ANY($1::text[])`;
 
 const INSERT_EVENTS_SQL = `INSERT INTO message_events (message_id, status, detail)
   SELECT u.id, u.status, u.detail::jsonb FROM unnest($1::text[], $2::text[], $3::text[]) WITH ORDINALITY AS u(id, status, detail, n)
@@ -245,7 +245,7 @@ async function applySubmits(q: Queryable, items: SubmitRecord[], effects: readon
     await q.query(
       `INSERT INTO message_parts (message_id, part_index, upstream_id, upstream_message_id, status)
        SELECT u.id, u.i, u.up, u.m, 'submitted' FROM unnest($1::text[], $2::int[], $3::text[], $4::text[]) AS u(id, i, up, m)
-       WHERE EXISTS (SELECT 1 FROM messages WHERE messages.id = u.id)
+       WHERE EXISTS (SELECT 1 FROM messages WHERE messages.id = u.id AND messages.id = ANY($1::text[]))
        ON CONFLICT (message_id, part_index) DO UPDATE
          SET upstream_id = EXCLUDED.upstream_id, upstream_message_id = EXCLUDED.upstream_message_id,
              status = CASE WHEN message_parts.status = 'submitted' OR message_parts.status = 'queued' THEN 'submitted' ELSE message_parts.status END,
@@ -284,7 +284,7 @@ async function applySubmits(q: Queryable, items: SubmitRecord[], effects: readon
          parts_done = COALESCE(u.known, (SELECT count(*) FROM message_parts p WHERE p.message_id = m.id)),
          attempts = m.attempts + u.n, updated_at = now()
        FROM unnest($1::text[], $2::text[], $3::text[], $4::int[], $5::int[], $6::bool[], $7::int[]) AS u(id, up, rule, total, n, late, known)
-       WHERE m.id = u.id`,
+       WHERE m.id = u.id AND m.id = ANY($1::text[])`,
       [uId, uUp, uRule, uTotal, uCount, uLate, uKnown],
     );
     await q.query(

@@ -35,7 +35,7 @@ const RECEIPT_STATUSES: readonly MessageStatus[] = FINAL_STATUSES.filter((s) => 
 const INSERT_RECEIPTS_SQL = `INSERT INTO smpp_outbox (account_id, kind, message_id, status, error_code)
   SELECT m.account_id, 'receipt', m.id, u.status, u.error_code
   FROM unnest($1::text[], $2::text[], $3::text[]) WITH ORDINALITY AS u(id, status, error_code, n)
-  JOIN messages m ON m.id = u.id
+  JOIN messages m ON m.id = u.id AND m.id = ANY($1::text[])
   WHERE m.ingress = 'smpp' AND ((m.registered_delivery & 3) = 1 OR ((m.registered_delivery & 3) = 2 AND u.status <> 'delivered'))
   ORDER BY u.n`;
 
