@@ -251,8 +251,8 @@ export const configSchema = {
         maintenanceSeconds: {
           type: 'integer',
           minimum: 0,
-          default: 30,
-          description: 'how often high-churn tables (outboxes, queue, OTP codes) are vacuumed and growing ones analyzed when they need it; 0 = leave it to autovacuum (embedded storage has none)',
+          default: 5,
+          description: 'how often high-churn tables (outboxes, queue, OTP codes) are vacuumed and growing ones analyzed when they need it; the ledger tables are looked at every sixth pass (every 60th on embedded storage); 0 = leave it to autovacuum (embedded storage has none)',
         },
       },
     },

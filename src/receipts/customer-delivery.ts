@@ -161,6 +161,7 @@ export class CustomerDelivery {
   private async deliver(rows: OutboxEntry[]): Promise<void> {
     const delivered: number[] = [];
     const unbound: number[] = [];
+    const putOff: number[] = [];
     await Promise.all(
       rows.map(async (row) => {
         const session = this.o.binds.pickReceiver(row.accountId);
@@ -175,11 +176,13 @@ export class CustomerDelivery {
           const resp = await session.request(pdu, { timeoutMs: this.timeoutMs });
           const ok = resp.command_status === CommandStatus.ESME_ROK;
           this.sent?.inc({ kind: row.kind, outcome: ok ? 'ok' : statusName(resp.command_status) });
-          // A refusal leaves the row for the next attempt after its lease; the retention bounds the retries.
+          // A refused row is tried again after a lease's time; the retention bounds the retries.
           if (ok) delivered.push(row.id);
+          else putOff.push(row.id);
         } catch (err) {
           // A full session queue is back-pressure, not a failure: the row is due again at once.
           if (err instanceof SmppQueueFullError) unbound.push(row.id);
+          else putOff.push(row.id);
           this.sent?.inc({ kind: row.kind, outcome: err instanceof SmppQueueFullError ? 'queue_full' : 'timeout' });
         }
       }),
@@ -187,6 +190,7 @@ export class CustomerDelivery {
     try {
       await this.o.outbox.remove(delivered);
       await this.o.outbox.release(unbound);
+      await this.o.outbox.defer(putOff, this.leaseMs);
     } catch (err) {
       // Removed rows come back after their lease: the customer may see a receipt twice (at-least-once).
       this.o.log.warn({ err: (err as Error).message, count: delivered.length }, 'outbox update failed after delivery');

@@ -39,15 +39,28 @@ const INSERT_RECEIPTS_SQL = `INSERT INTO smpp_outbox (account_id, kind, message_
   WHERE m.ingress = 'smpp' AND ((m.registered_delivery & 3) = 1 OR ((m.registered_delivery & 3) = 2 AND u.status <> 'delivered'))
   ORDER BY u.n`;
 
+/*
+ * Due rows of each account in (next_at, id) order, one index scan per account that stops at the limit, then the oldest
+ * of those across accounts. The lease is leased_until, a column outside every index, so claiming is a heap-only update
+ * (migration 0011). The messages join is one primary-key probe per claimed row (OFFSET 0 keeps it per row): the
+ * planner cannot know how many rows the CTE returns, and with statistics of a small ledger it hashed the whole table.
+ */
 const CLAIM_SQL = `WITH c AS (
-    UPDATE smpp_outbox o SET next_at = now() + make_interval(secs => $3::float8 / 1000.0), attempts = o.attempts + 1
+    UPDATE smpp_outbox o SET leased_until = now() + make_interval(secs => $3::float8 / 1000.0), attempts = o.attempts + 1
     WHERE o.id = ANY(ARRAY(
-      SELECT id FROM smpp_outbox WHERE account_id = ANY($1::text[]) AND next_at <= now() ORDER BY id LIMIT $2 FOR UPDATE SKIP LOCKED))
+      SELECT d.id FROM unnest($1::text[]) AS a(account_id)
+      CROSS JOIN LATERAL (
+        SELECT s.id, s.next_at FROM smpp_outbox s
+        WHERE s.account_id = a.account_id AND s.next_at <= now() AND (s.leased_until IS NULL OR s.leased_until <= now())
+        ORDER BY s.next_at, s.id LIMIT $2 FOR UPDATE SKIP LOCKED
+      ) d
+      ORDER BY d.next_at, d.id LIMIT $2))
     RETURNING o.*
   )
   SELECT c.*, m.source AS m_source, m.destination AS m_destination, m.body AS m_body, m.created_at AS m_created_at,
     m.final_at AS m_final_at, m.customer_system_id AS m_customer_system_id
-  FROM c LEFT JOIN messages m ON m.id = c.message_id ORDER BY c.id`;
+  FROM c LEFT JOIN LATERAL (SELECT * FROM messages WHERE messages.id = c.message_id OFFSET 0) m ON true
+  ORDER BY c.next_at, c.id`;
 
 function ms(v: unknown): number {
   return v instanceof Date ? v.getTime() : new Date(v as string).getTime();
@@ -56,7 +69,7 @@ function ms(v: unknown): number {
 /**
  * What customers' SMPP binds are owed (receipts, MO), in SQL. Receipt rows are written by a ledger effect in the
  * same transaction as the status change, so a committed final state always has its receipt waiting; an instance
- * holding a receiver bind of the account claims rows with a lease (next_at), so several instances never send
+ * holding a receiver bind of the account claims rows with a lease (leased_until), so several instances never send
  * one row at the same time, and an unacknowledged row comes back when its lease ends.
  */
 export class CustomerOutbox {
@@ -143,7 +156,17 @@ export class CustomerOutbox {
 
   /** Due again now (no bind was free to take it). */
   async release(ids: readonly number[]): Promise<void> {
-    if (ids.length) await this.db.query(`UPDATE smpp_outbox SET next_at = now() WHERE id = ANY($1::bigint[])`, [ids]);
+    if (ids.length) await this.db.query(`UPDATE smpp_outbox SET leased_until = NULL WHERE id = ANY($1::bigint[])`, [ids]);
+  }
+
+  /** Put off for `ms` (the customer refused it, or did not answer): out of the claim scans until then. */
+  async defer(ids: readonly number[], ms: number): Promise<void> {
+    if (ids.length) {
+      await this.db.query(`UPDATE smpp_outbox SET next_at = now() + make_interval(secs => $2::float8 / 1000.0), leased_until = NULL WHERE id = ANY($1::bigint[])`, [
+        ids,
+        ms,
+      ]);
+    }
   }
 
   /** Drops rows older than the retention; returns how many of each kind. */

@@ -23,7 +23,10 @@ export interface TableMaintenanceOptions {
   log: Logger;
   /** Seconds between passes; 0 turns maintenance off. */
   intervalSeconds: number;
-  /** On embedded storage (no usable dead-row statistics), the ledger tables are vacuumed every Nth pass (default 10). */
+  /**
+   * The ledger tables are looked at every Nth pass only (default 6 on Postgres, 60 on embedded storage, where they are
+   * vacuumed by the clock): the churn tables need it within seconds, the large ledger tables far less often.
+   */
   ledgerEvery?: number;
   /**
    * Postgres: a table is vacuumed when its dead rows reach this many and a fifth of its live rows, and analyzed when its
@@ -99,12 +102,11 @@ export class TableMaintenance {
   }
 
   private async candidates(pass: number): Promise<Array<{ table: string; deadRows: number | null; analyzeOnly?: boolean }>> {
-    const all = [...CHURN_TABLES, ...LEDGER_TABLES];
-    if (this.o.db.kind === 'pglite') {
-      // PGlite's single backend never flushes its table statistics, so go by the clock instead.
-      const ledgerDue = pass % (this.o.ledgerEvery ?? 10) === 0;
-      return (ledgerDue ? all : [...CHURN_TABLES]).map((table) => ({ table, deadRows: null }));
-    }
+    const embedded = this.o.db.kind === 'pglite';
+    const ledgerDue = pass % (this.o.ledgerEvery ?? (embedded ? 60 : 6)) === 0;
+    const all: string[] = ledgerDue ? [...CHURN_TABLES, ...LEDGER_TABLES] : [...CHURN_TABLES];
+    // PGlite's single backend never flushes its table statistics, so go by the clock instead.
+    if (embedded) return all.map((table) => ({ table, deadRows: null }));
     const minDead = this.o.minDeadRows ?? 1000;
     const { rows } = await this.o.db.query<{ relname: string; live: number; dead: number; changed: number }>(
       `SELECT relname, n_live_tup::int8 AS live, n_dead_tup::int8 AS dead, n_mod_since_analyze::int8 AS changed

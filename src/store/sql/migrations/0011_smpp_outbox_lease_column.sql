@@ -1,0 +1,6 @@
+-- A claim used to lease a row by moving next_at, which is indexed: every claim wrote a new entry into each index of
+-- smpp_outbox, and the next claims walked those dead entries until a vacuum (thousands per claim at a few thousand
+-- receipts a second). The lease now has a column of its own, outside every index, so a claim is a heap-only update,
+-- and the free space left on each page keeps it on the page. next_at moves only when a delivery is put off.
+ALTER TABLE smpp_outbox ADD COLUMN leased_until timestamptz;
+ALTER TABLE smpp_outbox SET (fillfactor = 70);
