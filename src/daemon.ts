@@ -141,7 +141,12 @@ export class Daemon {
     const master = loadSecretKey(config.dataDir, config.security.secretKey);
 
     try {
-      this.db = await openDb({ url: config.database.url, dataDir: config.dataDir, poolSize: config.database.poolSize });
+      this.db = await openDb({
+        url: config.database.url,
+        dataDir: config.dataDir,
+        poolSize: config.database.poolSize,
+        preparedStatements: config.database.preparedStatements,
+      });
     } catch (err) {
       throw new StartupError((err as Error).message);
     }

@@ -248,6 +248,11 @@ export const configSchema = {
           default: 1,
           description: 'ledger status-change batches (submit records, receipts) written at once on Postgres; 1 gives the largest batches and the least database work per message, more can help a many-core database server',
         },
+        preparedStatements: {
+          type: 'boolean',
+          default: true,
+          description: 'run the hot path\'s statements as named prepared statements on Postgres (parsed once per connection, plans kept); turn off behind a pooler in transaction mode that does not carry them',
+        },
         maintenanceSeconds: {
           type: 'integer',
           minimum: 0,
@@ -377,7 +382,7 @@ export interface FerryConfig {
   pricing: { defaultPrice: number | null; entries: Array<{ prefix: string; price: number; route?: string }> };
   billing: { refundOnFailure: boolean };
   sms: { defaultCountry: string | null; scheduleHorizonDays: number; showUpstreams: boolean };
-  database: { url: string | null; poolSize: number; commitsInFlight: number; maintenanceSeconds: number };
+  database: { url: string | null; poolSize: number; commitsInFlight: number; preparedStatements: boolean; maintenanceSeconds: number };
   redis: { url: string | null; keyPrefix: string };
   security: { secretKey: string | null };
   auth: { failureLimit: number; failureWindowSeconds: number; rotationGraceSeconds: number; cacheSeconds: number };

@@ -1,32 +1,38 @@
 import type { AppliedChange } from '../ledger/ledger.js';
+import { prepared } from '../store/sql/prepared.js';
 import type { Queryable } from '../store/types.js';
 import { smsEventOf, type EventType } from './catalogue.js';
 
 /** SQL for a new event id: random (order comes from webhook_events.seq), prefix evt_. */
 export const EVENT_ID_SQL = `'evt_' || replace(gen_random_uuid()::text, '-', '')`;
 
-/** True when some enabled endpoint of the account takes this type: events nobody receives are not stored. */
+/**
+ * True when some enabled endpoint of the account takes this type: events nobody receives are not stored. The first,
+ * uncorrelated EXISTS is planned as a one-time filter: with no enabled endpoint at all (an SMPP-only deployment) the
+ * statement stops there instead of reading every row of its batch.
+ */
 export const SUBSCRIBED_SQL = (account: string, type: string) =>
+  `EXISTS (SELECT 1 FROM webhook_endpoints e0 WHERE e0.enabled) AND ` +
   `EXISTS (SELECT 1 FROM webhook_endpoints e WHERE e.account_id = ${account} AND e.enabled AND e.events && ARRAY['*', ${type}]::text[])`;
 
-const INSERT_SMS_SQL = `INSERT INTO webhook_events (id, account_id, type, message_key, payload)
+const INSERT_SMS_SQL = prepared(`INSERT INTO webhook_events (id, account_id, type, message_key, payload)
   SELECT ${EVENT_ID_SQL}, m.account_id, u.type, m.id,
     jsonb_build_object('messageId', m.id, 'reference', m.reference, 'status', u.status, 'to', m.destination, 'from', m.source, 'error', u.error_code)
   FROM unnest($1::text[], $2::text[], $3::text[], $4::text[]) WITH ORDINALITY AS u(id, type, status, error_code, n)
   JOIN messages m ON m.id = u.id AND m.id = ANY($1::text[])
   WHERE ${SUBSCRIBED_SQL('m.account_id', 'u.type')}
-  ORDER BY u.n`;
+  ORDER BY u.n`);
 
 const INSERT_ONE_SQL = `INSERT INTO webhook_events (id, account_id, type, message_key, payload)
   SELECT ${EVENT_ID_SQL}, $1, $2, $3, $4::jsonb WHERE $5::bool OR ${SUBSCRIBED_SQL('$1', '$2')}
   RETURNING id`;
 
 // Many events in one statement, each kept only when an enabled endpoint of its account subscribes; in input order.
-const INSERT_MANY_SQL = `INSERT INTO webhook_events (id, account_id, type, message_key, payload)
+const INSERT_MANY_SQL = prepared(`INSERT INTO webhook_events (id, account_id, type, message_key, payload)
   SELECT ${EVENT_ID_SQL}, u.account_id, u.type, u.message_key, u.payload::jsonb
   FROM unnest($1::text[], $2::text[], $3::text[], $4::text[]) WITH ORDINALITY AS u(account_id, type, message_key, payload, n)
   WHERE ${SUBSCRIBED_SQL('u.account_id', 'u.type')}
-  ORDER BY u.n`;
+  ORDER BY u.n`);
 
 export interface NewEvent {
   accountId: string;

@@ -1,4 +1,5 @@
 import { EVENT_ID_SQL, SUBSCRIBED_SQL } from '../events/event-outbox.js';
+import { prepared } from '../store/sql/prepared.js';
 import type { Queryable } from '../store/types.js';
 import { GroupCommit, type GroupCommitOptions, type GroupCommitStats } from './group-commit.js';
 import type { NewMessage } from './types.js';
@@ -14,7 +15,7 @@ export interface LedgerWriterOptions extends GroupCommitOptions {
  * statement is its own transaction: both tables commit together or not at all, in one round trip. The sms.queued
  * webhook event rides in the same statement (only for accounts with a subscribed endpoint), so it is never lost.
  */
-const INSERT_SQL = `WITH ins AS (
+const INSERT_SQL = prepared(`WITH ins AS (
   INSERT INTO messages (id, account_id, channel, ingress, batch_id, reference, source, source_ton, source_npi, destination,
     body, body_bytes, data_coding, esm_class, udh_ref, udh_total, udh_seq, segments, encoding, priority, registered_delivery,
     scheduled_at, expires_at, status, route_rule, cost_micros, currency, customer_system_id, resend_of, body_sealed)
@@ -36,7 +37,7 @@ INSERT INTO webhook_events (id, account_id, type, message_key, payload, created_
   SELECT ${EVENT_ID_SQL}, ins.account_id, 'sms.queued', ins.id,
     jsonb_build_object('messageId', ins.id, 'reference', ins.reference, 'status', ins.status, 'to', ins.destination, 'from', ins.source, 'error', NULL),
     ins.created_at
-  FROM ins WHERE ${SUBSCRIBED_SQL('ins.account_id', "'sms.queued'")}`;
+  FROM ins WHERE ${SUBSCRIBED_SQL('ins.account_id', "'sms.queued'")}`);
 
 const COLUMNS = 30;
 

@@ -1,3 +1,4 @@
+import { prepared } from '../store/sql/prepared.js';
 import type { Db, Queryable } from '../store/types.js';
 import { GroupCommit, type GroupCommitOptions, type GroupCommitStats } from './group-commit.js';
 import { decide, isFinal } from './transitions.js';
@@ -39,15 +40,47 @@ export type MarkSubmittedOutcome = 'changed' | 'late' | 'not_found';
 
 const FINAL_PART = new Set(['delivered', 'undelivered', 'expired', 'rejected', 'failed']);
 
-const UPDATE_MANY_SQL = `UPDATE messages m
+const UPDATE_MANY_SQL = prepared(`UPDATE messages m
   SET status = u.status, error_code = COALESCE(u.error_code, m.error_code), updated_at = now(),
       final_at = CASE WHEN u.final THEN now() ELSE m.final_at END
   FROM unnest($1::text[], $2::text[], $3::text[], $4::bool[]) AS u(id, status, error_code, final)
-  WHERE m.id = u.id AND m.id = ANY($1::text[])`;
+  WHERE m.id = u.id AND m.id = ANY($1::text[])`);
 
-const INSERT_EVENTS_SQL = `INSERT INTO message_events (message_id, status, detail)
+const INSERT_EVENTS_SQL = prepared(`INSERT INTO message_events (message_id, status, detail)
   SELECT u.id, u.status, u.detail::jsonb FROM unnest($1::text[], $2::text[], $3::text[]) WITH ORDINALITY AS u(id, status, detail, n)
-  ORDER BY u.n`;
+  ORDER BY u.n`);
+
+// Batches lock their rows in id order, so two batches never deadlock.
+const LOCK_SQL = prepared(`SELECT id, status FROM messages WHERE id = ANY($1::text[]) ORDER BY id FOR UPDATE`);
+
+// Keep a part's final state when its receipt came before this record.
+const UPSERT_SUBMITTED_PARTS_SQL = prepared(`INSERT INTO message_parts (message_id, part_index, upstream_id, upstream_message_id, status)
+  SELECT u.id, u.i, u.up, u.m, 'submitted' FROM unnest($1::text[], $2::int[], $3::text[], $4::text[]) AS u(id, i, up, m)
+  WHERE EXISTS (SELECT 1 FROM messages WHERE messages.id = u.id AND messages.id = ANY($1::text[]))
+  ON CONFLICT (message_id, part_index) DO UPDATE
+    SET upstream_id = EXCLUDED.upstream_id, upstream_message_id = EXCLUDED.upstream_message_id,
+        status = CASE WHEN message_parts.status = 'submitted' OR message_parts.status = 'queued' THEN 'submitted' ELSE message_parts.status END,
+        updated_at = now()`);
+
+const RECORD_SUBMITS_SQL = prepared(`UPDATE messages m SET status = CASE WHEN u.late THEN m.status ELSE 'submitted' END, upstream_id = u.up,
+    route_rule = COALESCE(u.rule, m.route_rule), parts_total = GREATEST(u.total, m.parts_total),
+    parts_done = COALESCE(u.known, (SELECT count(*) FROM message_parts p WHERE p.message_id = m.id)),
+    attempts = m.attempts + u.n, updated_at = now()
+  FROM unnest($1::text[], $2::text[], $3::text[], $4::int[], $5::int[], $6::bool[], $7::int[]) AS u(id, up, rule, total, n, late, known)
+  WHERE m.id = u.id AND m.id = ANY($1::text[])`);
+
+const INSERT_SUBMIT_EVENTS_SQL = prepared(`INSERT INTO message_events (message_id, status, detail)
+  SELECT u.id, 'submitted', u.d::jsonb FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS u(id, d, n) ORDER BY u.n`);
+
+// Guarded like every ledger write of history: no part row without its message (there is no foreign key to check).
+const RECORD_PART_SQL = prepared(`INSERT INTO message_parts (message_id, part_index, upstream_id, upstream_message_id, status, error_code)
+  SELECT $1::text, $2::int, $3::text, $4::text, $5::text, $6::text WHERE EXISTS (SELECT 1 FROM messages WHERE id = $1::text)
+  ON CONFLICT (message_id, part_index) DO UPDATE
+    SET status = EXCLUDED.status, error_code = COALESCE(EXCLUDED.error_code, message_parts.error_code),
+        upstream_id = COALESCE(EXCLUDED.upstream_id, message_parts.upstream_id),
+        upstream_message_id = COALESCE(EXCLUDED.upstream_message_id, message_parts.upstream_message_id), updated_at = now()`);
+
+const PART_COUNTS_SQL = prepared(`SELECT status, count(*)::int AS n FROM message_parts WHERE message_id = $1 GROUP BY status`);
 
 /**
  * Reads and state changes of the message ledger. Status changes follow the rule in transitions.ts and append to
@@ -137,20 +170,8 @@ export class Ledger {
 
   /** Records one part's state (a per-part receipt) and returns the counts the receipt handler decides the message from. */
   async recordPart(u: PartUpdate): Promise<PartSummary> {
-    // Guarded like every ledger write of history: no part row without its message (there is no foreign key to check).
-    await this.db.query(
-      `INSERT INTO message_parts (message_id, part_index, upstream_id, upstream_message_id, status, error_code)
-       SELECT $1::text, $2::int, $3::text, $4::text, $5::text, $6::text WHERE EXISTS (SELECT 1 FROM messages WHERE id = $1::text)
-       ON CONFLICT (message_id, part_index) DO UPDATE
-         SET status = EXCLUDED.status, error_code = COALESCE(EXCLUDED.error_code, message_parts.error_code),
-             upstream_id = COALESCE(EXCLUDED.upstream_id, message_parts.upstream_id),
-             upstream_message_id = COALESCE(EXCLUDED.upstream_message_id, message_parts.upstream_message_id), updated_at = now()`,
-      [u.messageId, u.partIndex, u.upstreamId ?? null, u.upstreamMessageId ?? null, u.status, u.errorCode ?? null],
-    );
-    const { rows } = await this.db.query<{ status: string; n: number }>(
-      `SELECT status, count(*)::int AS n FROM message_parts WHERE message_id = $1 GROUP BY status`,
-      [u.messageId],
-    );
+    await this.db.query(RECORD_PART_SQL, [u.messageId, u.partIndex, u.upstreamId ?? null, u.upstreamMessageId ?? null, u.status, u.errorCode ?? null]);
+    const { rows } = await this.db.query<{ status: string; n: number }>(PART_COUNTS_SQL, [u.messageId]);
     const s: PartSummary = { total: 0, delivered: 0, failed: 0, pending: 0 };
     for (const r of rows) {
       s.total += r.n;
@@ -238,21 +259,9 @@ async function applySubmits(q: Queryable, items: SubmitRecord[], effects: readon
     }
   }
   const ids = [...byId.keys()];
-  const cur = await q.query<{ id: string; status: MessageStatus }>(`SELECT id, status FROM messages WHERE id = ANY($1::text[]) ORDER BY id FOR UPDATE`, [ids]);
+  const cur = await q.query<{ id: string; status: MessageStatus }>(LOCK_SQL, [ids]);
   const status = new Map(cur.rows.map((r) => [r.id, r.status]));
-  if (pId.length) {
-    // Keep a part's final state when its receipt came before this record.
-    await q.query(
-      `INSERT INTO message_parts (message_id, part_index, upstream_id, upstream_message_id, status)
-       SELECT u.id, u.i, u.up, u.m, 'submitted' FROM unnest($1::text[], $2::int[], $3::text[], $4::text[]) AS u(id, i, up, m)
-       WHERE EXISTS (SELECT 1 FROM messages WHERE messages.id = u.id AND messages.id = ANY($1::text[]))
-       ON CONFLICT (message_id, part_index) DO UPDATE
-         SET upstream_id = EXCLUDED.upstream_id, upstream_message_id = EXCLUDED.upstream_message_id,
-             status = CASE WHEN message_parts.status = 'submitted' OR message_parts.status = 'queued' THEN 'submitted' ELSE message_parts.status END,
-             updated_at = now()`,
-      [pId, pIdx, pUp, pMsg],
-    );
-  }
+  if (pId.length) await q.query(UPSERT_SUBMITTED_PARTS_SQL, [pId, pIdx, pUp, pMsg]);
   const uId: string[] = [];
   const uUp: string[] = [];
   const uRule: (string | null)[] = [];
@@ -278,20 +287,8 @@ async function applySubmits(q: Queryable, items: SubmitRecord[], effects: readon
     eDetail.push(JSON.stringify(late ? { upstream: m.upstreamId, parts: m.parts, late: true, kept: from } : { upstream: m.upstreamId, parts: m.parts }));
   }
   if (uId.length) {
-    await q.query(
-      `UPDATE messages m SET status = CASE WHEN u.late THEN m.status ELSE 'submitted' END, upstream_id = u.up, route_rule = COALESCE(u.rule, m.route_rule),
-         parts_total = GREATEST(u.total, m.parts_total),
-         parts_done = COALESCE(u.known, (SELECT count(*) FROM message_parts p WHERE p.message_id = m.id)),
-         attempts = m.attempts + u.n, updated_at = now()
-       FROM unnest($1::text[], $2::text[], $3::text[], $4::int[], $5::int[], $6::bool[], $7::int[]) AS u(id, up, rule, total, n, late, known)
-       WHERE m.id = u.id AND m.id = ANY($1::text[])`,
-      [uId, uUp, uRule, uTotal, uCount, uLate, uKnown],
-    );
-    await q.query(
-      `INSERT INTO message_events (message_id, status, detail)
-       SELECT u.id, 'submitted', u.d::jsonb FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS u(id, d, n) ORDER BY u.n`,
-      [eId, eDetail],
-    );
+    await q.query(RECORD_SUBMITS_SQL, [uId, uUp, uRule, uTotal, uCount, uLate, uKnown]);
+    await q.query(INSERT_SUBMIT_EVENTS_SQL, [eId, eDetail]);
     // Effects see the first submit of a message (webhook sms.sent); a resumed or late record changes no status.
     const changes: AppliedChange[] = [];
     for (let i = 0; i < uId.length; i++) {
@@ -317,10 +314,7 @@ interface Pending {
 /** One batch of transitions inside one transaction: lock (in id order, so batches never deadlock), decide, write. */
 async function applyTransitions(q: Queryable, items: TransitionInput[], effects: readonly TransitionEffect[]): Promise<TransitionResult[]> {
   const ids = [...new Set(items.map((i) => i.id))];
-  const cur = await q.query<{ id: string; status: MessageStatus }>(
-    `SELECT id, status FROM messages WHERE id = ANY($1::text[]) ORDER BY id FOR UPDATE`,
-    [ids],
-  );
+  const cur = await q.query<{ id: string; status: MessageStatus }>(LOCK_SQL, [ids]);
   const state = new Map<string, Pending>();
   for (const r of cur.rows) state.set(r.id, { status: r.status, errorCode: null, dirty: false, from: r.status });
   const results: TransitionResult[] = new Array(items.length);

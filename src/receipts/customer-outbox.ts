@@ -1,5 +1,6 @@
 import type { AppliedChange } from '../ledger/ledger.js';
 import { FINAL_STATUSES, type MessageStatus } from '../ledger/types.js';
+import { prepared } from '../store/sql/prepared.js';
 import type { Db, Queryable } from '../store/types.js';
 
 /** A claimed outbox row, with what the deliver_sm is rendered from. */
@@ -32,12 +33,12 @@ export interface OutboxEntry {
 const RECEIPT_STATUSES: readonly MessageStatus[] = FINAL_STATUSES.filter((s) => s !== 'cancelled');
 
 // Receipts for SMPP messages whose registered_delivery asks for one: 1 = any final state, 2 = failures only.
-const INSERT_RECEIPTS_SQL = `INSERT INTO smpp_outbox (account_id, kind, message_id, status, error_code)
+const INSERT_RECEIPTS_SQL = prepared(`INSERT INTO smpp_outbox (account_id, kind, message_id, status, error_code)
   SELECT m.account_id, 'receipt', m.id, u.status, u.error_code
   FROM unnest($1::text[], $2::text[], $3::text[]) WITH ORDINALITY AS u(id, status, error_code, n)
   JOIN messages m ON m.id = u.id AND m.id = ANY($1::text[])
   WHERE m.ingress = 'smpp' AND ((m.registered_delivery & 3) = 1 OR ((m.registered_delivery & 3) = 2 AND u.status <> 'delivered'))
-  ORDER BY u.n`;
+  ORDER BY u.n`);
 
 /*
  * Due rows of each account in (next_at, id) order, one index scan per account that stops at the limit, then the oldest
@@ -45,7 +46,7 @@ const INSERT_RECEIPTS_SQL = `INSERT INTO smpp_outbox (account_id, kind, message_
  * (migration 0011). The messages join is one primary-key probe per claimed row (OFFSET 0 keeps it per row): the
  * planner cannot know how many rows the CTE returns, and with statistics of a small ledger it hashed the whole table.
  */
-const CLAIM_SQL = `WITH c AS (
+const CLAIM_SQL = prepared(`WITH c AS (
     UPDATE smpp_outbox o SET leased_until = now() + make_interval(secs => $3::float8 / 1000.0), attempts = o.attempts + 1
     WHERE o.id = ANY(ARRAY(
       SELECT d.id FROM unnest($1::text[]) AS a(account_id)
@@ -55,12 +56,16 @@ const CLAIM_SQL = `WITH c AS (
         ORDER BY s.next_at, s.id LIMIT $2 FOR UPDATE SKIP LOCKED
       ) d
       ORDER BY d.next_at, d.id LIMIT $2))
-    RETURNING o.*
+    RETURNING o.id, o.account_id, o.kind, o.message_id, o.status, o.error_code, o.source, o.destination, o.data_coding,
+      o.esm_class, o.payload, o.attempts, o.created_at, o.next_at
   )
-  SELECT c.*, m.source AS m_source, m.destination AS m_destination, m.body AS m_body, m.created_at AS m_created_at,
+  SELECT c.id, c.account_id, c.kind, c.message_id, c.status, c.error_code, c.source, c.destination, c.data_coding, c.esm_class,
+    c.payload, c.attempts, c.created_at, m.source AS m_source, m.destination AS m_destination, m.body AS m_body, m.created_at AS m_created_at,
     m.final_at AS m_final_at, m.customer_system_id AS m_customer_system_id
   FROM c LEFT JOIN LATERAL (SELECT * FROM messages WHERE messages.id = c.message_id OFFSET 0) m ON true
-  ORDER BY c.next_at, c.id`;
+  ORDER BY c.next_at, c.id`);
+
+const REMOVE_SQL = prepared(`DELETE FROM smpp_outbox WHERE id = ANY($1::bigint[])`);
 
 function ms(v: unknown): number {
   return v instanceof Date ? v.getTime() : new Date(v as string).getTime();
@@ -151,7 +156,7 @@ export class CustomerOutbox {
 
   /** Delivered: gone. */
   async remove(ids: readonly number[]): Promise<void> {
-    if (ids.length) await this.db.query(`DELETE FROM smpp_outbox WHERE id = ANY($1::bigint[])`, [ids]);
+    if (ids.length) await this.db.query(REMOVE_SQL, [ids]);
   }
 
   /** Due again now (no bind was free to take it). */

@@ -327,8 +327,9 @@ t.test(`OTP request and verify over HTTP (${backendLabel})`, async (t) => {
     await verify(b.id, wrong(b.code));
     const c = await sent({ expiry: { amount: 1, duration: 'minutes' } });
     otp.clock = () => Date.now() + 60_001;
-    const until = Date.now() + 5000;
-    while (!events.some((e) => e.type === 'otp.expired') && Date.now() < until) await new Promise((r) => setTimeout(r, 50));
+    // Wait for this OTP's event: OTPs of earlier subtests expire under the moved clock too, and may come first.
+    const until = Date.now() + 10_000;
+    while (!events.some((e) => e.type === 'otp.expired' && e.data.id === c.id) && Date.now() < until) await new Promise((r) => setTimeout(r, 50));
     otp.clock = Date.now;
 
     const of = (id: string) => events.filter((e) => e.data.id === id).map((e) => [e.type, e.data.reason ?? null, e.data.attemptsRemaining ?? null]);

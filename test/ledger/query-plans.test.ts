@@ -2,6 +2,8 @@ import t from 'tap';
 import { EventOutbox } from '../../src/events/event-outbox.js';
 import { Ledger } from '../../src/ledger/ledger.js';
 import { CustomerOutbox } from '../../src/receipts/customer-outbox.js';
+import { SqlCorrelationStore } from '../../src/smpp/upstream/sql-correlation-store.js';
+import { preparedTexts } from '../../src/store/sql/prepared.js';
 import type { Db, Queryable } from '../../src/store/types.js';
 import { testDb } from '../helpers/db.js';
 import { backendLabel } from '../helpers/env.js';
@@ -78,11 +80,27 @@ t.test(`hot-path batch statements reach the ledger by key, not by scanning it ($
 
   const touching = log.filter((r) => /\bmessages\b/.test(r.text) && r.params.length > 0);
   t.ok(touching.length >= 9, `the statements were seen (${touching.length})`);
+  const planOf = (raw: unknown) => ((typeof raw === 'string' ? JSON.parse(raw) : raw) as Array<{ Plan: PlanNode }>)[0].Plan;
   for (const r of touching) {
     const { rows } = await db.query<{ 'QUERY PLAN': unknown }>(`EXPLAIN (FORMAT JSON) ${r.text}`, r.params);
-    const raw = rows[0]['QUERY PLAN'];
-    const plan = (typeof raw === 'string' ? JSON.parse(raw) : raw) as Array<{ Plan: PlanNode }>;
-    const scans = seqScans(plan[0].Plan).filter((rel) => rel === 'messages');
+    const scans = seqScans(planOf(rows[0]['QUERY PLAN'])).filter((rel) => rel === 'messages');
     t.same(scans, [], `no scan of messages in ${r.text.replace(/\s+/g, ' ').slice(0, 60)}…`);
+  }
+
+  // On Postgres these run as prepared statements, which may keep a generic plan (made without the batch's values).
+  void SqlCorrelationStore; // its statements register on import
+  const texts = preparedTexts().filter((text) => /\bmessages\b/.test(text));
+  t.ok(texts.length >= 8, `the prepared statements that read the ledger (${texts.length})`);
+  for (const text of texts) {
+    const params = Math.max(...[...text.matchAll(/\$(\d+)/g)].map((m) => Number(m[1])));
+    const plan = await db.tx(async (q) => {
+      await q.query(`SET LOCAL plan_cache_mode = force_generic_plan`);
+      await q.query(`PREPARE plan_check AS ${text}`);
+      const { rows } = await q.query<{ 'QUERY PLAN': unknown }>(`EXPLAIN (FORMAT JSON) EXECUTE plan_check(${Array(params).fill('NULL').join(', ')})`);
+      await q.query(`DEALLOCATE plan_check`);
+      return planOf(rows[0]['QUERY PLAN']);
+    });
+    const scans = seqScans(plan).filter((rel) => rel === 'messages');
+    t.same(scans, [], `generic plan: no scan of messages in ${text.replace(/\s+/g, ' ').slice(0, 60)}…`);
   }
 });

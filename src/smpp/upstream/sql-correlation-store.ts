@@ -1,5 +1,20 @@
+import { prepared } from '../../store/sql/prepared.js';
 import type { Db } from '../../store/types.js';
 import type { CorrelationEntry, CorrelationMatch, CorrelationStore } from './correlation-store.js';
+
+// One primary-key probe per key. As a plain join, a batch of a few hundred keys made the planner hash the whole table
+// (a sequential scan per batch, growing with the table); OFFSET 0 keeps the subquery per key.
+const LOOKUP_SQL = prepared(`SELECT c.upstream_id, c.upstream_key, c.message_id, c.part_index, c.parts
+  FROM unnest($1::text[], $2::text[]) AS k(up, key)
+  CROSS JOIN LATERAL (
+    SELECT * FROM upstream_correlations u WHERE u.upstream_id = k.up AND u.upstream_key = k.key OFFSET 0
+  ) c`);
+
+// One statement with one array per column: the text never changes with the batch size.
+const UPSERT_SQL = prepared(`INSERT INTO upstream_correlations (upstream_id, upstream_key, message_id, part_index, parts, created_at)
+  SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::int[], $5::int[], $6::int8[])
+  ON CONFLICT (upstream_id, upstream_key) DO UPDATE SET message_id = EXCLUDED.message_id, part_index = EXCLUDED.part_index,
+    parts = EXCLUDED.parts, created_at = EXCLUDED.created_at`);
 
 export interface SqlCorrelationStoreOptions {
   /** How long a write or lookup waits for company before its batch is sent (default 2 ms). */
@@ -60,13 +75,7 @@ export class SqlCorrelationStore implements CorrelationStore {
     }
     try {
       const { rows } = await this.db.query<{ upstream_id: string; upstream_key: string; message_id: string; part_index: number; parts: number }>(
-        // One primary-key probe per key. As a plain join, a batch of a few hundred keys made the planner hash the
-        // whole table (a sequential scan per batch, growing with the table); OFFSET 0 keeps the subquery per key.
-        `SELECT c.upstream_id, c.upstream_key, c.message_id, c.part_index, c.parts
-         FROM unnest($1::text[], $2::text[]) AS k(up, key)
-         CROSS JOIN LATERAL (
-           SELECT * FROM upstream_correlations u WHERE u.upstream_id = k.up AND u.upstream_key = k.key OFFSET 0
-         ) c`,
+        LOOKUP_SQL,
         [ups, keys],
       );
       const found = new Map<string, { messageId: string; partIndex: number; parts: number }>();
@@ -111,12 +120,8 @@ export class SqlCorrelationStore implements CorrelationStore {
     for (const p of batch) for (const e of p.entries) rows.set(e.upstreamId + '\u0000' + e.key, e);
     const all = [...rows.values()];
     try {
-      // One statement with one array per column: the text never changes with the batch size.
       await this.db.query(
-        `INSERT INTO upstream_correlations (upstream_id, upstream_key, message_id, part_index, parts, created_at)
-         SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::int[], $5::int[], $6::int8[])
-         ON CONFLICT (upstream_id, upstream_key) DO UPDATE SET message_id = EXCLUDED.message_id, part_index = EXCLUDED.part_index,
-           parts = EXCLUDED.parts, created_at = EXCLUDED.created_at`,
+        UPSERT_SQL,
         [all.map((e) => e.upstreamId), all.map((e) => e.key), all.map((e) => e.messageId), all.map((e) => e.partIndex), all.map((e) => e.parts), all.map((e) => e.createdAt)],
       );
       for (const p of batch) p.resolve();

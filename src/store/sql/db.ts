@@ -1,6 +1,7 @@
 import { mkdirSync } from 'node:fs';
 import pg from 'pg';
 import type { Db, Queryable, QueryResult } from '../types.js';
+import { preparedName } from './prepared.js';
 
 // int8 as a JS number in both drivers (PGlite already does this): counts and money in micro-units stay well under 2^53.
 pg.types.setTypeParser(20, (v) => Number(v));
@@ -26,19 +27,30 @@ class PgDb implements Db {
   readonly kind = 'postgres' as const;
   private readonly pool: pg.Pool;
 
-  constructor(url: string, poolSize: number) {
+  constructor(
+    url: string,
+    poolSize: number,
+    private readonly prepare: boolean,
+  ) {
     this.pool = new pg.Pool({ connectionString: url, max: poolSize, connectionTimeoutMillis: 5000, idleTimeoutMillis: 30000 });
     // A dropped idle connection must not crash the process; the pool replaces it.
     this.pool.on('error', () => {});
   }
 
   async query<T>(text: string, params?: readonly unknown[]): Promise<QueryResult<T>> {
-    const r = await this.pool.query(text, params as unknown[] | undefined);
+    const r = await this.pool.query(this.config(text, params));
     return { rows: r.rows as T[], rowCount: r.rowCount ?? 0 };
+  }
+
+  /** A registered hot-path statement (prepared.ts) runs named: parsed once per connection. */
+  private config(text: string, params: readonly unknown[] | undefined): pg.QueryConfig {
+    const name = this.prepare ? preparedName(text) : undefined;
+    return name ? { name, text, values: params as unknown[] | undefined } : { text, values: params as unknown[] | undefined };
   }
 
   async tx<T>(fn: (q: Queryable) => Promise<T>): Promise<T> {
     const client = await this.pool.connect();
+    const config = this.config.bind(this);
     let broken: unknown;
     // The pool listens for errors of idle clients only: a connection dropped while checked out (pg_terminate_backend,
     // a server restart) emits 'error' on the client, which would crash the process without a listener. The next
@@ -51,7 +63,7 @@ class PgDb implements Db {
       await client.query('BEGIN');
       const q: Queryable = {
         async query<R>(text: string, params?: readonly unknown[]) {
-          const r = await client.query(text, params as unknown[] | undefined);
+          const r = await client.query(config(text, params));
           return { rows: r.rows as R[], rowCount: r.rowCount ?? 0 };
         },
       };
@@ -115,11 +127,13 @@ export interface DbOptions {
   url?: string | null;
   dataDir: string;
   poolSize?: number;
+  /** Run the hot path's statements as named prepared statements (default true); off behind a transaction pooler. */
+  preparedStatements?: boolean;
 }
 
 export async function openDb(opts: DbOptions): Promise<Db> {
   if (opts.url) {
-    const db = new PgDb(opts.url, opts.poolSize ?? 10);
+    const db = new PgDb(opts.url, opts.poolSize ?? 10, opts.preparedStatements ?? true);
     try {
       await db.ping();
     } catch (err) {
