@@ -42,8 +42,8 @@ const INSERT_RECEIPTS_SQL = prepared(`INSERT INTO smpp_outbox (account_id, kind,
 
 /*
  * Due rows of each account in (next_at, id) order, one index scan per account that stops at the limit, then the oldest
- * of those across accounts. The lease is leased_until, a column outside every index, so claiming is a heap-only update
- * (migration 0011). The messages join is one primary-key probe per claimed row (OFFSET 0 keeps it per row): the
+ * of those across accounts. The lease is leased_until, a column outside every index, so a claim is a heap-only update
+ * whenever the row's page has room (migration 0011). The messages join is one primary-key probe per claimed row (OFFSET 0 keeps it per row): the
  * planner cannot know how many rows the CTE returns, and with statistics of a small ledger it hashed the whole table.
  */
 const CLAIM_SQL = prepared(`WITH c AS (
