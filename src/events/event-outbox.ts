@@ -12,8 +12,8 @@ export const EVENT_ID_SQL = `'evt_' || replace(gen_random_uuid()::text, '-', '')
  * statement stops there instead of reading every row of its batch.
  */
 export const SUBSCRIBED_SQL = (account: string, type: string) =>
-  `EXISTS (SELECT 1 FROM webhook_endpoints e0 WHERE e0.enabled) AND ` +
-  `EXISTS (SELECT 1 FROM webhook_endpoints e WHERE e.account_id = ${account} AND e.enabled AND e.events && ARRAY['*', ${type}]::text[])`;
+  `(EXISTS (SELECT 1 FROM webhook_endpoints e0 WHERE e0.enabled) AND ` +
+  `EXISTS (SELECT 1 FROM webhook_endpoints e WHERE e.account_id = ${account} AND e.enabled AND e.events && ARRAY['*', ${type}]::text[]))`;
 
 const INSERT_SMS_SQL = prepared(`INSERT INTO webhook_events (id, account_id, type, message_key, payload)
   SELECT ${EVENT_ID_SQL}, m.account_id, u.type, m.id,

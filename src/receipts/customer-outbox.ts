@@ -43,8 +43,9 @@ const INSERT_RECEIPTS_SQL = prepared(`INSERT INTO smpp_outbox (account_id, kind,
 /*
  * Due rows of each account in (next_at, id) order, one index scan per account that stops at the limit, then the oldest
  * of those across accounts. The lease is leased_until, a column outside every index, so a claim is a heap-only update
- * whenever the row's page has room (migration 0011). The messages join is one primary-key probe per claimed row (OFFSET 0 keeps it per row): the
- * planner cannot know how many rows the CTE returns, and with statistics of a small ledger it hashed the whole table.
+ * whenever the row's page has room (migration 0011). The messages join is one primary-key probe per claimed row
+ * (OFFSET 0 keeps it per row): the planner cannot know how many rows the CTE returns, and with statistics of a small
+ * ledger it hashed the whole table.
  */
 const CLAIM_SQL = prepared(`WITH c AS (
     UPDATE smpp_outbox o SET leased_until = now() + make_interval(secs => $3::float8 / 1000.0), attempts = o.attempts + 1
@@ -164,14 +165,13 @@ export class CustomerOutbox {
     if (ids.length) await this.db.query(`UPDATE smpp_outbox SET leased_until = NULL WHERE id = ANY($1::bigint[])`, [ids]);
   }
 
-  /** Put off for `ms` (the customer refused it, or did not answer): out of the claim scans until then. */
-  async defer(ids: readonly number[], ms: number): Promise<void> {
-    if (ids.length) {
-      await this.db.query(`UPDATE smpp_outbox SET next_at = now() + make_interval(secs => $2::float8 / 1000.0), leased_until = NULL WHERE id = ANY($1::bigint[])`, [
-        ids,
-        ms,
-      ]);
-    }
+  /** Put off for `delayMs` (the customer refused it, or did not answer): out of the claim scans until then. */
+  async defer(ids: readonly number[], delayMs: number): Promise<void> {
+    if (!ids.length) return;
+    await this.db.query(
+      `UPDATE smpp_outbox SET next_at = now() + make_interval(secs => $2::float8 / 1000.0), leased_until = NULL WHERE id = ANY($1::bigint[])`,
+      [ids, delayMs],
+    );
   }
 
   /** Drops rows older than the retention; returns how many of each kind. */

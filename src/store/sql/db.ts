@@ -44,8 +44,9 @@ class PgDb implements Db {
 
   /** A registered hot-path statement (prepared.ts) runs named: parsed once per connection. */
   private config(text: string, params: readonly unknown[] | undefined): pg.QueryConfig {
+    const values = params as unknown[] | undefined;
     const name = this.prepare ? preparedName(text) : undefined;
-    return name ? { name, text, values: params as unknown[] | undefined } : { text, values: params as unknown[] | undefined };
+    return name ? { name, text, values } : { text, values };
   }
 
   async tx<T>(fn: (q: Queryable) => Promise<T>): Promise<T> {
