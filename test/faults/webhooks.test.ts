@@ -21,7 +21,9 @@ async function freePort(): Promise<number> {
 t.test(`slow and dead webhook receivers (${backendLabel})`, async (t) => {
   const d = await startDaemon({
     FERRY_WEBHOOKS_ALLOW_PRIVATE_TARGETS: 'true',
-    FERRY_WEBHOOKS_RETRY_SCHEDULE: '300ms,300ms,300ms,300ms,300ms,300ms,300ms,300ms,300ms,300ms',
+    // Quick retries, then slower ones: the retries must outlast the dead receiver's outage, which lasts until the healthy
+    // one has every event (up to 20 s below); with ten 300 ms retries alone the first events could die before it came back.
+    FERRY_WEBHOOKS_RETRY_SCHEDULE: [...Array<string>(10).fill('300ms'), ...Array<string>(25).fill('1s')].join(','),
     FERRY_WEBHOOKS_TIMEOUT_MS: '400',
     FERRY_SMPP_SIMULATOR_RECEIPT_DELAY_MS: '20',
   });
