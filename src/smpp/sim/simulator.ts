@@ -240,7 +240,7 @@ export class SmscSimulator {
 
   /** Messages received so far (newest last, at most maxStored). */
   received(): ReceivedMessage[] {
-    return this.stored.slice();
+    return this.stored.slice(-this.maxStored);
   }
 
   clearReceived(): void {
@@ -483,7 +483,8 @@ export class SmscSimulator {
       duplicateOf: seenBefore,
     };
     this.stored.push(message);
-    if (this.stored.length > this.maxStored) this.stored.splice(0, this.stored.length - this.maxStored);
+    // Trimmed in steps of a quarter: dropping one from the front of a full array on every message moved all of it.
+    if (this.stored.length >= this.maxStored + Math.ceil(this.maxStored / 4)) this.stored.splice(0, this.stored.length - this.maxStored);
     return message;
   }
 
