@@ -22,11 +22,15 @@ export interface AppliedChange {
   errorCode: string | null;
 }
 
+/** Runs once the batch's transaction committed (never after a rollback): hands what the effect wrote on. Must not throw. */
+export type AfterCommit = () => void;
+
 /**
  * Work that must commit together with status changes (customer receipts, webhook events: the outbox rows).
- * Runs inside the batch's transaction after the changes are written; a throw rolls the whole batch back.
+ * Runs inside the batch's transaction after the changes are written; a throw rolls the whole batch back. What it
+ * returns runs after the commit.
  */
-export type TransitionEffect = (q: Queryable, changes: readonly AppliedChange[]) => Promise<void>;
+export type TransitionEffect = (q: Queryable, changes: readonly AppliedChange[]) => Promise<void | AfterCommit>;
 
 export interface LedgerOptions {
   /** Batching of transitions (receipts arrive at submit rates). */
@@ -99,8 +103,16 @@ export class Ledger {
   ) {
     this.clock = opts.clock ?? Date.now;
     this.effects = [...(opts.effects ?? [])];
-    this.gc = new GroupCommit<TransitionInput, TransitionResult>((items) => this.db.tx((q) => applyTransitions(q, items, this.effects)), opts.transitions);
-    this.submits = new GroupCommit<SubmitRecord, MarkSubmittedOutcome>((items) => this.db.tx((q) => applySubmits(q, items, this.effects)), opts.transitions);
+    this.gc = new GroupCommit<TransitionInput, TransitionResult>((items) => this.inTx((q, after) => applyTransitions(q, items, this.effects, after)), opts.transitions);
+    this.submits = new GroupCommit<SubmitRecord, MarkSubmittedOutcome>((items) => this.inTx((q, after) => applySubmits(q, items, this.effects, after)), opts.transitions);
+  }
+
+  /** One batch's transaction; the effects' after-commit work runs once it committed. */
+  private async inTx<T>(fn: (q: Queryable, after: AfterCommit[]) => Promise<T>): Promise<T> {
+    const after: AfterCommit[] = [];
+    const out = await this.db.tx((q) => fn(q, after));
+    for (const f of after) f();
+    return out;
   }
 
   /** Adds an effect for later batches (wiring order: the outbox owners register after the ledger exists). */
@@ -236,7 +248,7 @@ interface SubmitRecord {
 }
 
 /** One batch of submit records: lock the rows in id order, upsert every part, update every row, append events. */
-async function applySubmits(q: Queryable, items: SubmitRecord[], effects: readonly TransitionEffect[]): Promise<MarkSubmittedOutcome[]> {
+async function applySubmits(q: Queryable, items: SubmitRecord[], effects: readonly TransitionEffect[], after: AfterCommit[]): Promise<MarkSubmittedOutcome[]> {
   // Several records of one message in a batch (a resumed long message) merge into one row update.
   const byId = new Map<string, { upstreamId: string; routeRule: string | null; total: number; count: number; parts: number[] }>();
   const pId: string[] = [];
@@ -295,7 +307,7 @@ async function applySubmits(q: Queryable, items: SubmitRecord[], effects: readon
       const from = status.get(uId[i])!;
       if (!uLate[i] && from !== 'submitted') changes.push({ id: uId[i], from, to: 'submitted', errorCode: null });
     }
-    if (changes.length) for (const effect of effects) await effect(q, changes);
+    if (changes.length) await runEffects(q, effects, changes, after);
   }
   return items.map((it) => {
     const from = status.get(it.id);
@@ -312,7 +324,7 @@ interface Pending {
 }
 
 /** One batch of transitions inside one transaction: lock (in id order, so batches never deadlock), decide, write. */
-async function applyTransitions(q: Queryable, items: TransitionInput[], effects: readonly TransitionEffect[]): Promise<TransitionResult[]> {
+async function applyTransitions(q: Queryable, items: TransitionInput[], effects: readonly TransitionEffect[], after: AfterCommit[]): Promise<TransitionResult[]> {
   const ids = [...new Set(items.map((i) => i.id))];
   const cur = await q.query<{ id: string; status: MessageStatus }>(LOCK_SQL, [ids]);
   const state = new Map<string, Pending>();
@@ -360,9 +372,16 @@ async function applyTransitions(q: Queryable, items: TransitionInput[], effects:
   if (uId.length && effects.length) {
     const changes: AppliedChange[] = [];
     for (const [id, s] of state) if (s.dirty) changes.push({ id, from: s.from, to: s.status, errorCode: s.errorCode });
-    for (const effect of effects) await effect(q, changes);
+    await runEffects(q, effects, changes, after);
   }
   return results;
+}
+
+async function runEffects(q: Queryable, effects: readonly TransitionEffect[], changes: readonly AppliedChange[], after: AfterCommit[]): Promise<void> {
+  for (const effect of effects) {
+    const then = await effect(q, changes);
+    if (then) after.push(then);
+  }
 }
 
 function ms(v: unknown): number | null {

@@ -6,7 +6,7 @@ import { MESSAGE_STATE_OF_STATUS, RECEIPT_STAT_OF_STATUS } from '../smpp/custome
 import type { PduInputOf } from '../smpp/pdu.js';
 import { formatReceipt } from '../smpp/receipt.js';
 import type { Session } from '../smpp/session.js';
-import type { CustomerOutbox, OutboxEntry } from './customer-outbox.js';
+import type { CustomerOutbox, OutboxEntry, ReceiptTaker } from './customer-outbox.js';
 
 /** The part of the bind registry the worker needs: who can take a deliver_sm for an account. */
 export interface ReceiverDirectory {
@@ -37,15 +37,23 @@ export interface CustomerDeliveryOptions {
  * receipted_message_id and message_state TLVs) and MO messages, to any receiver or transceiver bind of the account
  * on this instance. Rows stay in the outbox until the customer answers deliver_sm_resp OK, so receipts for a
  * customer that is not bound wait for its next bind (within the retention).
+ *
+ * Receipts of accounts bound here come straight from the ledger's commit, already leased (the ReceiptTaker side);
+ * a claim round runs only when something else may be due: rows written while nobody took them, a new bind, a
+ * wake, and once per poll interval.
  */
-export class CustomerDelivery {
+export class CustomerDelivery implements ReceiptTaker {
   private running = false;
   private loopDone: Promise<void> = Promise.resolve();
   private wakeUp: (() => void) | null = null;
   private woken = false;
+  private claimDue = true;
+  /** Rows handed over by the ledger's commits, oldest first; bounded by handOffMax (beyond it rows wait for claims). */
+  private handed: OutboxEntry[] = [];
+  private readonly handOffMax: number;
   private purgeTimer: NodeJS.Timeout | undefined;
   private readonly batch: number;
-  private readonly leaseMs: number;
+  readonly leaseMs: number;
   private readonly timeoutMs: number;
   private readonly retentionMs: number;
   private readonly pollMs: number;
@@ -58,6 +66,7 @@ export class CustomerDelivery {
     this.timeoutMs = o.responseTimeoutMs ?? 10_000;
     this.retentionMs = o.retentionMs ?? 72 * 3_600_000;
     this.pollMs = o.pollMs ?? 1000;
+    this.handOffMax = this.batch * 4;
     if (o.registry) {
       this.sent = new Counter({
         name: 'ferry_smpp_customer_deliveries_total',
@@ -96,20 +105,58 @@ export class CustomerDelivery {
     this.o.binds.on('receiverBound', () => this.wake());
     this.purgeTimer = setInterval(() => void this.purge(), 60_000);
     this.purgeTimer.unref();
+    this.o.outbox.handOffTo(this);
     this.loopDone = this.loop();
   }
 
+  /** Something may be due in the outbox: the next round claims. */
   wake(): void {
-    // A wake while a round is running must not be lost: the next sleep then returns at once.
-    this.woken = true;
-    this.wakeUp?.();
+    this.claimDue = true;
+    this.signal();
+  }
+
+  takingFor(): readonly string[] {
+    return this.running && this.handed.length < this.handOffMax ? this.o.binds.accountsWithReceivers() : [];
+  }
+
+  take(entries: OutboxEntry[]): void {
+    if (!this.running) {
+      // Committed while stopping: due again at once for whoever claims next, rather than after the lease.
+      void this.releaseQuietly(entries.map((e) => e.id));
+      return;
+    }
+    for (const e of entries) this.handed.push(e);
+    this.signal();
+  }
+
+  owed(): void {
+    this.wake();
   }
 
   async stop(): Promise<void> {
     this.running = false;
+    this.o.outbox.handOffTo(null);
     clearInterval(this.purgeTimer);
-    this.wake();
+    this.signal();
     await this.loopDone;
+    const left = this.handed;
+    this.handed = [];
+    await this.releaseQuietly(left.map((e) => e.id));
+  }
+
+  private signal(): void {
+    // A signal while a round is running must not be lost: the next sleep then returns at once.
+    this.woken = true;
+    this.wakeUp?.();
+  }
+
+  private async releaseQuietly(ids: number[]): Promise<void> {
+    try {
+      await this.o.outbox.release(ids);
+    } catch (err) {
+      // They come back when their lease ends.
+      this.o.log.warn({ err: (err as Error).message, count: ids.length }, 'outbox release failed');
+    }
   }
 
   private async purge(): Promise<void> {
@@ -127,20 +174,28 @@ export class CustomerDelivery {
 
   private async loop(): Promise<void> {
     while (this.running) {
-      const accounts = this.o.binds.accountsWithReceivers();
-      let rows: OutboxEntry[] = [];
-      if (accounts.length) {
-        try {
-          rows = await this.o.outbox.claim(accounts, this.batch, this.leaseMs);
-        } catch (err) {
-          this.o.log.warn({ err: (err as Error).message }, 'outbox claim failed');
+      let rows = this.handed.length > this.batch ? this.handed.splice(0, this.batch) : this.handed;
+      if (rows === this.handed) this.handed = [];
+      if (this.claimDue && rows.length < this.batch) {
+        this.claimDue = false;
+        const accounts = this.o.binds.accountsWithReceivers();
+        if (accounts.length) {
+          try {
+            const want = this.batch - rows.length;
+            const claimed = await this.o.outbox.claim(accounts, want, this.leaseMs);
+            if (claimed.length === want) this.claimDue = true; // more may be due
+            rows = rows.length ? rows.concat(claimed) : claimed;
+          } catch (err) {
+            this.o.log.warn({ err: (err as Error).message }, 'outbox claim failed');
+          }
         }
       }
       if (rows.length) await this.deliver(rows);
-      if (rows.length < this.batch) await this.sleep(this.pollMs);
+      if (!this.handed.length && !this.claimDue) await this.sleep(this.pollMs);
     }
   }
 
+  /** Until a signal, or the poll interval, after which a claim round is due (rows other instances wrote, deferrals). */
   private sleep(ms: number): Promise<void> {
     if (this.woken) {
       this.woken = false;
@@ -153,7 +208,10 @@ export class CustomerDelivery {
         this.woken = false;
         resolve();
       };
-      const timer = setTimeout(done, ms);
+      const timer = setTimeout(() => {
+        this.claimDue = true;
+        done();
+      }, ms);
       this.wakeUp = done;
     });
   }
@@ -191,6 +249,8 @@ export class CustomerDelivery {
       await this.o.outbox.remove(delivered);
       await this.o.outbox.release(unbound);
       await this.o.outbox.defer(putOff, this.leaseMs);
+      // Released rows are due at once; while binds are taking rows (the release was a full queue), claim them now.
+      if (unbound.length && delivered.length) this.claimDue = true;
     } catch (err) {
       // Removed rows come back after their lease: the customer may see a receipt twice (at-least-once).
       this.o.log.warn({ err: (err as Error).message, count: delivered.length }, 'outbox update failed after delivery');

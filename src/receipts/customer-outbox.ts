@@ -1,4 +1,4 @@
-import type { AppliedChange } from '../ledger/ledger.js';
+import type { AfterCommit, AppliedChange } from '../ledger/ledger.js';
 import { FINAL_STATUSES, type MessageStatus } from '../ledger/types.js';
 import { prepared } from '../store/sql/prepared.js';
 import type { Db, Queryable } from '../store/types.js';
@@ -32,13 +32,41 @@ export interface OutboxEntry {
 
 const RECEIPT_STATUSES: readonly MessageStatus[] = FINAL_STATUSES.filter((s) => s !== 'cancelled');
 
-// Receipts for SMPP messages whose registered_delivery asks for one: 1 = any final state, 2 = failures only.
-const INSERT_RECEIPTS_SQL = prepared(`INSERT INTO smpp_outbox (account_id, kind, message_id, status, error_code)
-  SELECT m.account_id, 'receipt', m.id, u.status, u.error_code
-  FROM unnest($1::text[], $2::text[], $3::text[]) WITH ORDINALITY AS u(id, status, error_code, n)
-  JOIN messages m ON m.id = u.id AND m.id = ANY($1::text[])
-  WHERE m.ingress = 'smpp' AND ((m.registered_delivery & 3) = 1 OR ((m.registered_delivery & 3) = 2 AND u.status <> 'delivered'))
-  ORDER BY u.n`);
+/**
+ * Who takes receipts straight from their commit: the delivery worker of an instance with customer receiver binds.
+ * Rows of its accounts are written already leased to it and handed over after the commit, so they need no claim.
+ */
+export interface ReceiptTaker {
+  /** The lease written on rows handed over (as a claim's). */
+  readonly leaseMs: number;
+  /** Accounts whose receipts it takes now: a receiver of the account is bound here and the hand-off has room. */
+  takingFor(): readonly string[];
+  /** Rows leased at insert, once their transaction committed. */
+  take(entries: OutboxEntry[]): void;
+  /** Rows were written that nobody took: a claim round should look for them. */
+  owed(): void;
+}
+
+// Receipts for SMPP messages whose registered_delivery asks for one: 1 = any final state, 2 = failures only. Rows of
+// the accounts in $4 are leased at once ($5 ms) and come back with what the deliver_sm is rendered from. Both reads of
+// messages are one primary-key probe per row (OFFSET 0 keeps them per row): joined to the unnest, the filter on
+// ingress and registered_delivery made the planner expect one row and rescan the whole batch for every message.
+const INSERT_RECEIPTS_SQL = prepared(`WITH ins AS (
+    INSERT INTO smpp_outbox (account_id, kind, message_id, status, error_code, leased_until, attempts)
+    SELECT m.account_id, 'receipt', m.id, u.status, u.error_code,
+      CASE WHEN m.account_id = ANY($4::text[]) THEN now() + make_interval(secs => $5::float8 / 1000.0) END,
+      CASE WHEN m.account_id = ANY($4::text[]) THEN 1 ELSE 0 END
+    FROM unnest($1::text[], $2::text[], $3::text[]) WITH ORDINALITY AS u(id, status, error_code, n)
+    CROSS JOIN LATERAL (SELECT messages.id, messages.account_id, messages.ingress, messages.registered_delivery FROM messages WHERE messages.id = u.id OFFSET 0) m
+    WHERE m.ingress = 'smpp' AND ((m.registered_delivery & 3) = 1 OR ((m.registered_delivery & 3) = 2 AND u.status <> 'delivered'))
+    ORDER BY u.n
+    RETURNING id, account_id, kind, message_id, status, error_code, attempts, created_at, leased_until IS NOT NULL AS leased
+  )
+  SELECT c.id, c.account_id, c.kind, c.message_id, c.status, c.error_code, c.attempts, c.created_at, c.leased,
+    m.source AS m_source, m.destination AS m_destination, m.body AS m_body, m.created_at AS m_created_at, m.final_at AS m_final_at,
+    m.customer_system_id AS m_customer_system_id
+  FROM ins c LEFT JOIN LATERAL (SELECT * FROM messages WHERE messages.id = c.message_id AND c.leased OFFSET 0) m ON true
+  ORDER BY c.id`);
 
 /*
  * Due rows of each account in (next_at, id) order, one index scan per account that stops at the limit, then the oldest
@@ -72,17 +100,58 @@ function ms(v: unknown): number {
   return v instanceof Date ? v.getTime() : new Date(v as string).getTime();
 }
 
+function toEntry(r: Record<string, unknown>): OutboxEntry {
+  const payload = r.payload as Uint8Array | null;
+  return {
+    id: Number(r.id),
+    accountId: r.account_id as string,
+    kind: r.kind as 'receipt' | 'mo',
+    attempts: r.attempts as number,
+    createdAt: ms(r.created_at),
+    messageId: (r.message_id as string | null) ?? null,
+    status: (r.status as MessageStatus | null) ?? null,
+    errorCode: (r.error_code as string | null) ?? null,
+    message: r.m_source
+      ? {
+          source: r.m_source as string,
+          destination: r.m_destination as string,
+          body: (r.m_body as string | null) ?? null,
+          createdAt: ms(r.m_created_at),
+          finalAt: r.m_final_at ? ms(r.m_final_at) : null,
+          customerSystemId: (r.m_customer_system_id as string | null) ?? null,
+        }
+      : null,
+    source: (r.source as string | null) ?? null,
+    destination: (r.destination as string | null) ?? null,
+    dataCoding: (r.data_coding as number | null) ?? null,
+    esmClass: (r.esm_class as number | null) ?? null,
+    payload: payload ? Buffer.from(payload.buffer, payload.byteOffset, payload.byteLength) : null,
+  };
+}
+
 /**
  * What customers' SMPP binds are owed (receipts, MO), in SQL. Receipt rows are written by a ledger effect in the
  * same transaction as the status change, so a committed final state always has its receipt waiting; an instance
- * holding a receiver bind of the account claims rows with a lease (leased_until), so several instances never send
- * one row at the same time, and an unacknowledged row comes back when its lease ends.
+ * holding a receiver bind of the account leases rows (leased_until), so several instances never send one row at the
+ * same time, and an unacknowledged row comes back when its lease ends. A receipt for an account bound here is leased
+ * by its own insert and handed over after the commit; the claim finds the rest (no bind when written, released,
+ * deferred, expired leases, other instances' rows).
  */
 export class CustomerOutbox {
+  private taker: ReceiptTaker | null = null;
+
   constructor(private readonly db: Db) {}
 
-  /** The ledger effect: receipts owed for these changes, inside the change's transaction. */
-  readonly effect = async (q: Queryable, changes: readonly AppliedChange[]): Promise<void> => {
+  /** Receipts of the taker's accounts go to it from now on, leased at insert (one taker per instance). */
+  handOffTo(taker: ReceiptTaker | null): void {
+    this.taker = taker;
+  }
+
+  /**
+   * The ledger effect: receipts owed for these changes, inside the change's transaction. After the commit the rows
+   * leased to the taker are handed to it, and it hears of the others (a claim round finds them).
+   */
+  readonly effect = async (q: Queryable, changes: readonly AppliedChange[]): Promise<void | AfterCommit> => {
     const ids: string[] = [];
     const statuses: string[] = [];
     const errors: (string | null)[] = [];
@@ -92,7 +161,17 @@ export class CustomerOutbox {
       statuses.push(c.to);
       errors.push(c.errorCode);
     }
-    if (ids.length) await q.query(INSERT_RECEIPTS_SQL, [ids, statuses, errors]);
+    if (!ids.length) return;
+    const taker = this.taker;
+    const { rows } = await q.query(INSERT_RECEIPTS_SQL, [ids, statuses, errors, taker ? taker.takingFor() : [], taker?.leaseMs ?? 0]);
+    if (!taker || !rows.length) return;
+    const taken: OutboxEntry[] = [];
+    for (const r of rows) if (r.leased) taken.push(toEntry(r));
+    const owed = taken.length < rows.length;
+    return () => {
+      if (taken.length) taker.take(taken);
+      if (owed) taker.owed();
+    };
   };
 
   /** A receipt for a message's current final state, whatever the customer asked for (operator replay). */
@@ -125,34 +204,7 @@ export class CustomerOutbox {
   async claim(accountIds: readonly string[], limit: number, leaseMs: number): Promise<OutboxEntry[]> {
     if (!accountIds.length) return [];
     const { rows } = await this.db.query(CLAIM_SQL, [accountIds, limit, leaseMs]);
-    return rows.map((r) => {
-      const payload = r.payload as Uint8Array | null;
-      return {
-        id: Number(r.id),
-        accountId: r.account_id as string,
-        kind: r.kind as 'receipt' | 'mo',
-        attempts: r.attempts as number,
-        createdAt: ms(r.created_at),
-        messageId: (r.message_id as string | null) ?? null,
-        status: (r.status as MessageStatus | null) ?? null,
-        errorCode: (r.error_code as string | null) ?? null,
-        message: r.m_source
-          ? {
-              source: r.m_source as string,
-              destination: r.m_destination as string,
-              body: (r.m_body as string | null) ?? null,
-              createdAt: ms(r.m_created_at),
-              finalAt: r.m_final_at ? ms(r.m_final_at) : null,
-              customerSystemId: (r.m_customer_system_id as string | null) ?? null,
-            }
-          : null,
-        source: (r.source as string | null) ?? null,
-        destination: (r.destination as string | null) ?? null,
-        dataCoding: (r.data_coding as number | null) ?? null,
-        esmClass: (r.esm_class as number | null) ?? null,
-        payload: payload ? Buffer.from(payload.buffer, payload.byteOffset, payload.byteLength) : null,
-      };
-    });
+    return rows.map(toEntry);
   }
 
   /** Delivered: gone. */

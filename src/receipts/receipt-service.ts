@@ -17,7 +17,7 @@ export interface ReceiptServiceOptions {
   events?: EventOutbox;
   accounts: AccountService;
   log: Logger;
-  /** Something is owed to a customer (wakes the delivery worker). */
+  /** An MO is owed to a customer (wakes the delivery worker; receipts reach it through the outbox's hand-off). */
   onOwed?: () => void;
   /** MO for a number no account owns. */
   onUnroutedMo?: () => void;
@@ -53,7 +53,6 @@ export class ReceiptService {
     if (r.parts <= 1) {
       if (!to) return; // ENROUTE / ACCEPTD: nothing changes yet
       const res = await this.o.ledger.transition(r.messageId, to, detail, to === 'delivered' ? null : (errorCode ?? r.stat));
-      if (res.outcome === 'changed') this.o.onOwed?.();
       if (res.outcome === 'not_found') this.o.log.warn({ messageId: r.messageId, upstream: r.upstreamId }, 'receipt for a message the ledger does not have');
       return;
     }
@@ -67,13 +66,12 @@ export class ReceiptService {
     });
     if (summary.pending > 0 || summary.total < r.parts) return;
     const final = summary.delivered === summary.total ? 'delivered' : to && to !== 'delivered' ? to : 'undelivered';
-    const res = await this.o.ledger.transition(
+    await this.o.ledger.transition(
       r.messageId,
       final,
       { ...detail, delivered: summary.delivered, failed: summary.failed },
       final === 'delivered' ? null : (errorCode ?? `${summary.failed}_OF_${summary.total}_PARTS_FAILED`),
     );
-    if (res.outcome === 'changed') this.o.onOwed?.();
   };
 
   readonly onUnmatchedReceipt = (r: UnmatchedReceipt): void => {

@@ -1,7 +1,13 @@
+import { EventEmitter } from 'node:events';
+import { pino } from 'pino';
 import t from 'tap';
-import { CustomerOutbox } from '../../src/receipts/customer-outbox.js';
+import { Ledger } from '../../src/ledger/ledger.js';
+import { LedgerWriter } from '../../src/ledger/ledger-writer.js';
+import { CustomerDelivery } from '../../src/receipts/customer-delivery.js';
+import { CustomerOutbox, type OutboxEntry, type ReceiptTaker } from '../../src/receipts/customer-outbox.js';
 import { testDb } from '../helpers/db.js';
 import { backendLabel } from '../helpers/env.js';
+import { sampleMessage } from '../helpers/ledger-rows.js';
 
 /** The claim, lease, release, defer and remove cycle of what customers' binds are owed. */
 t.test(`customer outbox leases (${backendLabel})`, async (t) => {
@@ -51,4 +57,151 @@ t.test(`customer outbox leases (${backendLabel})`, async (t) => {
   t.equal(expired[0].attempts, 3);
 
   t.same(await outbox.claim(['acc_c'], 10, 30_000), [], 'another account sees none of them');
+});
+
+/** Receipts of accounts bound here are leased by their own insert and handed over after the commit: no claim. */
+t.test(`customer outbox hands receipts over at commit (${backendLabel})`, async (t) => {
+  const tdb = await testDb();
+  t.teardown(() => tdb.cleanup());
+  const { db } = tdb;
+  const outbox = new CustomerOutbox(db);
+  const w = new LedgerWriter(db);
+  let failNext = false;
+  const ledger = new Ledger(db, {
+    effects: [
+      outbox.effect,
+      async () => {
+        if (failNext) throw new Error('a later effect fails');
+      },
+    ],
+  });
+  t.teardown(async () => {
+    await ledger.close();
+    await w.close();
+  });
+  const calls: string[] = [];
+  const taken: OutboxEntry[] = [];
+  let taking = ['acc_here'];
+  const taker: ReceiptTaker = {
+    leaseMs: 30_000,
+    takingFor: () => taking,
+    take: (entries) => {
+      calls.push('take');
+      taken.push(...entries);
+    },
+    owed: () => calls.push('owed'),
+  };
+  outbox.handOffTo(taker);
+  const accept = async (accountId: string, over = {}) => {
+    const m = sampleMessage({ accountId, body: 'Hello from the test', ...over });
+    await w.accept(m);
+    return m.id;
+  };
+  const leaseOf = async (messageId: string) =>
+    (
+      await db.query<{ leased: boolean; attempts: number }>(`SELECT COALESCE(leased_until > now(), false) AS leased, attempts FROM smpp_outbox WHERE message_id = $1`, [
+        messageId,
+      ])
+    ).rows;
+
+  const here = await accept('acc_here');
+  const elsewhere = await accept('acc_elsewhere');
+  const noReceipt = await accept('acc_here', { registeredDelivery: 0 });
+  await ledger.transitionMany([
+    { id: here, to: 'delivered' },
+    { id: elsewhere, to: 'undelivered', errorCode: '011' },
+    { id: noReceipt, to: 'delivered' },
+  ]);
+  t.same(calls, ['take', 'owed'], 'the bound account\'s receipt is handed over; the taker hears that another is owed');
+  t.equal(taken.length, 1);
+  const e = taken[0];
+  t.equal(e.messageId, here);
+  t.equal(e.accountId, 'acc_here');
+  t.equal(e.kind, 'receipt');
+  t.equal(e.status, 'delivered');
+  t.equal(e.attempts, 1, 'the hand-over counts as an attempt');
+  t.equal(e.message?.body, 'Hello from the test', 'rendered from the message row, as a claim is');
+  t.equal(e.message?.destination, '447700900123');
+  t.ok(e.message?.finalAt, 'the final time written in the same transaction is seen');
+  t.same(await leaseOf(here), [{ leased: true, attempts: 1 }], 'the handed row is leased in the table');
+  t.same(await leaseOf(elsewhere), [{ leased: false, attempts: 0 }], 'the other account\'s row waits for a claim');
+  t.same(await leaseOf(noReceipt), [], 'no receipt asked for, none written');
+
+  const claimed = await outbox.claim(['acc_here', 'acc_elsewhere'], 10, 30_000);
+  t.same(claimed.map((r) => r.messageId), [elsewhere], 'a claim skips the handed row while its lease runs');
+
+  // A batch that rolls back hands nothing over.
+  calls.length = 0;
+  taken.length = 0;
+  const rolledBack = await accept('acc_here');
+  failNext = true;
+  await t.rejects(ledger.transition(rolledBack, 'delivered'), /a later effect fails/);
+  failNext = false;
+  t.same(calls, [], 'nothing handed over from a rolled-back batch');
+  t.same(await leaseOf(rolledBack), [], 'and no row written');
+
+  // With no room (or no bind) the taker takes nothing: rows wait for claims, and it is told.
+  taking = [];
+  const full = await accept('acc_here');
+  await ledger.transition(full, 'delivered');
+  t.same(calls, ['owed'], 'not taken: owed');
+  t.same(await leaseOf(full), [{ leased: false, attempts: 0 }]);
+
+  // Without a taker rows are written unleased, and nobody is called.
+  outbox.handOffTo(null);
+  calls.length = 0;
+  taking = ['acc_here'];
+  const noTaker = await accept('acc_here');
+  await ledger.transition(noTaker, 'delivered');
+  t.same(calls, []);
+  t.same(await leaseOf(noTaker), [{ leased: false, attempts: 0 }]);
+});
+
+/** Rows handed over once the worker stopped are released, so the next claim (any instance) sends them without waiting for the lease. */
+t.test(`customer delivery releases what it is handed after it stopped (${backendLabel})`, async (t) => {
+  const tdb = await testDb();
+  t.teardown(() => tdb.cleanup());
+  const { db } = tdb;
+  const outbox = new CustomerOutbox(db);
+  const w = new LedgerWriter(db);
+  const ledger = new Ledger(db, { effects: [outbox.effect] });
+  t.teardown(async () => {
+    await ledger.close();
+    await w.close();
+  });
+  const binds = Object.assign(new EventEmitter(), { accountsWithReceivers: () => ['acc_1'], pickReceiver: () => undefined });
+  const delivery = new CustomerDelivery({ outbox, binds, log: pino({ level: 'silent' }), pollMs: 60_000 });
+  delivery.start();
+  t.same(delivery.takingFor(), ['acc_1'], "a running worker takes its bound accounts' receipts");
+  await delivery.stop();
+  t.same(delivery.takingFor(), [], 'a stopped worker takes nothing');
+  const m = sampleMessage();
+  await w.accept(m);
+  await ledger.transition(m.id, 'delivered');
+  t.same(await outbox.claim(['acc_1'], 10, 30_000).then((r) => r.map((e) => e.messageId)), [m.id], 'written unleased after the stop');
+  // The commit of a batch whose insert leased rows to the worker lands after its stop: the claim above stands in for it.
+  const [entry] = await db
+    .query<{ id: string }>(`SELECT id FROM smpp_outbox WHERE message_id = $1 AND leased_until > now()`, [m.id])
+    .then((r) => r.rows.map((x) => ({ id: Number(x.id) })));
+  t.ok(entry, 'leased');
+  delivery.take([entry as OutboxEntry]);
+  for (let i = 0; i < 100 && (await outbox.claim(['acc_1'], 10, 30_000)).length === 0; i++) await new Promise((r) => setTimeout(r, 10));
+  const row = await db.query<{ attempts: number }>(`SELECT attempts FROM smpp_outbox WHERE message_id = $1`, [m.id]);
+  t.equal(row.rows[0].attempts, 2, 'released by the stopped worker, then claimed again at once');
+});
+
+/**
+ * Deletes, releases and deferrals find rows by id. A btree with id as a later column can match such a condition only by
+ * reading all of itself, and the planner, costing it as a descent, chose one while the outbox held few live rows
+ * (migration 0012): only the primary key may contain id.
+ */
+t.test(`only the primary key of smpp_outbox holds id (${backendLabel})`, async (t) => {
+  const tdb = await testDb();
+  t.teardown(() => tdb.cleanup());
+  const { rows } = await tdb.db.query<{ name: string }>(
+    `SELECT c.relname AS name FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
+     JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = ANY(i.indkey)
+     WHERE i.indrelid = 'smpp_outbox'::regclass AND a.attname = 'id' ORDER BY 1`,
+  );
+  t.same(rows.map((r) => r.name), ['smpp_outbox_pkey']);
 });
