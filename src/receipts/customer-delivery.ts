@@ -129,8 +129,10 @@ export class CustomerDelivery implements ReceiptTaker {
     this.signal();
   }
 
-  owed(): void {
-    this.wake();
+  owed(accountIds: readonly string[]): void {
+    // Rows of accounts bound to no receiver here wait for a bind (receiverBound wakes); a claim now would find none.
+    const bound = this.o.binds.accountsWithReceivers();
+    if (accountIds.some((id) => bound.includes(id))) this.wake();
   }
 
   async stop(): Promise<void> {
@@ -174,8 +176,7 @@ export class CustomerDelivery implements ReceiptTaker {
 
   private async loop(): Promise<void> {
     while (this.running) {
-      let rows = this.handed.length > this.batch ? this.handed.splice(0, this.batch) : this.handed;
-      if (rows === this.handed) this.handed = [];
+      let rows = this.handed.splice(0, this.batch);
       if (this.claimDue && rows.length < this.batch) {
         this.claimDue = false;
         const accounts = this.o.binds.accountsWithReceivers();

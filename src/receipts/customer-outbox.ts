@@ -43,8 +43,8 @@ export interface ReceiptTaker {
   takingFor(): readonly string[];
   /** Rows leased at insert, once their transaction committed. */
   take(entries: OutboxEntry[]): void;
-  /** Rows were written that nobody took: a claim round should look for them. */
-  owed(): void;
+  /** Rows of these accounts were written that nobody took: a claim round should look for them if one is bound here. */
+  owed(accountIds: readonly string[]): void;
 }
 
 // Receipts for SMPP messages whose registered_delivery asks for one: 1 = any final state, 2 = failures only. Rows of
@@ -166,11 +166,14 @@ export class CustomerOutbox {
     const { rows } = await q.query(INSERT_RECEIPTS_SQL, [ids, statuses, errors, taker ? taker.takingFor() : [], taker?.leaseMs ?? 0]);
     if (!taker || !rows.length) return;
     const taken: OutboxEntry[] = [];
-    for (const r of rows) if (r.leased) taken.push(toEntry(r));
-    const owed = taken.length < rows.length;
+    const owed = new Set<string>();
+    for (const r of rows) {
+      if (r.leased) taken.push(toEntry(r));
+      else owed.add(r.account_id as string);
+    }
     return () => {
       if (taken.length) taker.take(taken);
-      if (owed) taker.owed();
+      if (owed.size) taker.owed([...owed]);
     };
   };
 

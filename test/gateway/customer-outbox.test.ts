@@ -89,7 +89,7 @@ t.test(`customer outbox hands receipts over at commit (${backendLabel})`, async 
       calls.push('take');
       taken.push(...entries);
     },
-    owed: () => calls.push('owed'),
+    owed: (accounts) => calls.push(`owed ${accounts.join(',')}`),
   };
   outbox.handOffTo(taker);
   const accept = async (accountId: string, over = {}) => {
@@ -112,7 +112,7 @@ t.test(`customer outbox hands receipts over at commit (${backendLabel})`, async 
     { id: elsewhere, to: 'undelivered', errorCode: '011' },
     { id: noReceipt, to: 'delivered' },
   ]);
-  t.same(calls, ['take', 'owed'], 'the bound account\'s receipt is handed over; the taker hears that another is owed');
+  t.same(calls, ['take', 'owed acc_elsewhere'], "the bound account's receipt is handed over; the taker hears which account is owed another");
   t.equal(taken.length, 1);
   const e = taken[0];
   t.equal(e.messageId, here);
@@ -144,7 +144,7 @@ t.test(`customer outbox hands receipts over at commit (${backendLabel})`, async 
   taking = [];
   const full = await accept('acc_here');
   await ledger.transition(full, 'delivered');
-  t.same(calls, ['owed'], 'not taken: owed');
+  t.same(calls, ['owed acc_here'], 'not taken: owed');
   t.same(await leaseOf(full), [{ leased: false, attempts: 0 }]);
 
   // Without a taker rows are written unleased, and nobody is called.
@@ -204,4 +204,29 @@ t.test(`only the primary key of smpp_outbox holds id (${backendLabel})`, async (
      WHERE i.indrelid = 'smpp_outbox'::regclass AND a.attname = 'id' ORDER BY 1`,
   );
   t.same(rows.map((r) => r.name), ['smpp_outbox_pkey']);
+});
+
+/** Rows nobody took start a claim round only when their account has a receiver here; others wait for a bind. */
+t.test(`customer delivery claims owed rows only for accounts bound here (${backendLabel})`, async (t) => {
+  const tdb = await testDb();
+  t.teardown(() => tdb.cleanup());
+  const { db } = tdb;
+  const outbox = new CustomerOutbox(db);
+  const binds = Object.assign(new EventEmitter(), { accountsWithReceivers: () => ['acc_1'], pickReceiver: () => undefined });
+  const delivery = new CustomerDelivery({ outbox, binds, log: pino({ level: 'silent' }), pollMs: 60_000 });
+  delivery.start();
+  t.teardown(() => delivery.stop());
+  const attempts = async () => Number((await db.query<{ n: number }>(`SELECT coalesce(sum(attempts), 0)::int AS n FROM smpp_outbox`)).rows[0].n);
+  const settle = async (want: number) => {
+    for (let i = 0; i < 100 && (await attempts()) < want; i++) await new Promise((r) => setTimeout(r, 10));
+  };
+  // The start-up claim round finds nothing; then a row for the bound account arrives unannounced.
+  await new Promise((r) => setTimeout(r, 50));
+  await outbox.insertMo({ accountId: 'acc_1', source: '447700900001', destination: '12345', dataCoding: 0, esmClass: 0, payload: Buffer.from('MO') });
+  delivery.owed(['acc_other']);
+  await new Promise((r) => setTimeout(r, 200));
+  t.equal(await attempts(), 0, 'owed for an account bound elsewhere: no claim');
+  delivery.owed(['acc_other', 'acc_1']);
+  await settle(1);
+  t.ok((await attempts()) >= 1, 'owed for a bound account: claimed');
 });
