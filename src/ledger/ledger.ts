@@ -77,14 +77,17 @@ const INSERT_SUBMIT_EVENTS_SQL = prepared(`INSERT INTO message_events (message_i
   SELECT u.id, 'submitted', u.d::jsonb FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS u(id, d, n) ORDER BY u.n`);
 
 // Guarded like every ledger write of history: no part row without its message (there is no foreign key to check).
-const RECORD_PART_SQL = prepared(`INSERT INTO message_parts (message_id, part_index, upstream_id, upstream_message_id, status, error_code)
-  SELECT $1::text, $2::int, $3::text, $4::text, $5::text, $6::text WHERE EXISTS (SELECT 1 FROM messages WHERE id = $1::text)
+// One row per (message, part) in a batch: an upsert may not touch a row twice (recordParts merges repeats first).
+const RECORD_PARTS_SQL = prepared(`INSERT INTO message_parts (message_id, part_index, upstream_id, upstream_message_id, status, error_code)
+  SELECT u.id, u.i, u.up, u.m, u.s, u.e FROM unnest($1::text[], $2::int[], $3::text[], $4::text[], $5::text[], $6::text[]) AS u(id, i, up, m, s, e)
+  WHERE EXISTS (SELECT 1 FROM messages WHERE messages.id = u.id AND messages.id = ANY($1::text[]))
   ON CONFLICT (message_id, part_index) DO UPDATE
     SET status = EXCLUDED.status, error_code = COALESCE(EXCLUDED.error_code, message_parts.error_code),
         upstream_id = COALESCE(EXCLUDED.upstream_id, message_parts.upstream_id),
         upstream_message_id = COALESCE(EXCLUDED.upstream_message_id, message_parts.upstream_message_id), updated_at = now()`);
 
-const PART_COUNTS_SQL = prepared(`SELECT status, count(*)::int AS n FROM message_parts WHERE message_id = $1 GROUP BY status`);
+const PART_COUNTS_SQL = prepared(`SELECT message_id, status, count(*)::int AS n FROM message_parts WHERE message_id = ANY($1::text[])
+  GROUP BY message_id, status`);
 
 /**
  * Reads and state changes of the message ledger. Status changes follow the rule in transitions.ts and append to
@@ -96,6 +99,7 @@ export class Ledger {
   private readonly clock: () => number;
   private readonly effects: TransitionEffect[];
   private readonly submits: GroupCommit<SubmitRecord, MarkSubmittedOutcome>;
+  private readonly partRecords: GroupCommit<PartUpdate, PartSummary>;
 
   constructor(
     private readonly db: Db,
@@ -105,6 +109,7 @@ export class Ledger {
     this.effects = [...(opts.effects ?? [])];
     this.gc = new GroupCommit<TransitionInput, TransitionResult>((items) => this.inTx((q, after) => applyTransitions(q, items, this.effects, after)), opts.transitions);
     this.submits = new GroupCommit<SubmitRecord, MarkSubmittedOutcome>((items) => this.inTx((q, after) => applySubmits(q, items, this.effects, after)), opts.transitions);
+    this.partRecords = new GroupCommit<PartUpdate, PartSummary>((items) => applyPartRecords(this.db, items), opts.transitions);
   }
 
   /** One batch's transaction; the effects' after-commit work runs once it committed. */
@@ -122,6 +127,10 @@ export class Ledger {
 
   get transitionStats(): Readonly<GroupCommitStats> {
     return this.gc.stats;
+  }
+
+  get partRecordStats(): Readonly<GroupCommitStats> {
+    return this.partRecords.stats;
   }
 
   async get(id: string, accountId?: string): Promise<MessageRecord | null> {
@@ -180,18 +189,12 @@ export class Ledger {
     return this.submits.submit({ id, upstreamId, routeRule, parts, totalParts });
   }
 
-  /** Records one part's state (a per-part receipt) and returns the counts the receipt handler decides the message from. */
-  async recordPart(u: PartUpdate): Promise<PartSummary> {
-    await this.db.query(RECORD_PART_SQL, [u.messageId, u.partIndex, u.upstreamId ?? null, u.upstreamMessageId ?? null, u.status, u.errorCode ?? null]);
-    const { rows } = await this.db.query<{ status: string; n: number }>(PART_COUNTS_SQL, [u.messageId]);
-    const s: PartSummary = { total: 0, delivered: 0, failed: 0, pending: 0 };
-    for (const r of rows) {
-      s.total += r.n;
-      if (r.status === 'delivered') s.delivered += r.n;
-      else if (FINAL_PART.has(r.status)) s.failed += r.n;
-      else s.pending += r.n;
-    }
-    return s;
+  /**
+   * Records one part's state (a per-part receipt) and returns the counts the receipt handler decides the message
+   * from. Batched like the other writes: receipts for the parts of long messages share one upsert and one count.
+   */
+  recordPart(u: PartUpdate): Promise<PartSummary> {
+    return this.partRecords.submit(u);
   }
 
   /**
@@ -235,7 +238,7 @@ export class Ledger {
 
   /** Writes pending transitions and submit records, then refuses new ones. */
   async close(): Promise<void> {
-    await Promise.all([this.gc.close(), this.submits.close()]);
+    await Promise.all([this.gc.close(), this.submits.close(), this.partRecords.close()]);
   }
 }
 
@@ -314,6 +317,78 @@ async function applySubmits(q: Queryable, items: SubmitRecord[], effects: readon
     if (from === undefined) return 'not_found';
     return isFinal(from) ? 'late' : 'changed';
   });
+}
+
+/**
+ * One batch of part records. The upsert commits before the count is read (two statements, no transaction): of two
+ * batches racing on the last parts of one message, the later count then sees both, so the message is never left
+ * waiting with every part final. Within a batch the callers see what one-by-one writes would have shown them: a part
+ * that a later item of the batch writes counts as pending for the earlier ones, so only the last receipt of a
+ * message decides it. Repeats of a part merge in arrival order.
+ */
+async function applyPartRecords(db: Queryable, items: PartUpdate[]): Promise<PartSummary[]> {
+  const merged = new Map<string, { u: PartUpdate; last: number }>();
+  for (let k = 0; k < items.length; k++) {
+    const u = items[k];
+    const key = u.messageId + '\u0000' + u.partIndex;
+    const m = merged.get(key);
+    if (!m) {
+      merged.set(key, { u: { ...u }, last: k });
+      continue;
+    }
+    m.last = k;
+    m.u.status = u.status;
+    m.u.errorCode = u.errorCode ?? m.u.errorCode;
+    m.u.upstreamId = u.upstreamId ?? m.u.upstreamId;
+    m.u.upstreamMessageId = u.upstreamMessageId ?? m.u.upstreamMessageId;
+  }
+  const n = merged.size;
+  const id: string[] = new Array(n);
+  const idx: number[] = new Array(n);
+  const up: (string | null)[] = new Array(n);
+  const upMsg: (string | null)[] = new Array(n);
+  const status: string[] = new Array(n);
+  const err: (string | null)[] = new Array(n);
+  const written = new Map<string, { last: number; status: string }[]>();
+  let i = 0;
+  for (const { u, last } of merged.values()) {
+    id[i] = u.messageId;
+    idx[i] = u.partIndex;
+    up[i] = u.upstreamId ?? null;
+    upMsg[i] = u.upstreamMessageId ?? null;
+    status[i] = u.status;
+    err[i] = u.errorCode ?? null;
+    i++;
+    const w = written.get(u.messageId);
+    if (w) w.push({ last, status: u.status });
+    else written.set(u.messageId, [{ last, status: u.status }]);
+  }
+  await db.query(RECORD_PARTS_SQL, [id, idx, up, upMsg, status, err]);
+  const { rows } = await db.query<{ message_id: string; status: string; n: number }>(PART_COUNTS_SQL, [[...written.keys()]]);
+  const summaries = new Map<string, PartSummary>();
+  for (const r of rows) {
+    let s = summaries.get(r.message_id);
+    if (!s) summaries.set(r.message_id, (s = { total: 0, delivered: 0, failed: 0, pending: 0 }));
+    s.total += r.n;
+    s[partCategory(r.status)] += r.n;
+  }
+  return items.map((u, k) => {
+    const s = summaries.get(u.messageId);
+    if (!s) return { total: 0, delivered: 0, failed: 0, pending: 0 };
+    const out = { ...s };
+    for (const w of written.get(u.messageId)!) {
+      const c = partCategory(w.status);
+      if (w.last > k && c !== 'pending' && out[c] > 0) {
+        out[c]--;
+        out.pending++;
+      }
+    }
+    return out;
+  });
+}
+
+function partCategory(status: string): 'delivered' | 'failed' | 'pending' {
+  return status === 'delivered' ? 'delivered' : FINAL_PART.has(status) ? 'failed' : 'pending';
 }
 
 interface Pending {

@@ -126,6 +126,46 @@ t.test(`ledger reads and state changes (${backendLabel})`, async (t) => {
     t.equal(orphans.rows[0].n, 0, 'no part row without its message, from a submit record or a receipt');
   });
 
+  t.test('part records of one batch: repeats merge, the last receipt of a message decides it', async (t) => {
+    const a = sampleMessage({ segments: 3 });
+    const b = sampleMessage({ segments: 2 });
+    await w.acceptMany([a, b]);
+    const sent = (p: string, n: number) => Array.from({ length: n }, (_, i) => ({ partIndex: i, upstreamMessageId: `${p}${i}` }));
+    await ledger.markSubmitted(a.id, 'up1', null, sent('a', 3), 3);
+    await ledger.markSubmitted(b.id, 'up1', null, sent('b', 2), 2);
+    const before = ledger.partRecordStats.batches;
+    const res = await Promise.all([
+      ledger.recordPart({ messageId: a.id, partIndex: 0, status: 'delivered' }),
+      ledger.recordPart({ messageId: b.id, partIndex: 0, status: 'undelivered', errorCode: '011' }),
+      ledger.recordPart({ messageId: a.id, partIndex: 1, status: 'submitted', upstreamMessageId: 'a1-again' }),
+      ledger.recordPart({ messageId: a.id, partIndex: 1, status: 'delivered' }),
+      ledger.recordPart({ messageId: a.id, partIndex: 2, status: 'expired', errorCode: '004' }),
+      ledger.recordPart({ messageId: b.id, partIndex: 1, status: 'delivered' }),
+      ledger.recordPart({ messageId: 'msg_missing', partIndex: 0, status: 'delivered' }),
+    ]);
+    t.equal(ledger.partRecordStats.batches - before, 1, 'one batch');
+    t.same(res, [
+      { total: 3, delivered: 1, failed: 0, pending: 2 },
+      { total: 2, delivered: 0, failed: 1, pending: 1 },
+      { total: 3, delivered: 1, failed: 0, pending: 2 },
+      { total: 3, delivered: 2, failed: 0, pending: 1 },
+      { total: 3, delivered: 2, failed: 1, pending: 0 },
+      { total: 2, delivered: 1, failed: 1, pending: 0 },
+      { total: 0, delivered: 0, failed: 0, pending: 0 },
+    ], 'each caller sees the parts as written up to its own receipt');
+    const rows = await db.query<{ message_id: string; part_index: number; upstream_message_id: string; status: string; error_code: string | null }>(
+      `SELECT message_id, part_index, upstream_message_id, status, error_code FROM message_parts WHERE message_id = ANY($1::text[]) ORDER BY message_id = $2 DESC, part_index`,
+      [[a.id, b.id, 'msg_missing'], a.id],
+    );
+    t.same(rows.rows, [
+      { message_id: a.id, part_index: 0, upstream_message_id: 'a0', status: 'delivered', error_code: null },
+      { message_id: a.id, part_index: 1, upstream_message_id: 'a1-again', status: 'delivered', error_code: null },
+      { message_id: a.id, part_index: 2, upstream_message_id: 'a2', status: 'expired', error_code: '004' },
+      { message_id: b.id, part_index: 0, upstream_message_id: 'b0', status: 'undelivered', error_code: '011' },
+      { message_id: b.id, part_index: 1, upstream_message_id: 'b1', status: 'delivered', error_code: null },
+    ], 'a repeated part keeps its last status and the ids it was given');
+  });
+
   t.test('cancel only before submit', async (t) => {
     const q = sampleMessage({ accountId: 'acc_c' });
     const s = sampleMessage({ accountId: 'acc_c', scheduledAt: base + 3_600_000 });
