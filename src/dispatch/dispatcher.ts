@@ -186,6 +186,7 @@ export class Dispatcher {
     let partsDone: number[] | undefined;
     if (rec.status === 'submitted') {
       // Either a duplicate queue item of a message already sent, or a long message that was partly sent.
+      if (rec.partsTotal > 0 && rec.partsDone >= rec.partsTotal) return this.done(item.id, 'skipped');
       const parts = await this.o.ledger.parts(rec.id);
       partsDone = parts.map((p) => p.partIndex);
       if (rec.partsTotal > 0 && partsDone.length >= rec.partsTotal) return this.done(item.id, 'skipped');

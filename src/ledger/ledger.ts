@@ -69,8 +69,8 @@ const UPSERT_SUBMITTED_PARTS_SQL = prepared(`INSERT INTO message_parts (message_
 const RECORD_SUBMITS_SQL = prepared(`UPDATE messages m SET status = CASE WHEN u.late THEN m.status ELSE 'submitted' END, upstream_id = u.up,
     route_rule = COALESCE(u.rule, m.route_rule), parts_total = GREATEST(u.total, m.parts_total),
     parts_done = COALESCE(u.known, (SELECT count(*) FROM message_parts p WHERE p.message_id = m.id)),
-    attempts = m.attempts + u.n, updated_at = now()
-  FROM unnest($1::text[], $2::text[], $3::text[], $4::int[], $5::int[], $6::bool[], $7::int[]) AS u(id, up, rule, total, n, late, known)
+    upstream_message_id = COALESCE(u.umid, m.upstream_message_id), attempts = m.attempts + u.n, updated_at = now()
+  FROM unnest($1::text[], $2::text[], $3::text[], $4::int[], $5::int[], $6::bool[], $7::int[], $8::text[]) AS u(id, up, rule, total, n, late, known, umid)
   WHERE m.id = u.id AND m.id = ANY($1::text[])`);
 
 const INSERT_SUBMIT_EVENTS_SQL = prepared(`INSERT INTO message_events (message_id, status, detail)
@@ -152,10 +152,17 @@ export class Ledger {
     return out;
   }
 
-  /** Per-part state of a message Ferry split, by part index. */
+  /**
+   * Per-part state by part index: the parts of a message Ferry split, or the one part of a message sent whole (its
+   * state is the message's own, read from its row).
+   */
   async parts(id: string): Promise<Array<{ partIndex: number; status: string; upstreamId: string | null; upstreamMessageId: string | null; errorCode: string | null }>> {
     const { rows } = await this.db.query<{ part_index: number; status: string; upstream_id: string | null; upstream_message_id: string | null; error_code: string | null }>(
-      `SELECT part_index, status, upstream_id, upstream_message_id, error_code FROM message_parts WHERE message_id = $1 ORDER BY part_index`,
+      `SELECT part_index, status, upstream_id, upstream_message_id, error_code FROM message_parts WHERE message_id = $1
+       UNION ALL
+       SELECT 0, status, upstream_id, upstream_message_id, error_code FROM messages
+         WHERE id = $1 AND upstream_message_id IS NOT NULL AND NOT EXISTS (SELECT 1 FROM message_parts WHERE message_id = $1)
+       ORDER BY part_index`,
       [id],
     );
     return rows.map((r) => ({ partIndex: r.part_index, status: r.status, upstreamId: r.upstream_id, upstreamMessageId: r.upstream_message_id, errorCode: r.error_code }));
@@ -183,7 +190,8 @@ export class Ledger {
    * The upstream accepted (some) parts: status submitted, upstream and route recorded, parts upserted, parts_done =
    * parts known. A message already final (a receipt overtook this record, or it was cancelled while being sent)
    * keeps its status; the submit is recorded as a late event and the row still names its upstream and route.
-   * Calls are batched (group commit): one transaction of four statements serves every message in the batch.
+   * A message sent in one part keeps its upstream message id on its row; only split messages get part rows.
+   * Calls are batched (group commit): one transaction of three or four statements serves every message in the batch.
    */
   markSubmitted(id: string, upstreamId: string, routeRule: string | null, parts: readonly SubmittedPart[], totalParts = parts.length): Promise<MarkSubmittedOutcome> {
     return this.submits.submit({ id, upstreamId, routeRule, parts, totalParts });
@@ -250,14 +258,10 @@ interface SubmitRecord {
   totalParts: number;
 }
 
-/** One batch of submit records: lock the rows in id order, upsert every part, update every row, append events. */
+/** One batch of submit records: lock the rows in id order, upsert the parts of split messages, update every row, append events. */
 async function applySubmits(q: Queryable, items: SubmitRecord[], effects: readonly TransitionEffect[], after: AfterCommit[]): Promise<MarkSubmittedOutcome[]> {
   // Several records of one message in a batch (a resumed long message) merge into one row update.
-  const byId = new Map<string, { upstreamId: string; routeRule: string | null; total: number; count: number; parts: number[] }>();
-  const pId: string[] = [];
-  const pIdx: number[] = [];
-  const pUp: string[] = [];
-  const pMsg: string[] = [];
+  const byId = new Map<string, { upstreamId: string; routeRule: string | null; total: number; count: number; parts: SubmittedPart[] }>();
   for (const it of items) {
     let m = byId.get(it.id);
     if (!m) byId.set(it.id, (m = { upstreamId: it.upstreamId, routeRule: it.routeRule, total: 0, count: 0, parts: [] }));
@@ -265,12 +269,19 @@ async function applySubmits(q: Queryable, items: SubmitRecord[], effects: readon
     m.routeRule = it.routeRule ?? m.routeRule;
     m.total = Math.max(m.total, it.totalParts);
     m.count++;
-    for (const p of it.parts) {
-      pId.push(it.id);
+    for (const p of it.parts) m.parts.push(p);
+  }
+  const pId: string[] = [];
+  const pIdx: number[] = [];
+  const pUp: string[] = [];
+  const pMsg: string[] = [];
+  for (const [id, m] of byId) {
+    if (m.total <= 1) continue;
+    for (const p of m.parts) {
+      pId.push(id);
       pIdx.push(p.partIndex);
-      pUp.push(it.upstreamId);
+      pUp.push(m.upstreamId);
       pMsg.push(p.upstreamMessageId);
-      m.parts.push(p.partIndex);
     }
   }
   const ids = [...byId.keys()];
@@ -284,25 +295,30 @@ async function applySubmits(q: Queryable, items: SubmitRecord[], effects: readon
   const uCount: number[] = [];
   const uLate: boolean[] = [];
   const uKnown: (number | null)[] = [];
+  const uMsgId: (string | null)[] = [];
   const eId: string[] = [];
   const eDetail: string[] = [];
   for (const [id, m] of byId) {
     const from = status.get(id);
     if (from === undefined) continue;
     const late = isFinal(from);
+    const single = m.total <= 1;
+    const indexes = m.parts.map((p) => p.partIndex);
     uId.push(id);
     uUp.push(m.upstreamId);
     uRule.push(m.routeRule);
     uTotal.push(m.total);
     uCount.push(m.count);
     uLate.push(late);
-    // A first submit knows its parts; a resumed or late record counts what the table holds (earlier records too).
-    uKnown.push(from === 'queued' || from === 'scheduled' ? new Set(m.parts).size : null);
+    // A first submit knows its parts, and so does a message sent whole; a resumed or late record of a split message
+    // counts what the table holds (earlier records too).
+    uKnown.push(single ? Math.min(1, indexes.length) : from === 'queued' || from === 'scheduled' ? new Set(indexes).size : null);
+    uMsgId.push(single && m.parts.length ? m.parts[m.parts.length - 1].upstreamMessageId : null);
     eId.push(id);
-    eDetail.push(JSON.stringify(late ? { upstream: m.upstreamId, parts: m.parts, late: true, kept: from } : { upstream: m.upstreamId, parts: m.parts }));
+    eDetail.push(JSON.stringify(late ? { upstream: m.upstreamId, parts: indexes, late: true, kept: from } : { upstream: m.upstreamId, parts: indexes }));
   }
   if (uId.length) {
-    await q.query(RECORD_SUBMITS_SQL, [uId, uUp, uRule, uTotal, uCount, uLate, uKnown]);
+    await q.query(RECORD_SUBMITS_SQL, [uId, uUp, uRule, uTotal, uCount, uLate, uKnown, uMsgId]);
     await q.query(INSERT_SUBMIT_EVENTS_SQL, [eId, eDetail]);
     // Effects see the first submit of a message (webhook sms.sent); a resumed or late record changes no status.
     const changes: AppliedChange[] = [];
@@ -496,6 +512,7 @@ function toRecord(r: Record<string, unknown>): MessageRecord {
     attempts: r.attempts as number,
     routeRule: (r.route_rule as string | null) ?? null,
     upstreamId: (r.upstream_id as string | null) ?? null,
+    upstreamMessageId: (r.upstream_message_id as string | null) ?? null,
     partsTotal: r.parts_total as number,
     partsDone: r.parts_done as number,
     costMicros: Number(r.cost_micros),

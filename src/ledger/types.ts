@@ -90,6 +90,8 @@ export interface MessageRecord {
   attempts: number;
   routeRule: string | null;
   upstreamId: string | null;
+  /** The upstream's id of a message sent in one part (split messages keep theirs per part). */
+  upstreamMessageId: string | null;
   partsTotal: number;
   partsDone: number;
   costMicros: number;

@@ -1,6 +1,7 @@
 // Customer ESME (the `smpp` package) → Ferry's SMPP server → ledger → queue → dispatcher → embedded simulator,
 // and the receipt all the way back, over real TCP.
 import t from 'tap';
+import { sampleMessage } from '../helpers/ledger-rows.js';
 import { startGatewayDaemon, type GatewayDaemon } from '../helpers/gateway.js';
 import type { ClientPdu } from '../smpp/customer/customer-client.js';
 
@@ -45,6 +46,34 @@ t.test('submit_sm → submit_sm_resp id → upstream → DELIVRD receipt with th
   const sim = gw.daemon.embeddedUpstream!.simulator;
   const got = sim.received().filter((m) => m.destinations.includes(DEST) && m.text === 'hello from ferry');
   t.equal(got.length, 1, 'sent upstream exactly once');
+});
+
+t.test('a message sent whole keeps its upstream id on its row; a repeated queue item of it is not sent again', async (t) => {
+  const { gateway } = gw.daemon;
+  const acc = await gw.account('e2e-whole');
+  const c = await gw.bind('transceiver', acc.systemId, acc.password);
+  const resp = await c.request('submit_sm', { source_addr: 'Ferry', destination_addr: DEST, dest_addr_ton: 1, short_message: 'one part', registered_delivery: 1 });
+  const id = resp.message_id as string;
+  await c.next(isReceiptFor(id), 10_000);
+  const rec = await gateway.ledger.get(id);
+  const sim = gw.daemon.embeddedUpstream!.simulator;
+  const upstreamMessageId = sim.received().find((m) => m.text === 'one part')?.messageId;
+  t.ok(upstreamMessageId, 'the simulator answered an id');
+  t.match(rec, { status: 'delivered', partsTotal: 1, partsDone: 1, upstreamMessageId });
+  t.same(await gateway.ledger.parts(id), [{ partIndex: 0, status: 'delivered', upstreamId: rec?.upstreamId, upstreamMessageId, errorCode: null }], 'its one part is read from the row');
+
+  // Recorded as sent but not final: a queue item for it again (a redelivered lease, a reconciler push) is skipped.
+  const m = sampleMessage({ accountId: acc.id, destination: '233241230001', body: 'sent already' });
+  await gateway.writer.accept(m);
+  t.equal(await gateway.ledger.markSubmitted(m.id, rec!.upstreamId!, null, [{ partIndex: 0, upstreamMessageId: 'up-dup-1' }], 1), 'changed');
+  const skipped = async () => (await gw.daemon.metrics.registry.getSingleMetric('ferry_dispatch_outcomes_total')!.get()).values.find((v) => v.labels.outcome === 'skipped')?.value ?? 0;
+  const before = await skipped();
+  await gateway.queue.push([{ id: m.id, lane: 'bulk', payload: { id: m.id } }]);
+  gateway.dispatcher.wake();
+  for (const until = Date.now() + 10_000; (await skipped()) === before && Date.now() < until; ) await new Promise((r) => setTimeout(r, 25));
+  t.equal((await skipped()) - before, 1, 'the dispatcher skipped it');
+  t.notOk(sim.received().some((x) => x.text === 'sent already'), 'not sent upstream again');
+  t.match(await gateway.ledger.get(m.id), { status: 'submitted', upstreamMessageId: 'up-dup-1' });
 });
 
 t.test('UCS-2 long text is one message for the customer and three parts upstream, delivered when all are', async (t) => {

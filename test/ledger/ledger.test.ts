@@ -193,7 +193,11 @@ t.test(`ledger reads and state changes (${backendLabel})`, async (t) => {
     t.equal(rec?.upstreamId, 'up2');
     t.equal(rec?.routeRule, 'gh');
     t.equal(rec?.attempts, 1);
-    t.same((await ledger.parts(m.id)).map((p) => p.upstreamMessageId), ['z']);
+    t.equal(rec?.partsDone, 1, 'sent whole: its one part counts');
+    t.equal(rec?.upstreamMessageId, 'z', 'the upstream id is on the row');
+    const partRows = await db.query<{ n: number }>(`SELECT count(*)::int AS n FROM message_parts WHERE message_id = $1`, [m.id]);
+    t.equal(partRows.rows[0].n, 0, 'no part row for a message sent whole');
+    t.same(await ledger.parts(m.id), [{ partIndex: 0, status: 'delivered', upstreamId: 'up2', upstreamMessageId: 'z', errorCode: null }]);
   });
 
   t.test('recoverable: queued and due scheduled, paged by id', async (t) => {

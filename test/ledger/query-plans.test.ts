@@ -69,7 +69,14 @@ t.test(`hot-path batch statements reach the ledger by key, not by scanning it ($
 
   // A batch spread over the table, like the receipts of a busy hour.
   const batch = ids.filter((_, i) => i % 100 === 7);
-  const outcomes = await Promise.all(batch.map((id, i) => ledger.markSubmitted(id, 'up1', 'r1', [{ partIndex: 0, upstreamMessageId: `u${i}` }])));
+  // Half of them sent in two parts, so the parts upsert runs too (a message sent whole has no part rows).
+  const outcomes = await Promise.all(
+    batch.map((id, i) =>
+      i % 2
+        ? ledger.markSubmitted(id, 'up1', 'r1', [{ partIndex: 0, upstreamMessageId: `u${i}a` }, { partIndex: 1, upstreamMessageId: `u${i}b` }], 2)
+        : ledger.markSubmitted(id, 'up1', 'r1', [{ partIndex: 0, upstreamMessageId: `u${i}` }]),
+    ),
+  );
   t.ok(outcomes.every((o) => o === 'changed'), 'the batch was recorded as submitted');
   const results = await ledger.transitionMany(batch.map((id) => ({ id, to: 'delivered' as const })));
   t.ok(results.every((r) => r.outcome === 'changed'), 'and delivered');

@@ -51,6 +51,7 @@ export class MemoryIngress implements SmsIngress {
       attempts: 0,
       routeRule: null,
       upstreamId: null,
+      upstreamMessageId: null,
       partsTotal: 1,
       partsDone: 0,
       costMicros: 0,
