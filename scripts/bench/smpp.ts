@@ -60,6 +60,7 @@ await runScenario({
     await gen.next('measure-start', 120_000 + seconds * 1000);
     const measureFrom = Date.now();
     const cpu0 = mark();
+    const gc0 = await stack.gc();
     log('warm-up done; measuring');
     const submitted = await gen.next<{ type: string; offered: number; accepted: number }>('submitted', (seconds + 90) * 1000);
     const measureTo = Date.now();
@@ -68,6 +69,7 @@ await runScenario({
     log(`submitted ${submitted.offered}, accepted ${submitted.accepted}; waiting for receipts`);
     await gen.next('measure-end', (common.finalTimeoutSeconds + 30) * 1000);
     const cpu = cpuSince(cpu0);
+    const gc1 = await stack.gc();
     const { result } = await gen.next<{ type: string; result: SmppLoadResult }>('result', 30_000);
     await gen.finish();
     const simStats = await stack.freshSimStats();
@@ -87,6 +89,8 @@ await runScenario({
     // Each long message is 3 parts upstream (approximate when some were refused).
     const expectedParts = acceptedAll + 2 * (m.long + w.long);
     const per1000 = (name: string) => (cpu[name] / n) * 1000;
+    const gcPer1000 = (kind: string, f: 'count' | 'seconds') => (((gc1[kind]?.[f] ?? 0) - (gc0[kind]?.[f] ?? 0)) / n) * 1000;
+    const gcSeconds = ['minor', 'major', 'incremental', 'weakcb'].reduce((s, k) => s + gcPer1000(k, 'seconds'), 0);
     const acceptedRate = m.accepted / Math.max(1e-9, m.submitSeconds);
     const finalRate = m.final / Math.max(1e-9, m.finalSeconds);
     const atLatencyTargetRate = rate >= TARGET_P99_AT && acceptedRate >= TARGET_P99_AT * 0.95;
@@ -109,6 +113,10 @@ await runScenario({
       },
       { figure: `submit → receipt latency (receipt delay ${common.receiptDelayMs} ms)`, value: fmt.latency(m.receiptLatency) },
       { figure: 'CPU s per 1,000 messages: daemon', value: fmt.cpu(per1000('daemon')), target: `≤ ${TARGET_CPU}`, verdict: verdict(per1000('daemon') <= TARGET_CPU) },
+      {
+        figure: 'daemon GC per 1,000 messages: young / full collections, pause s',
+        value: `${gcPer1000('minor', 'count').toFixed(1)} / ${gcPer1000('major', 'count').toFixed(2)}, ${fmt.cpu(gcSeconds)}`,
+      },
       { figure: 'CPU s per 1,000 messages: simulator / load generator', value: `${fmt.cpu(per1000('simulator'))} / ${fmt.cpu(per1000('loadgen'))}` },
       ...(common.backend === 'redis+postgres'
         ? [{ figure: 'CPU s per 1,000 messages: Postgres / Redis servers (this machine)', value: `${fmt.cpu(per1000('postgres'))} / ${fmt.cpu(per1000('redis'))}` }]
@@ -169,6 +177,7 @@ await runScenario({
         latencyMs: { submitResp: m.respLatency, submitToReceipt: m.receiptLatency },
         cpuSeconds: cpu,
         cpuSecondsPer1000: { daemon: per1000('daemon'), simulator: per1000('simulator'), loadgen: per1000('loadgen'), postgres: per1000('postgres'), redis: per1000('redis') },
+        daemonGcPer1000: { young: gcPer1000('minor', 'count'), full: gcPer1000('major', 'count'), pauseSeconds: gcSeconds },
         peakRssMB: Object.fromEntries(Object.entries(sampler.peakRss).map(([k, v]) => [k, v / 2 ** 20])),
         daemonDrift: drift ?? null,
         receiptStates: m.receiptStates,

@@ -367,6 +367,17 @@ export class Stack {
     return (await fetch(`${this.adminUrl}/metrics`)).text();
   }
 
+  /** The daemon's garbage collections so far, by kind (minor, major, incremental, weakcb): count and seconds. */
+  async gc(): Promise<Record<string, { count: number; seconds: number }>> {
+    const out: Record<string, { count: number; seconds: number }> = {};
+    for (const m of (await this.metrics()).matchAll(/^ferry_nodejs_gc_duration_seconds_(sum|count)\{kind="(\w+)"\} (\S+)$/gm)) {
+      const k = (out[m[2]] ??= { count: 0, seconds: 0 });
+      if (m[1] === 'sum') k.seconds = Number(m[3]);
+      else k.count = Number(m[3]);
+    }
+    return out;
+  }
+
   /** The simulator's counters from a report made after this call (it reports every 250 ms), or the last ones after 2 s. */
   async freshSimStats(): Promise<SimStats | undefined> {
     const asked = Date.now();
