@@ -1,6 +1,7 @@
 import { mkdirSync } from 'node:fs';
 import pg from 'pg';
 import type { Db, Queryable, QueryResult } from '../types.js';
+import { arrayLiteral } from './array-literal.js';
 import { preparedName } from './prepared.js';
 
 // int8 as a JS number in both drivers (PGlite already does this): counts and money in micro-units stay well under 2^53.
@@ -44,7 +45,17 @@ class PgDb implements Db {
 
   /** A registered hot-path statement (prepared.ts) runs named: parsed once per connection. */
   private config(text: string, params: readonly unknown[] | undefined): pg.QueryConfig {
-    const values = params as unknown[] | undefined;
+    let values = params as unknown[] | undefined;
+    if (values) {
+      for (let i = 0; i < values.length; i++) {
+        const v = values[i];
+        if (!Array.isArray(v)) continue;
+        const literal = arrayLiteral(v);
+        if (literal === undefined) continue;
+        if (values === params) values = values.slice();
+        values[i] = literal;
+      }
+    }
     const name = this.prepare ? preparedName(text) : undefined;
     return name ? { name, text, values } : { text, values };
   }
