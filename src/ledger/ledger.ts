@@ -44,6 +44,17 @@ export type MarkSubmittedOutcome = 'changed' | 'late' | 'not_found';
 
 const FINAL_PART = new Set(['delivered', 'undelivered', 'expired', 'rejected', 'failed']);
 
+// What toRecord reads, named (a registered statement lists its columns; see prepared.ts).
+const RECORD_COLUMNS = `id, account_id, channel, ingress, batch_id, reference, source, source_ton, source_npi, destination, body, body_bytes,
+  body_sealed, data_coding, esm_class, udh_ref, udh_total, udh_seq, segments, encoding, priority, registered_delivery, scheduled_at,
+  expires_at, status, error_code, attempts, route_rule, upstream_id, upstream_message_id, parts_total, parts_done, cost_micros, currency,
+  customer_system_id, resend_of, created_at, updated_at, final_at`;
+
+// The dispatcher reads every leased batch with this: prepared, so Postgres does not plan it again for each batch.
+const GET_MANY_SQL = prepared(`SELECT ${RECORD_COLUMNS} FROM messages WHERE id = ANY($1::text[])`);
+const GET_SQL = prepared(`SELECT ${RECORD_COLUMNS} FROM messages WHERE id = $1`);
+const GET_OF_ACCOUNT_SQL = prepared(`SELECT ${RECORD_COLUMNS} FROM messages WHERE id = $1 AND account_id = $2`);
+
 const UPDATE_MANY_SQL = prepared(`UPDATE messages m
   SET status = u.status, error_code = COALESCE(u.error_code, m.error_code), updated_at = now(),
       final_at = CASE WHEN u.final THEN now() ELSE m.final_at END
@@ -134,9 +145,7 @@ export class Ledger {
   }
 
   async get(id: string, accountId?: string): Promise<MessageRecord | null> {
-    const { rows } = accountId
-      ? await this.db.query(`SELECT * FROM messages WHERE id = $1 AND account_id = $2`, [id, accountId])
-      : await this.db.query(`SELECT * FROM messages WHERE id = $1`, [id]);
+    const { rows } = accountId ? await this.db.query(GET_OF_ACCOUNT_SQL, [id, accountId]) : await this.db.query(GET_SQL, [id]);
     return rows.length ? toRecord(rows[0]) : null;
   }
 
@@ -144,7 +153,7 @@ export class Ledger {
   async getMany(ids: readonly string[]): Promise<Map<string, MessageRecord>> {
     const out = new Map<string, MessageRecord>();
     if (!ids.length) return out;
-    const { rows } = await this.db.query(`SELECT * FROM messages WHERE id = ANY($1::text[])`, [ids]);
+    const { rows } = await this.db.query(GET_MANY_SQL, [ids]);
     for (const r of rows) {
       const rec = toRecord(r);
       out.set(rec.id, rec);
@@ -227,7 +236,7 @@ export class Ledger {
    */
   async recoverable(limit: number, afterId = '', now = this.clock()): Promise<MessageRecord[]> {
     const { rows } = await this.db.query(
-      `SELECT * FROM messages
+      `SELECT ${RECORD_COLUMNS} FROM messages
        WHERE status IN ('queued', 'scheduled') AND (status = 'queued' OR scheduled_at <= to_timestamp($3::float8 / 1000.0)) AND id > $2
        ORDER BY id LIMIT $1`,
       [limit, afterId, now],
