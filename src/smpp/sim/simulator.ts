@@ -7,6 +7,7 @@ import { decodeText, encodeText, encodeWith } from '../text/encoding.js';
 import { splitMessage } from '../text/segments.js';
 import { messageParts } from '../text/udh.js';
 import { Random } from './random.js';
+import { trimOldest } from '../../util/trim-oldest.js';
 
 /** What the simulated SMSC does; every field can be changed at runtime with setBehaviour. */
 export interface SimulatorBehaviour {
@@ -466,7 +467,7 @@ export class SmscSimulator {
     if (seenBefore > 0) this.stats.duplicates++;
     this.seen.delete(key); // re-insert so the Map's order stays least-recently-seen first
     this.seen.set(key, seenBefore + 1);
-    if (this.seen.size > this.maxStored) this.seen.delete(this.seen.keys().next().value!);
+    trimOldest(this.seen, this.maxStored);
     const message: ReceivedMessage = {
       messageId,
       systemId: session.systemId ?? '',
@@ -489,7 +490,7 @@ export class SmscSimulator {
   }
 
   private trimMessages(): void {
-    while (this.messages.size > this.maxStored) this.messages.delete(this.messages.keys().next().value!);
+    trimOldest(this.messages, this.maxStored);
   }
 
   // ------------------------------------------------------------ receipts

@@ -1,7 +1,8 @@
+import { trimOldest } from '../../util/trim-oldest.js';
 import type { CorrelationEntry, CorrelationMatch, CorrelationRef, CorrelationStore } from './correlation-store.js';
 
 export interface MemoryCorrelationStoreOptions {
-  /** Entries kept at most; the oldest go first (default 500,000, roughly 100 MB). */
+  /** Entries kept; the oldest go first, a quarter at a time once it holds a quarter more (default 500,000, roughly 100 MB). */
   maxEntries?: number;
 }
 
@@ -31,10 +32,7 @@ export class MemoryCorrelationStore implements CorrelationStore {
       this.map.delete(k); // re-insert at the back when an id is reused
       this.map.set(k, { messageId: e.messageId, partIndex: e.partIndex, parts: e.parts, createdAt: e.createdAt });
     }
-    while (this.map.size > this.maxEntries) {
-      this.map.delete(this.map.keys().next().value!);
-      this.evicted++;
-    }
+    this.evicted += trimOldest(this.map, this.maxEntries);
   }
 
   async find(upstreamId: string, keys: readonly string[]): Promise<CorrelationMatch | undefined> {
