@@ -55,15 +55,18 @@ const GET_MANY_SQL = prepared(`SELECT ${RECORD_COLUMNS} FROM messages WHERE id =
 const GET_SQL = prepared(`SELECT ${RECORD_COLUMNS} FROM messages WHERE id = $1`);
 const GET_OF_ACCOUNT_SQL = prepared(`SELECT ${RECORD_COLUMNS} FROM messages WHERE id = $1 AND account_id = $2`);
 
-const UPDATE_MANY_SQL = prepared(`UPDATE messages m
+// A batch's status changes and their events in one statement (one round trip): the UPDATE runs as a data-modifying
+// CTE, which Postgres executes to completion although nothing reads it. A batch of only late events updates nothing.
+const APPLY_TRANSITIONS_SQL = prepared(`WITH upd AS (
+  UPDATE messages m
   SET status = u.status, error_code = COALESCE(u.error_code, m.error_code), updated_at = now(),
       final_at = CASE WHEN u.final THEN now() ELSE m.final_at END
   FROM unnest($1::text[], $2::text[], $3::text[], $4::bool[]) AS u(id, status, error_code, final)
-  WHERE m.id = u.id AND m.id = ANY($1::text[])`);
-
-const INSERT_EVENTS_SQL = prepared(`INSERT INTO message_events (message_id, status, detail)
-  SELECT u.id, u.status, u.detail::jsonb FROM unnest($1::text[], $2::text[], $3::text[]) WITH ORDINALITY AS u(id, status, detail, n)
-  ORDER BY u.n`);
+  WHERE m.id = u.id AND m.id = ANY($1::text[])
+)
+INSERT INTO message_events (message_id, status, detail)
+  SELECT e.id, e.status, e.detail::jsonb FROM unnest($5::text[], $6::text[], $7::text[]) WITH ORDINALITY AS e(id, status, detail, n)
+  ORDER BY e.n`);
 
 // Batches lock their rows in id order, so two batches never deadlock.
 const LOCK_SQL = prepared(`SELECT id, status FROM messages WHERE id = ANY($1::text[]) ORDER BY id FOR UPDATE`);
@@ -77,15 +80,18 @@ const UPSERT_SUBMITTED_PARTS_SQL = prepared(`INSERT INTO message_parts (message_
         status = CASE WHEN message_parts.status = 'submitted' OR message_parts.status = 'queued' THEN 'submitted' ELSE message_parts.status END,
         updated_at = now()`);
 
-const RECORD_SUBMITS_SQL = prepared(`UPDATE messages m SET status = CASE WHEN u.late THEN m.status ELSE 'submitted' END, upstream_id = u.up,
+// The submit records and their events in one statement, like APPLY_TRANSITIONS_SQL. parts_done counts the parts
+// upserted by the batch's earlier statement (a resumed or late record of a split message).
+const RECORD_SUBMITS_SQL = prepared(`WITH upd AS (
+  UPDATE messages m SET status = CASE WHEN u.late THEN m.status ELSE 'submitted' END, upstream_id = u.up,
     route_rule = COALESCE(u.rule, m.route_rule), parts_total = GREATEST(u.total, m.parts_total),
     parts_done = COALESCE(u.known, (SELECT count(*) FROM message_parts p WHERE p.message_id = m.id)),
     upstream_message_id = COALESCE(u.umid, m.upstream_message_id), attempts = m.attempts + u.n, updated_at = now()
   FROM unnest($1::text[], $2::text[], $3::text[], $4::int[], $5::int[], $6::bool[], $7::int[], $8::text[]) AS u(id, up, rule, total, n, late, known, umid)
-  WHERE m.id = u.id AND m.id = ANY($1::text[])`);
-
-const INSERT_SUBMIT_EVENTS_SQL = prepared(`INSERT INTO message_events (message_id, status, detail)
-  SELECT u.id, 'submitted', u.d::jsonb FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS u(id, d, n) ORDER BY u.n`);
+  WHERE m.id = u.id AND m.id = ANY($1::text[])
+)
+INSERT INTO message_events (message_id, status, detail)
+  SELECT e.id, 'submitted', e.d::jsonb FROM unnest($1::text[], $9::text[]) WITH ORDINALITY AS e(id, d, n) ORDER BY e.n`);
 
 // Guarded like every ledger write of history: no part row without its message (there is no foreign key to check).
 // One row per (message, part) in a batch: an upsert may not touch a row twice (recordParts merges repeats first).
@@ -103,7 +109,7 @@ const PART_COUNTS_SQL = prepared(`SELECT message_id, status, count(*)::int AS n 
 /**
  * Reads and state changes of the message ledger. Status changes follow the rule in transitions.ts and append to
  * message_events in the same transaction. `transition`/`transitionMany` share one group-commit path, so receipts at
- * high rate cost one locking SELECT, one UPDATE … FROM unnest and one INSERT of events per batch.
+ * high rate cost one locking SELECT and one statement that updates the rows and appends their events per batch.
  */
 export class Ledger {
   private readonly gc: GroupCommit<TransitionInput, TransitionResult>;
@@ -200,7 +206,7 @@ export class Ledger {
    * parts known. A message already final (a receipt overtook this record, or it was cancelled while being sent)
    * keeps its status; the submit is recorded as a late event and the row still names its upstream and route.
    * A message sent in one part keeps its upstream message id on its row; only split messages get part rows.
-   * Calls are batched (group commit): one transaction of three or four statements serves every message in the batch.
+   * Calls are batched (group commit): one transaction of two or three statements serves every message in the batch.
    */
   markSubmitted(id: string, upstreamId: string, routeRule: string | null, parts: readonly SubmittedPart[], totalParts = parts.length): Promise<MarkSubmittedOutcome> {
     return this.submits.submit({ id, upstreamId, routeRule, parts, totalParts });
@@ -305,7 +311,6 @@ async function applySubmits(q: Queryable, items: SubmitRecord[], effects: readon
   const uLate: boolean[] = [];
   const uKnown: (number | null)[] = [];
   const uMsgId: (string | null)[] = [];
-  const eId: string[] = [];
   const eDetail: string[] = [];
   for (const [id, m] of byId) {
     const from = status.get(id);
@@ -323,12 +328,10 @@ async function applySubmits(q: Queryable, items: SubmitRecord[], effects: readon
     // counts what the table holds (earlier records too).
     uKnown.push(single ? Math.min(1, indexes.length) : from === 'queued' || from === 'scheduled' ? new Set(indexes).size : null);
     uMsgId.push(single && m.parts.length ? m.parts[m.parts.length - 1].upstreamMessageId : null);
-    eId.push(id);
     eDetail.push(JSON.stringify(late ? { upstream: m.upstreamId, parts: indexes, late: true, kept: from } : { upstream: m.upstreamId, parts: indexes }));
   }
   if (uId.length) {
-    await q.query(RECORD_SUBMITS_SQL, [uId, uUp, uRule, uTotal, uCount, uLate, uKnown, uMsgId]);
-    await q.query(INSERT_SUBMIT_EVENTS_SQL, [eId, eDetail]);
+    await q.query(RECORD_SUBMITS_SQL, [uId, uUp, uRule, uTotal, uCount, uLate, uKnown, uMsgId, eDetail]);
     // Effects see the first submit of a message (webhook sms.sent); a resumed or late record changes no status.
     const changes: AppliedChange[] = [];
     for (let i = 0; i < uId.length; i++) {
@@ -467,8 +470,7 @@ async function applyTransitions(q: Queryable, items: TransitionInput[], effects:
     uErr.push(s.errorCode);
     uFinal.push(isFinal(s.status));
   }
-  if (uId.length) await q.query(UPDATE_MANY_SQL, [uId, uStatus, uErr, uFinal]);
-  if (evId.length) await q.query(INSERT_EVENTS_SQL, [evId, evStatus, evDetail]);
+  if (uId.length || evId.length) await q.query(APPLY_TRANSITIONS_SQL, [uId, uStatus, uErr, uFinal, evId, evStatus, evDetail]);
   if (uId.length && effects.length) {
     const changes: AppliedChange[] = [];
     for (const [id, s] of state) if (s.dirty) changes.push({ id, from: s.from, to: s.status, errorCode: s.errorCode });
