@@ -280,7 +280,7 @@ export class Stack {
       ...(opts.daemonEnv ?? {}),
     };
     // As `npm start` and the systemd unit run it (a larger young generation; see the README's Performance section).
-    const nodeFlags: string[] = ['--max-semi-space-size=64'];
+    const nodeFlags: string[] = ['--max-semi-space-size=32'];
     if (opts.profileDir) {
       mkdirSync(opts.profileDir, { recursive: true });
       nodeFlags.push('--cpu-prof', '--cpu-prof-dir', opts.profileDir);
