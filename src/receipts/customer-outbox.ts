@@ -47,6 +47,14 @@ export interface ReceiptTaker {
   owed(accountIds: readonly string[]): void;
 }
 
+// What a receipt's deliver_sm is rendered from (toEntry reads these m_ columns), one primary-key probe of messages
+// per outbox row `c` (OFFSET 0 keeps it per row), for the rows `when` allows.
+const MESSAGE_FIELDS = `m.source AS m_source, m.destination AS m_destination, m.body AS m_body, m.created_at AS m_created_at,
+    m.final_at AS m_final_at, m.customer_system_id AS m_customer_system_id`;
+const MESSAGE_OF = (when: string) => `LEFT JOIN LATERAL (
+    SELECT source, destination, body, created_at, final_at, customer_system_id FROM messages WHERE messages.id = c.message_id${when} OFFSET 0
+  ) m ON true`;
+
 // Receipts for SMPP messages whose registered_delivery asks for one: 1 = any final state, 2 = failures only. Rows of
 // the accounts in $4 are leased at once ($5 ms) and come back with what the deliver_sm is rendered from. Both reads of
 // messages are one primary-key probe per row (OFFSET 0 keeps them per row): joined to the unnest, the filter on
@@ -62,10 +70,8 @@ const INSERT_RECEIPTS_SQL = prepared(`WITH ins AS (
     ORDER BY u.n
     RETURNING id, account_id, kind, message_id, status, error_code, attempts, created_at, leased_until IS NOT NULL AS leased
   )
-  SELECT c.id, c.account_id, c.kind, c.message_id, c.status, c.error_code, c.attempts, c.created_at, c.leased,
-    m.source AS m_source, m.destination AS m_destination, m.body AS m_body, m.created_at AS m_created_at, m.final_at AS m_final_at,
-    m.customer_system_id AS m_customer_system_id
-  FROM ins c LEFT JOIN LATERAL (SELECT * FROM messages WHERE messages.id = c.message_id AND c.leased OFFSET 0) m ON true
+  SELECT c.id, c.account_id, c.kind, c.message_id, c.status, c.error_code, c.attempts, c.created_at, c.leased, ${MESSAGE_FIELDS}
+  FROM ins c ${MESSAGE_OF(' AND c.leased')}
   ORDER BY c.id`);
 
 /*
@@ -89,9 +95,8 @@ const CLAIM_SQL = prepared(`WITH c AS (
       o.esm_class, o.payload, o.attempts, o.created_at, o.next_at
   )
   SELECT c.id, c.account_id, c.kind, c.message_id, c.status, c.error_code, c.source, c.destination, c.data_coding, c.esm_class,
-    c.payload, c.attempts, c.created_at, m.source AS m_source, m.destination AS m_destination, m.body AS m_body, m.created_at AS m_created_at,
-    m.final_at AS m_final_at, m.customer_system_id AS m_customer_system_id
-  FROM c LEFT JOIN LATERAL (SELECT * FROM messages WHERE messages.id = c.message_id OFFSET 0) m ON true
+    c.payload, c.attempts, c.created_at, ${MESSAGE_FIELDS}
+  FROM c ${MESSAGE_OF('')}
   ORDER BY c.next_at, c.id`);
 
 const REMOVE_SQL = prepared(`DELETE FROM smpp_outbox WHERE id = ANY($1::bigint[])`);
