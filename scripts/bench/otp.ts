@@ -49,6 +49,7 @@ await runScenario({
     log(`warm-up: ${warm.verified} of ${warm.requested} pairs verified; measuring`);
 
     const cpu0 = mark();
+    const wal0 = await stack.walBytes();
     gen.send({ type: 'go' });
     const started = performance.now();
     const m = (await gen.next<{ type: string; result: OtpPhaseResult }>('pairs-done', (config.seconds + 60 + config.codeTimeoutSeconds) * 1000)).result;
@@ -56,6 +57,7 @@ await runScenario({
     log(`pairs: ${m.verified} verified of ${m.offered}; waiting for the OTP SMS receipts`);
     const finalAt = await stack.waitFinal(requested, common.finalTimeoutSeconds * 1000);
     const cpu = cpuSince(cpu0);
+    const wal1 = await stack.walBytes();
     await gen.finish();
     const simStats = await stack.freshSimStats();
 
@@ -68,6 +70,7 @@ await runScenario({
 
     const pairRate = m.verified / Math.max(1e-9, m.seconds);
     const per1000 = (name: string) => (cpu[name] / Math.max(1, m.verified)) * 1000;
+    const walPerPair = wal0 !== null && wal1 !== null ? Number(wal1 - wal0) / Math.max(1, m.verified) : null;
     const failures = Object.entries(m.failures).map(([k, c]) => `${k} ${fmt.int(c)}`);
     const rows: Row[] = [
       { figure: 'pairs offered / requested / verified', value: `${fmt.int(m.offered)} / ${fmt.int(m.requested)} / ${fmt.int(m.verified)}` },
@@ -82,6 +85,7 @@ await runScenario({
       ...(common.backend === 'redis+postgres'
         ? [{ figure: 'CPU s per 1,000 pairs: Postgres / Redis servers (this machine)', value: `${fmt.cpu(per1000('postgres'))} / ${fmt.cpu(per1000('redis'))}` }]
         : []),
+      ...(walPerPair !== null ? [{ figure: 'Postgres WAL bytes per pair', value: fmt.int(walPerPair) }] : []),
       {
         figure: 'peak RSS MB: daemon / simulator / load generator',
         value: `${fmt.mb(sampler.peakRss.daemon)} / ${fmt.mb(sampler.peakRss.simulator)} / ${fmt.mb(sampler.peakRss.loadgen)}`,
@@ -116,6 +120,7 @@ await runScenario({
         latencyMs: { pair: m.pairLatency, request: m.requestLatency, code: m.codeLatency, verify: m.verifyLatency },
         cpuSeconds: cpu,
         cpuSecondsPer1000: { daemon: per1000('daemon'), simulator: per1000('simulator'), loadgen: per1000('loadgen'), postgres: per1000('postgres'), redis: per1000('redis') },
+        postgresWalBytesPerPair: walPerPair,
         peakRssMB: Object.fromEntries(Object.entries(sampler.peakRss).map(([k, v]) => [k, v / 2 ** 20])),
         ledger,
         simulator: simStats,

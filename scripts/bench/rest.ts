@@ -69,6 +69,7 @@ await runScenario({
     log(`warm-up: ${warm.accepted} accepted and final; measuring sends`);
 
     let cpu0 = mark();
+    const wal0 = await stack.walBytes();
     gen.send({ type: 'go' });
     const sendsStarted = performance.now();
     const sends = (await gen.next<{ type: string; result: SendPhaseResult }>('sends-done', (config.seconds + 90) * 1000)).result;
@@ -78,6 +79,7 @@ await runScenario({
     const sendsFinalAt = await settle('sends');
     const sendsFinalSeconds = sendsFinalAt === null ? NaN : (sendsFinalAt - sendsStarted) / 1000;
     const sendsCpu = cpuSince(cpu0);
+    const wal1 = await stack.walBytes();
 
     let bulk: BulkPhaseResult | undefined;
     let bulkCpu: Record<string, number> = {};
@@ -108,6 +110,7 @@ await runScenario({
     const sendsFinalCount = counted ? sends.accepted : NaN;
 
     const per1000 = (cpu: Record<string, number>, name: string, n: number) => (cpu[name] / Math.max(1, n)) * 1000;
+    const walPerSend = wal0 !== null && wal1 !== null ? Number(wal1 - wal0) / Math.max(1, sends.accepted) : null;
     const sendRate = sends.accepted / Math.max(1e-9, sends.seconds);
     const atLatencyTargetRate = config.rate >= TARGET_P99_AT && sendRate >= TARGET_P99_AT * 0.95;
     const non200 = Object.entries(sends.byStatus)
@@ -138,6 +141,7 @@ await runScenario({
       ...(common.backend === 'redis+postgres'
         ? [{ figure: 'sends: CPU s per 1,000: Postgres / Redis servers (this machine)', value: ['postgres', 'redis'].map((p) => fmt.cpu(per1000(sendsCpu, p, sends.accepted))).join(' / ') }]
         : []),
+      ...(walPerSend !== null ? [{ figure: 'sends: Postgres WAL bytes per send', value: fmt.int(walPerSend) }] : []),
     ];
     if (bulk) {
       const bulkRate = bulk.accepted / Math.max(1e-9, bulk.seconds);
@@ -192,6 +196,7 @@ await runScenario({
         latencyMs: { send: sends.latency },
         cpuSeconds: sendsCpu,
         cpuSecondsPer1000: Object.fromEntries(['daemon', 'simulator', 'loadgen', 'postgres', 'redis'].map((p) => [p, per1000(sendsCpu, p, sends.accepted)])),
+        postgresWalBytesPerSend: walPerSend,
         bulk: bulk
           ? {
               ...bulk,

@@ -61,6 +61,7 @@ await runScenario({
     const measureFrom = Date.now();
     const cpu0 = mark();
     const gc0 = await stack.gc();
+    const wal0 = await stack.walBytes();
     log('warm-up done; measuring');
     const submitted = await gen.next<{ type: string; offered: number; accepted: number }>('submitted', (seconds + 90) * 1000);
     const measureTo = Date.now();
@@ -70,6 +71,7 @@ await runScenario({
     await gen.next('measure-end', (common.finalTimeoutSeconds + 30) * 1000);
     const cpu = cpuSince(cpu0);
     const gc1 = await stack.gc();
+    const wal1 = await stack.walBytes();
     const { result } = await gen.next<{ type: string; result: SmppLoadResult }>('result', 30_000);
     await gen.finish();
     const simStats = await stack.freshSimStats();
@@ -90,6 +92,8 @@ await runScenario({
     const expectedParts = acceptedAll + 2 * (m.long + w.long);
     const per1000 = (name: string) => (cpu[name] / n) * 1000;
     const gcPer1000 = (kind: string, f: 'count' | 'seconds') => (((gc1[kind]?.[f] ?? 0) - (gc0[kind]?.[f] ?? 0)) / n) * 1000;
+    // WAL per accepted message of the measured phase (receipts included: the phase ends when the last one is in).
+    const walPerMessage = wal0 !== null && wal1 !== null ? Number(wal1 - wal0) / n : null;
     const gcSeconds = ['minor', 'major', 'incremental', 'weakcb'].reduce((s, k) => s + gcPer1000(k, 'seconds'), 0);
     const acceptedRate = m.accepted / Math.max(1e-9, m.submitSeconds);
     const finalRate = m.final / Math.max(1e-9, m.finalSeconds);
@@ -121,6 +125,7 @@ await runScenario({
       ...(common.backend === 'redis+postgres'
         ? [{ figure: 'CPU s per 1,000 messages: Postgres / Redis servers (this machine)', value: `${fmt.cpu(per1000('postgres'))} / ${fmt.cpu(per1000('redis'))}` }]
         : []),
+      ...(walPerMessage !== null ? [{ figure: 'Postgres WAL bytes per message', value: fmt.int(walPerMessage) }] : []),
       ...(drift
         ? [
             {
@@ -178,6 +183,7 @@ await runScenario({
         cpuSeconds: cpu,
         cpuSecondsPer1000: { daemon: per1000('daemon'), simulator: per1000('simulator'), loadgen: per1000('loadgen'), postgres: per1000('postgres'), redis: per1000('redis') },
         daemonGcPer1000: { young: gcPer1000('minor', 'count'), full: gcPer1000('major', 'count'), pauseSeconds: gcSeconds },
+        postgresWalBytesPerMessage: walPerMessage,
         peakRssMB: Object.fromEntries(Object.entries(sampler.peakRss).map(([k, v]) => [k, v / 2 ** 20])),
         daemonDrift: drift ?? null,
         receiptStates: m.receiptStates,

@@ -379,6 +379,16 @@ export class Stack {
     return out;
   }
 
+  /**
+   * Postgres's WAL position in bytes (redis+postgres only; null on the embedded backend). The difference over a phase
+   * is the WAL the phase wrote: a work counter that moves with the statements and schema, not with the machine's
+   * speed. It is the server's, so it includes any other database's writes; the bench's own are nearly all of it.
+   */
+  async walBytes(): Promise<bigint | null> {
+    if (!this.dbUrl) return null;
+    return withPg(this.dbUrl, async (c) => BigInt((await c.query<{ b: string }>(`SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), '0/0')::text AS b`)).rows[0].b));
+  }
+
   /** The simulator's counters from a report made after this call (it reports every 250 ms), or the last ones after 2 s. */
   async freshSimStats(): Promise<SimStats | undefined> {
     const asked = Date.now();
