@@ -145,7 +145,7 @@ export type OtpVerifyResult =
   | { status: 'verified'; record: OtpRecord }
   | { status: 'invalid'; attemptsRemaining: number; record: OtpRecord }
   /** The wrong pin that used the last attempt, or any verify after that. */
-  | { status: 'locked' }
+  | { status: 'locked'; record: OtpRecord }
   | { status: 'expired' }
   | { status: 'not_found' };
 
@@ -169,10 +169,13 @@ export interface OtpStore {
   active(accountId: string, phone: string, now: number): Promise<OtpRecord | null>;
   /** The unexpired, unlocked OTPs for the phone under every account, newest first (USSD arrives without an account). */
   activeForPhone(phone: string, now: number): Promise<OtpRecord[]>;
-  /** Right pin: verified and deleted (the id is then not found). Wrong pin: one attempt used; at 0 the OTP is locked and the phone is free for a new one. */
-  verify(id: string, codeHash: string, now: number): Promise<OtpVerifyResult>;
-  /** Marks a resend (lastSentAt = now) when the cooldown since lastSentAt has passed. */
-  resend(id: string, cooldownMs: number, now: number): Promise<OtpResendResult>;
+  /**
+   * Right pin: verified and deleted (the id is then not found). Wrong pin: one attempt used; at 0 the OTP is locked and the phone is free for a new one.
+   * Another account's OTP is not found and left untouched: the owner check is part of the one atomic step, so verify needs no read before it.
+   */
+  verify(accountId: string, id: string, codeHash: string, now: number): Promise<OtpVerifyResult>;
+  /** Marks a resend (lastSentAt = now) when the cooldown since lastSentAt has passed. Another account's OTP is not found and left untouched. */
+  resend(accountId: string, id: string, cooldownMs: number, now: number): Promise<OtpResendResult>;
 }
 
 /** What the daemon runs on: the SQL ledger plus the Redis roles (Redis, or embedded equivalents). */

@@ -71,15 +71,15 @@ t.test(`otp store contract (${backendLabel})`, async (t) => {
     const ph = phone();
     const rec = record('acc1', ph, now);
     await otp.create(rec, { ...RULES, now });
-    const res = await Promise.all(Array.from({ length: 20 }, () => otp.verify(rec.id, hash('123456'), now + 10)));
+    const res = await Promise.all(Array.from({ length: 20 }, () => otp.verify(rec.accountId, rec.id, hash('123456'), now + 10)));
     const verified = res.filter((r) => r.status === 'verified');
     t.equal(verified.length, 1, 'exactly one parallel verify wins');
     t.same(verified[0], { status: 'verified', record: rec });
     t.ok(res.every((r) => r.status === 'verified' || r.status === 'not_found'), 'the others find nothing');
-    t.same(await otp.verify(rec.id, hash('123456'), now + 20), { status: 'not_found' });
+    t.same(await otp.verify(rec.accountId, rec.id, hash('123456'), now + 20), { status: 'not_found' });
     t.equal(await otp.get(rec.id), null);
     t.equal(await otp.active('acc1', ph, now + 20), null);
-    t.same(await otp.resend(rec.id, 0, now + 20), { status: 'not_found' });
+    t.same(await otp.resend(rec.accountId, rec.id, 0, now + 20), { status: 'not_found' });
     t.same(await otp.create(record('acc1', ph, now + 30), { ...RULES, now: now + 30 }), { ok: true }, 'the phone may get a new code');
   });
 
@@ -88,26 +88,26 @@ t.test(`otp store contract (${backendLabel})`, async (t) => {
     const ph = phone();
     const rec = record('acc1', ph, now);
     await otp.create(rec, { ...RULES, now });
-    const first = await otp.verify(rec.id, hash('000000'), now + 1);
+    const first = await otp.verify(rec.accountId, rec.id, hash('000000'), now + 1);
     t.same(first, { status: 'invalid', attemptsRemaining: 2, record: { ...rec, attemptsLeft: 2 } });
     t.equal((await otp.get(rec.id))?.attemptsLeft, 2);
-    t.match(await otp.verify(rec.id, hash('000001'), now + 2), { status: 'invalid', attemptsRemaining: 1 });
-    t.same(await otp.verify(rec.id, hash('000002'), now + 3), { status: 'locked' }, 'the last attempt locks');
-    t.same(await otp.verify(rec.id, hash('123456'), now + 4), { status: 'locked' }, 'even the right code after that');
-    t.same(await otp.resend(rec.id, 0, now + 4), { status: 'locked' });
+    t.match(await otp.verify(rec.accountId, rec.id, hash('000001'), now + 2), { status: 'invalid', attemptsRemaining: 1 });
+    t.same(await otp.verify(rec.accountId, rec.id, hash('000002'), now + 3), { status: 'locked', record: { ...rec, attemptsLeft: 0 } }, 'the last attempt locks');
+    t.same(await otp.verify(rec.accountId, rec.id, hash('123456'), now + 4), { status: 'locked', record: { ...rec, attemptsLeft: 0 } }, 'even the right code after that');
+    t.same(await otp.resend(rec.accountId, rec.id, 0, now + 4), { status: 'locked' });
     t.equal(await otp.active('acc1', ph, now + 4), null, 'a locked OTP is not active');
     t.equal((await otp.get(rec.id))?.attemptsLeft, 0, 'still readable');
     const next = record('acc1', ph, now + 5);
     t.same(await otp.create(next, { ...RULES, now: now + 5 }), { ok: true }, 'the phone may request a new one');
-    t.same(await otp.verify(rec.id, hash('123456'), now + 6), { status: 'locked' }, 'the old one stays locked');
-    t.equal((await otp.verify(next.id, hash('123456'), now + 6)).status, 'verified');
+    t.match(await otp.verify(rec.accountId, rec.id, hash('123456'), now + 6), { status: 'locked', record: { id: rec.id, attemptsLeft: 0 } }, 'the old one stays locked');
+    t.equal((await otp.verify(next.accountId, next.id, hash('123456'), now + 6)).status, 'verified');
   });
 
   t.test('parallel wrong codes are counted exactly', async (t) => {
     const now = clock.now;
     const a = record('acc1', phone(), now, { maxAttempts: 10, attemptsLeft: 10 });
     await otp.create(a, { ...RULES, now });
-    const res = await Promise.all(Array.from({ length: 9 }, (_, i) => otp.verify(a.id, hash(`bad${i}`), now + 1)));
+    const res = await Promise.all(Array.from({ length: 9 }, (_, i) => otp.verify(a.accountId, a.id, hash(`bad${i}`), now + 1)));
     t.same(
       res.map((r) => (r.status === 'invalid' ? r.attemptsRemaining : -1)).sort((x, y) => x - y),
       [1, 2, 3, 4, 5, 6, 7, 8, 9],
@@ -117,7 +117,7 @@ t.test(`otp store contract (${backendLabel})`, async (t) => {
 
     const b = record('acc1', phone(), now, { maxAttempts: 5, attemptsLeft: 5 });
     await otp.create(b, { ...RULES, now });
-    const res2 = await Promise.all(Array.from({ length: 15 }, (_, i) => otp.verify(b.id, hash(`bad${i}`), now + 1)));
+    const res2 = await Promise.all(Array.from({ length: 15 }, (_, i) => otp.verify(b.accountId, b.id, hash(`bad${i}`), now + 1)));
     t.equal(res2.filter((r) => r.status === 'invalid').length, 4, 'four attempts answer invalid');
     t.equal(res2.filter((r) => r.status === 'locked').length, 11, 'the fifth locks, the rest find it locked');
   });
@@ -128,7 +128,7 @@ t.test(`otp store contract (${backendLabel})`, async (t) => {
     const create = async (at: number) => {
       const rec = record('acc1', ph, at);
       const res = await otp.create(rec, { ...RULES, now: at });
-      if (res.ok) t.equal((await otp.verify(rec.id, hash('123456'), at)).status, 'verified');
+      if (res.ok) t.equal((await otp.verify(rec.accountId, rec.id, hash('123456'), at)).status, 'verified');
       return res;
     };
     t.same(await create(t0), { ok: true });
@@ -147,18 +147,18 @@ t.test(`otp store contract (${backendLabel})`, async (t) => {
     const rec = record('acc1', ph, now);
     await otp.create(rec, { ...RULES, now });
     const expiry = rec.expiresAt;
-    t.match(await otp.verify(rec.id, hash('999999'), expiry - 1), { status: 'invalid' }, 'just before expiry');
-    t.same(await otp.verify(rec.id, hash('123456'), expiry), { status: 'expired' }, 'at expiry, even with the right code');
-    t.same(await otp.resend(rec.id, 0, expiry), { status: 'expired' });
+    t.match(await otp.verify(rec.accountId, rec.id, hash('999999'), expiry - 1), { status: 'invalid' }, 'just before expiry');
+    t.same(await otp.verify(rec.accountId, rec.id, hash('123456'), expiry), { status: 'expired' }, 'at expiry, even with the right code');
+    t.same(await otp.resend(rec.accountId, rec.id, 0, expiry), { status: 'expired' });
     t.equal(await otp.active('acc1', ph, expiry), null);
     clock.now = expiry + 10 * MIN - 1;
     t.equal((await otp.get(rec.id))?.id, rec.id, 'readable during retention');
     t.same(await otp.create(record('acc1', ph, expiry), { ...RULES, now: expiry }), { ok: true }, 'an expired OTP does not block the phone');
-    t.same(await otp.verify(rec.id, hash('123456'), expiry + 10 * MIN - 1), { status: 'expired' });
-    t.same(await otp.verify(rec.id, hash('123456'), expiry + 10 * MIN), { status: 'not_found' }, 'gone after retention');
+    t.same(await otp.verify(rec.accountId, rec.id, hash('123456'), expiry + 10 * MIN - 1), { status: 'expired' });
+    t.same(await otp.verify(rec.accountId, rec.id, hash('123456'), expiry + 10 * MIN), { status: 'not_found' }, 'gone after retention');
     clock.now = expiry + 10 * MIN;
     t.equal(await otp.get(rec.id), null);
-    t.same(await otp.resend(rec.id, 0, expiry + 10 * MIN), { status: 'not_found' });
+    t.same(await otp.resend(rec.accountId, rec.id, 0, expiry + 10 * MIN), { status: 'not_found' });
   });
 
   t.test('resend only after the cooldown, same id, same expiry', async (t) => {
@@ -166,17 +166,17 @@ t.test(`otp store contract (${backendLabel})`, async (t) => {
     const ph = phone();
     const rec = record('acc1', ph, now);
     await otp.create(rec, { ...RULES, now });
-    t.same(await otp.resend(rec.id, MIN, now + 30_000), { status: 'cooldown', retryAfterMs: 30_000 });
-    t.same(await otp.resend(rec.id, MIN, now + MIN - 1), { status: 'cooldown', retryAfterMs: 1 });
-    const ok = await otp.resend(rec.id, MIN, now + MIN);
+    t.same(await otp.resend(rec.accountId, rec.id, MIN, now + 30_000), { status: 'cooldown', retryAfterMs: 30_000 });
+    t.same(await otp.resend(rec.accountId, rec.id, MIN, now + MIN - 1), { status: 'cooldown', retryAfterMs: 1 });
+    const ok = await otp.resend(rec.accountId, rec.id, MIN, now + MIN);
     t.same(ok, { status: 'ok', record: { ...rec, lastSentAt: now + MIN } });
-    t.same(await otp.resend(rec.id, MIN, now + MIN + 1), { status: 'cooldown', retryAfterMs: MIN - 1 }, 'cooldown restarts');
+    t.same(await otp.resend(rec.accountId, rec.id, MIN, now + MIN + 1), { status: 'cooldown', retryAfterMs: MIN - 1 }, 'cooldown restarts');
     const active = await otp.active('acc1', ph, now + MIN + 1);
     t.equal(active?.id, rec.id, 'still the one active code');
     t.equal(active?.expiresAt, rec.expiresAt, 'expiry unchanged');
     t.equal(active?.lastSentAt, now + MIN);
-    t.equal((await otp.verify(rec.id, hash('123456'), now + MIN + 2)).status, 'verified', 'the same code verifies');
-    t.same(await otp.resend('otp_unknown', MIN, now), { status: 'not_found' });
+    t.equal((await otp.verify(rec.accountId, rec.id, hash('123456'), now + MIN + 2)).status, 'verified', 'the same code verifies');
+    t.same(await otp.resend('acc1', 'otp_unknown', MIN, now), { status: 'not_found' });
   });
 
   t.test('activeForPhone: every account\'s live OTP for the phone, newest first', async (t) => {
@@ -193,11 +193,11 @@ t.test(`otp store contract (${backendLabel})`, async (t) => {
     t.same((await otp.activeForPhone(ph, now + 3)).map((r) => r.id), [c.id, b.id, a.id]);
     t.same((await otp.activeForPhone(ph, now + 3))[2], a, 'whole records');
 
-    t.equal((await otp.verify(c.id, hash('123456'), now + 4)).status, 'verified');
+    t.equal((await otp.verify(c.accountId, c.id, hash('123456'), now + 4)).status, 'verified');
     t.same((await otp.activeForPhone(ph, now + 4)).map((r) => r.id), [b.id, a.id], 'verified ones drop out');
     t.same((await otp.activeForPhone(ph, b.expiresAt)).map((r) => r.id), [a.id], 'expired ones drop out');
     t.same((await otp.activeForPhone(ph, now + 2 * MIN)).map((r) => r.id), [a.id], 'after the refused create\'s expiry');
-    for (let i = 0; i < 3; i++) await otp.verify(a.id, hash('bad'), now + 5);
+    for (let i = 0; i < 3; i++) await otp.verify(a.accountId, a.id, hash('bad'), now + 5);
     t.same(await otp.activeForPhone(ph, b.expiresAt), [], 'locked ones drop out');
   });
 
@@ -209,7 +209,20 @@ t.test(`otp store contract (${backendLabel})`, async (t) => {
     t.equal((await otp.get(rec.id))?.phone, rec.phone, 'the first one is untouched');
   });
 
+  t.test("another account's OTP is not found and left untouched", async (t) => {
+    const now = clock.now;
+    const ph = phone();
+    const rec = record('acc1', ph, now);
+    await otp.create(rec, { ...RULES, now });
+    t.same(await otp.verify('acc2', rec.id, hash('123456'), now + 1), { status: 'not_found' }, 'the right code, the wrong account');
+    t.same(await otp.verify('acc2', rec.id, hash('000000'), now + 1), { status: 'not_found' }, 'a wrong code uses no attempt');
+    t.same(await otp.resend('acc2', rec.id, 0, now + MIN), { status: 'not_found' });
+    t.same(await otp.get(rec.id), rec, 'attempts and last send unchanged');
+    t.equal((await otp.active('acc1', ph, now + 2))?.id, rec.id, 'still active for its account');
+    t.equal((await otp.verify(rec.accountId, rec.id, hash('123456'), now + 2)).status, 'verified', 'its own account still verifies it');
+  });
+
   t.test('unknown ids', async (t) => {
-    t.same(await otp.verify('otp_missing', hash('1'), clock.now), { status: 'not_found' });
+    t.same(await otp.verify('acc1', 'otp_missing', hash('1'), clock.now), { status: 'not_found' });
   });
 });

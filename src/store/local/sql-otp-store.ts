@@ -124,11 +124,11 @@ export class SqlOtpStore implements OtpStore {
     return rows.map(toRecord);
   }
 
-  verify(id: string, codeHash: string, now: number): Promise<OtpVerifyResult> {
+  verify(accountId: string, id: string, codeHash: string, now: number): Promise<OtpVerifyResult> {
     return this.db.tx(async (q): Promise<OtpVerifyResult> => {
-      const row = await lockLive(q, id, now);
+      const row = await lockLive(q, accountId, id, now);
       if (!row) return { status: 'not_found' };
-      if (row.attempts_left <= 0) return { status: 'locked' };
+      if (row.attempts_left <= 0) return { status: 'locked', record: toRecord(row) };
       if (now >= row.expires_at) return { status: 'expired' };
       if (row.code_hash === codeHash) {
         await q.query(`DELETE FROM otp_codes WHERE id = $1`, [id]);
@@ -136,15 +136,15 @@ export class SqlOtpStore implements OtpStore {
       }
       const left = row.attempts_left - 1;
       await q.query(`UPDATE otp_codes SET attempts_left = $2 WHERE id = $1`, [id, left]);
-      if (left === 0) return { status: 'locked' };
       row.attempts_left = left;
+      if (left === 0) return { status: 'locked', record: toRecord(row) };
       return { status: 'invalid', attemptsRemaining: left, record: toRecord(row) };
     });
   }
 
-  resend(id: string, cooldownMs: number, now: number): Promise<OtpResendResult> {
+  resend(accountId: string, id: string, cooldownMs: number, now: number): Promise<OtpResendResult> {
     return this.db.tx(async (q): Promise<OtpResendResult> => {
-      const row = await lockLive(q, id, now);
+      const row = await lockLive(q, accountId, id, now);
       if (!row) return { status: 'not_found' };
       if (row.attempts_left <= 0) return { status: 'locked' };
       if (now >= row.expires_at) return { status: 'expired' };
@@ -163,9 +163,12 @@ export class SqlOtpStore implements OtpStore {
   }
 }
 
-/** The OTP row, locked for this transaction; a row past its retention is deleted and reported missing. */
-async function lockLive(q: Pick<Db, 'query'>, id: string, now: number): Promise<OtpRow | null> {
-  const { rows } = await q.query<OtpRow>(`SELECT ${COLUMNS} FROM otp_codes WHERE id = $1 FOR UPDATE`, [id]);
+/**
+ * The account's OTP row, locked for this transaction; a row past its retention is deleted and reported missing.
+ * Another account's row is missing too, and neither locked nor touched.
+ */
+async function lockLive(q: Pick<Db, 'query'>, accountId: string, id: string, now: number): Promise<OtpRow | null> {
+  const { rows } = await q.query<OtpRow>(`SELECT ${COLUMNS} FROM otp_codes WHERE id = $1 AND account_id = $2 FOR UPDATE`, [id, accountId]);
   if (!rows.length) return null;
   if (now >= rows[0].retain_until) {
     await q.query(`DELETE FROM otp_codes WHERE id = $1`, [id]);

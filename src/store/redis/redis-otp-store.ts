@@ -27,9 +27,16 @@ export class RedisOtpStore implements OtpStore {
     // reused id) and taken back when the create is refused. An index without a record reads as not found.
     const keep = Math.max(1, retainUntil - opts.now);
     // The phone index (its own slot) goes first too: a member left by a refused create is only a wasted lookup.
-    await this.redis.otpPhoneIndex(this.keys.otpPhoneIndex(rec.phone), rec.accountId, rec.expiresAt, opts.now);
-    if ((await this.redis.set(index, JSON.stringify([rec.accountId, rec.phone]), 'PX', keep, 'NX')) === null) {
-      throw new Error(`OTP id already exists: ${rec.id}`);
+    // Both leave in one round trip (nothing orders them against each other); the record waits for them.
+    const [indexed, claimed] = await Promise.allSettled([
+      this.redis.otpPhoneIndex(this.keys.otpPhoneIndex(rec.phone), rec.accountId, rec.expiresAt, opts.now),
+      this.redis.set(index, JSON.stringify([rec.accountId, rec.phone]), 'PX', keep, 'NX'),
+    ]);
+    if (claimed.status === 'rejected') throw claimed.reason;
+    if (claimed.value === null) throw new Error(`OTP id already exists: ${rec.id}`);
+    if (indexed.status === 'rejected') {
+      await this.redis.del(index).catch(() => {});
+      throw indexed.reason;
     }
     let r: [string, ...(string | number)[]];
     try {
@@ -80,32 +87,39 @@ export class RedisOtpStore implements OtpStore {
     return found.filter((r): r is OtpRecord => r !== null).sort((a, b) => b.createdAt - a.createdAt);
   }
 
-  async verify(id: string, codeHash: string, now: number): Promise<OtpVerifyResult> {
+  async verify(accountId: string, id: string, codeHash: string, now: number): Promise<OtpVerifyResult> {
     const where = await this.locate(id);
     if (!where) return { status: 'not_found' };
-    const r = (await this.redis.otpVerify(where.record, where.active, id, codeHash, now)) as unknown[];
-    // The record is gone: drop its index too (it would expire with the retention anyway).
-    if (r[0] === 'verified' || r[0] === 'not_found') await this.redis.del(where.index);
+    const r = (await this.redis.otpVerify(where.record, where.active, id, codeHash, now, accountId)) as unknown[];
+    // The record is gone: drop its index too. Not awaited: an index without its record reads as not found,
+    // and it expires with the retention anyway.
+    if (r[0] === 'verified' || r[0] === 'not_found') this.redis.del(where.index).catch(() => {});
     switch (r[0]) {
       case 'verified':
         return { status: 'verified', record: parseRecord(r[1] as string[]) };
       case 'invalid':
         return { status: 'invalid', attemptsRemaining: Number(r[1]), record: parseRecord(r[2] as string[]) };
+      case 'locked':
+        return { status: 'locked', record: parseRecord(r[1] as string[]) };
+      case 'foreign':
+        return { status: 'not_found' };
       default:
-        return { status: r[0] as 'locked' | 'expired' | 'not_found' };
+        return { status: r[0] as 'expired' | 'not_found' };
     }
   }
 
-  async resend(id: string, cooldownMs: number, now: number): Promise<OtpResendResult> {
+  async resend(accountId: string, id: string, cooldownMs: number, now: number): Promise<OtpResendResult> {
     const where = await this.locate(id);
     if (!where) return { status: 'not_found' };
-    const r = (await this.redis.otpResend(where.record, now, cooldownMs)) as unknown[];
-    if (r[0] === 'not_found') await this.redis.del(where.index);
+    const r = (await this.redis.otpResend(where.record, now, cooldownMs, accountId)) as unknown[];
+    if (r[0] === 'not_found') this.redis.del(where.index).catch(() => {});
     switch (r[0]) {
       case 'ok':
         return { status: 'ok', record: parseRecord(r[1] as string[]) };
       case 'cooldown':
         return { status: 'cooldown', retryAfterMs: Number(r[1]) };
+      case 'foreign':
+        return { status: 'not_found' };
       default:
         return { status: r[0] as 'locked' | 'expired' | 'not_found' };
     }

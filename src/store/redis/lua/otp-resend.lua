@@ -1,11 +1,13 @@
 -- Marks a resend (lastSentAt = now) once the cooldown since the last send has passed.
 -- Same id, same expiry, same code: never a second active code.
+-- Another account's OTP answers 'foreign' and is left untouched.
 -- KEYS: record
--- ARGV: now, cooldownMs
--- Returns {'ok', record} | {'cooldown', retryAfterMs} | {'locked'} | {'expired'} | {'not_found'}
+-- ARGV: now, cooldownMs, accountId
+-- Returns {'ok', record} | {'cooldown', retryAfterMs} | {'locked'} | {'expired'} | {'not_found'} | {'foreign'}
 local now = tonumber(ARGV[1])
-local r = redis.call('HMGET', KEYS[1], 'expiresAt', 'attemptsLeft', 'retainUntil', 'lastSentAt')
+local r = redis.call('HMGET', KEYS[1], 'expiresAt', 'attemptsLeft', 'retainUntil', 'lastSentAt', 'accountId')
 if not r[1] then return { 'not_found' } end
+if r[5] ~= ARGV[3] then return { 'foreign' } end
 if now >= tonumber(r[3]) then
   redis.call('DEL', KEYS[1])
   return { 'not_found' }

@@ -1,19 +1,22 @@
 -- Verifies a code hash. Right: the record is deleted (the id is then not found) and the phone is free.
 -- Wrong: one attempt used; the one that uses the last attempt locks the OTP and frees the phone.
+-- Another account's OTP answers 'foreign' and is left untouched (no attempt used, nothing deleted).
 -- The caller drops the id index (another slot) after 'verified' and after 'not_found'.
 -- KEYS: record, active
--- ARGV: id, codeHash, now
--- Returns {'verified', record} | {'invalid', attemptsLeft, record} | {'locked'} | {'expired'} | {'not_found'}
+-- ARGV: id, codeHash, now, accountId
+-- Returns {'verified', record} | {'invalid', attemptsLeft, record} | {'locked', record} | {'expired'}
+--       | {'not_found'} | {'foreign'}
 local id = ARGV[1]
 local now = tonumber(ARGV[3])
-local r = redis.call('HMGET', KEYS[1], 'codeHash', 'expiresAt', 'attemptsLeft', 'retainUntil')
+local r = redis.call('HMGET', KEYS[1], 'codeHash', 'expiresAt', 'attemptsLeft', 'retainUntil', 'accountId')
 if not r[1] then return { 'not_found' } end
+if r[5] ~= ARGV[4] then return { 'foreign' } end
 if now >= tonumber(r[4]) then
   redis.call('DEL', KEYS[1])
   return { 'not_found' }
 end
 local left = tonumber(r[3])
-if left <= 0 then return { 'locked' } end
+if left <= 0 then return { 'locked', redis.call('HGETALL', KEYS[1]) } end
 if now >= tonumber(r[2]) then return { 'expired' } end
 
 local function freePhone()
@@ -29,8 +32,7 @@ if r[1] == ARGV[2] then
 end
 left = left - 1
 redis.call('HSET', KEYS[1], 'attemptsLeft', left)
-if left == 0 then
-  freePhone()
-  return { 'locked' }
-end
-return { 'invalid', left, redis.call('HGETALL', KEYS[1]) }
+if left == 0 then freePhone() end
+local rec = redis.call('HGETALL', KEYS[1])
+if left == 0 then return { 'locked', rec } end
+return { 'invalid', left, rec }
