@@ -1,5 +1,5 @@
 /**
- * End-to-end REST scenario: POST /v1/sms/send at concurrency C for T seconds (autocannon, Basic auth, recipients
+ * End-to-end REST scenario: POST /v1/sms/send at concurrency C for T seconds (autocannon; with --rate, paced; Basic auth, recipients
  * varied), then POST /v1/sms/bulk in 1,000-item batches; every message goes on to the SMSC simulator and its
  * receipt back into the ledger before the run counts. Daemon, simulator and load generator are separate processes.
  *
@@ -20,7 +20,8 @@ const USAGE = `usage: npm run bench -- rest [options]
   --seconds T          measured /v1/sms/send phase (default 10)
   --messages N         at most N measured send requests (default 1000000)
   --concurrency C      HTTP connections (default 64)
-  --rate R             offer R req/s overall (autocannon overallRate) instead of as fast as the connections go
+  --rate R             offer R req/s overall, paced evenly over the connections, instead of as fast as they go
+                       (latency then counts from when each request was due)
                        (the latency target is stated at --rate ${TARGET_P99_AT})
   --warmup-seconds S   warm-up sends before measuring (default 2)
   --bulk-batches N     /v1/sms/bulk requests after the sends (default 10; 0 skips bulk)
@@ -177,7 +178,7 @@ await runScenario({
       [
         `machine: ${machine.cores} × ${machine.model}, ${machine.memoryGiB} GiB, Node ${machine.node}; backend ${common.backend}; daemon and simulator via ${stack.runtime}`,
         `command: ${command}`,
-        `load: autocannon, ${config.connections} connections, ${sends.seconds.toFixed(1)} s of /v1/sms/send (one segment each, 10% UCS-2), then ` +
+        `load: ${config.rate ? `${config.rate} req/s paced over ${config.connections} connections (latency from when each was due)` : `autocannon, ${config.connections} connections`}, ${sends.seconds.toFixed(1)} s of /v1/sms/send (one segment each, 10% UCS-2), then ` +
           `${config.bulkBatches} /v1/sms/bulk × ${config.bulkSize} (${config.bulkConcurrency} in flight); Ferry → simulator ` +
           `${common.upstreamBinds} binds × window ${common.upstreamWindow}, receipt delay ${common.receiptDelayMs} ms`,
       ],

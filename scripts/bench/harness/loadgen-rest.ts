@@ -1,6 +1,7 @@
 /**
  * Load generator for the `rest` scenario (run by scripts/bench/rest.ts as its own process): POST /v1/sms/send with
- * autocannon at concurrency C (or a fixed overall rate) for T seconds, capped at a request count; then
+ * autocannon at concurrency C for T seconds (or paced at a fixed overall rate over C connections), capped at a
+ * request count; then
  * POST /v1/sms/bulk with N batches of 1,000 items. Every message is one GSM-7 or UCS-2 segment, so the simulator's
  * receipt count tracks the messages. The parent answers `go` between phases, after the previous phase's messages
  * reached their final states.
@@ -21,7 +22,7 @@ export interface RestLoadConfig {
   seconds: number;
   /** Upper bound of measured send requests. */
   maxRequests: number;
-  /** autocannon overallRate (req/s); 0 = as fast as the connections go. */
+  /** Requests per second, paced evenly over the connections; 0 = as fast as the connections go (autocannon). */
   rate: number;
   bulkBatches: number;
   bulkSize: number;
@@ -69,7 +70,7 @@ function sendBody(): string {
   return JSON.stringify({ to: recipient(i), from: 'FerryBench', message: i % 10 === 3 ? UCS2_TEXT : GSM_TEXT });
 }
 
-function runSends(seconds: number, rate: number, maxRequests: number, record: boolean): Promise<SendPhaseResult> {
+function runSends(seconds: number, maxRequests: number, record: boolean): Promise<SendPhaseResult> {
   const latency = new LatencyRecorder(record ? maxRequests + cfg.connections + 16 : 1);
   return new Promise((resolve, reject) => {
     let responses = 0;
@@ -80,7 +81,6 @@ function runSends(seconds: number, rate: number, maxRequests: number, record: bo
         url: cfg.apiUrl,
         connections: cfg.connections,
         duration: seconds,
-        ...(rate > 0 ? { overallRate: rate } : {}),
         timeout: 30,
         headers: { authorization: `Basic ${cfg.token}`, 'content-type': 'application/json' },
         requests: [
@@ -98,7 +98,7 @@ function runSends(seconds: number, rate: number, maxRequests: number, record: bo
         const accepted = byStatus['200'] ?? 0;
         const answered = Object.values(byStatus).reduce((a, b) => a + b, 0);
         const errors = Number(result.errors ?? 0);
-        // One request in flight per connection at most (no pipelining); autocannon's own `sent` over-counts with a rate.
+        // One request in flight per connection at most (no pipelining).
         const cutOff = Math.min(cfg.connections, Math.max(0, Number(result.requests?.sent ?? 0) - answered - errors));
         resolve({
           offered: answered + errors + cutOff,
@@ -117,6 +117,66 @@ function runSends(seconds: number, rate: number, maxRequests: number, record: bo
       if (record) latency.add(responseTime);
       if (++responses >= maxRequests) instance.stop();
     });
+  });
+}
+
+/**
+ * A fixed offered rate, paced: every millisecond the requests that are due leave, spread evenly over the second.
+ * (autocannon's overallRate lets each connection send its whole quota for the second at once and then wait, so a
+ * "rate" run measured the queue of those bursts.) Latency counts from when a request was due, so time spent waiting
+ * for a free connection is included rather than hidden (no coordinated omission). Every request is answered or
+ * fails before the phase ends: nothing is cut off.
+ */
+function runPaced(seconds: number, rate: number, maxRequests: number, record: boolean): Promise<SendPhaseResult> {
+  const total = Math.max(1, Math.min(maxRequests, Math.floor(seconds * rate)));
+  const latency = new LatencyRecorder(record ? total : 1);
+  const client = new JsonClient(cfg.apiUrl, { authorization: `Basic ${cfg.token}` }, cfg.connections, 30_000);
+  const byStatus: Record<string, number> = {};
+  let offered = 0;
+  let inFlight = 0;
+  let issuing = true;
+  let errors = 0;
+  let timeouts = 0;
+  const started = performance.now();
+  let lastResponse = started;
+  return new Promise((resolve) => {
+    const endIfDone = (): void => {
+      if (inFlight > 0 || issuing) return;
+      client.close();
+      resolve({ offered, accepted: byStatus['200'] ?? 0, cutOff: 0, byStatus, errors, timeouts, seconds: (lastResponse - started) / 1000, latency: latency.summary() });
+    };
+    const settle = (due: number): void => {
+      lastResponse = performance.now();
+      if (record) latency.add(lastResponse - due);
+      inFlight--;
+      endIfDone();
+    };
+    const fire = (due: number): void => {
+      offered++;
+      inFlight++;
+      client.post('/v1/sms/send', sendBody()).then(
+        (res) => {
+          byStatus[String(res.status)] = (byStatus[String(res.status)] ?? 0) + 1;
+          settle(due);
+        },
+        (err: Error) => {
+          errors++;
+          if (err.name === 'TimeoutError') timeouts++;
+          settle(due);
+        },
+      );
+    };
+    const timer = setInterval(() => {
+      const now = performance.now();
+      const dueNow = Math.min(total, Math.floor(((now - started) / 1000) * rate) + 1);
+      while (offered < dueNow) fire(started + (offered / rate) * 1000);
+      // Bounded in time as well as count: the phase ends on time even when the daemon falls behind.
+      if (offered >= total || now - started >= seconds * 1000) {
+        clearInterval(timer);
+        issuing = false;
+        endIfDone();
+      }
+    }, 1);
   });
 }
 
@@ -171,10 +231,13 @@ async function runBulk(): Promise<BulkPhaseResult> {
 
 runLoadgen(async () => {
   let warmup: SendPhaseResult | undefined;
-  if (cfg.warmupSeconds > 0) warmup = await runSends(cfg.warmupSeconds, 0, Math.max(1000, cfg.maxRequests), false);
+  // At a fixed rate the warm-up runs paced at that rate too, so the measured phase starts in the steady state it measures.
+  if (cfg.warmupSeconds > 0) {
+    warmup = cfg.rate > 0 ? await runPaced(cfg.warmupSeconds, cfg.rate, Number.MAX_SAFE_INTEGER, false) : await runSends(cfg.warmupSeconds, Math.max(1000, cfg.maxRequests), false);
+  }
   await report({ type: 'warmup-done', accepted: warmup?.accepted ?? 0, cutOff: warmup?.cutOff ?? 0 });
   await expectFromParent('go');
-  const sends = await runSends(cfg.seconds, cfg.rate, cfg.maxRequests, true);
+  const sends = cfg.rate > 0 ? await runPaced(cfg.seconds, cfg.rate, cfg.maxRequests, true) : await runSends(cfg.seconds, cfg.maxRequests, true);
   await report({ type: 'sends-done', result: sends });
   if (cfg.bulkBatches > 0) {
     await expectFromParent('go');
