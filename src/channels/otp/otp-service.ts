@@ -354,11 +354,10 @@ function metaOf(rec: OtpRecord): OtpMeta {
   return rec.meta as unknown as OtpMeta;
 }
 
-/** What the user typed, as the code was generated: spaces dropped, letters upper-case. */
 /**
- * Spaces and dashes dropped, letters upper-cased, whatever the pin type: NUMERIC codes hold only digits, which
- * upper-casing leaves alone, and a pin with letters cannot match them either way. So verify can hash the pin
- * without first reading the OTP for its type.
+ * What the user typed, as the code was generated: spaces and dashes dropped, letters upper-cased, whatever the pin
+ * type. NUMERIC codes hold only digits, which upper-casing leaves alone, and a pin with letters cannot match them
+ * either way, so verify can hash the pin without first reading the OTP for its type.
  */
 function normalizePin(pin: string): string {
   return pin.replace(/[\s-]/g, '').toUpperCase();
