@@ -331,14 +331,14 @@ async function applySubmits(q: Queryable, items: SubmitRecord[], effects: readon
     eDetail.push(JSON.stringify(late ? { upstream: m.upstreamId, parts: indexes, late: true, kept: from } : { upstream: m.upstreamId, parts: indexes }));
   }
   if (uId.length) {
-    await q.query(RECORD_SUBMITS_SQL, [uId, uUp, uRule, uTotal, uCount, uLate, uKnown, uMsgId, eDetail]);
+    const write = q.query(RECORD_SUBMITS_SQL, [uId, uUp, uRule, uTotal, uCount, uLate, uKnown, uMsgId, eDetail]);
     // Effects see the first submit of a message (webhook sms.sent); a resumed or late record changes no status.
     const changes: AppliedChange[] = [];
     for (let i = 0; i < uId.length; i++) {
       const from = status.get(uId[i])!;
       if (!uLate[i] && from !== 'submitted') changes.push({ id: uId[i], from, to: 'submitted', errorCode: null });
     }
-    if (changes.length) await runEffects(q, effects, changes, after);
+    await writeWithEffects(q, write, changes.length ? effects : [], changes, after);
   }
   return items.map((it) => {
     const from = status.get(it.id);
@@ -470,18 +470,32 @@ async function applyTransitions(q: Queryable, items: TransitionInput[], effects:
     uErr.push(s.errorCode);
     uFinal.push(isFinal(s.status));
   }
-  if (uId.length || evId.length) await q.query(APPLY_TRANSITIONS_SQL, [uId, uStatus, uErr, uFinal, evId, evStatus, evDetail]);
-  if (uId.length && effects.length) {
-    const changes: AppliedChange[] = [];
-    for (const [id, s] of state) if (s.dirty) changes.push({ id, from: s.from, to: s.status, errorCode: s.errorCode });
-    await runEffects(q, effects, changes, after);
-  }
+  if (!uId.length && !evId.length) return results;
+  const write = q.query(APPLY_TRANSITIONS_SQL, [uId, uStatus, uErr, uFinal, evId, evStatus, evDetail]);
+  const changes: AppliedChange[] = [];
+  for (const [id, s] of state) if (s.dirty) changes.push({ id, from: s.from, to: s.status, errorCode: s.errorCode });
+  await writeWithEffects(q, write, changes.length ? effects : [], changes, after);
   return results;
 }
 
-async function runEffects(q: Queryable, effects: readonly TransitionEffect[], changes: readonly AppliedChange[], after: AfterCommit[]): Promise<void> {
+/**
+ * The batch's write and its effects, issued back to back so that on Postgres they travel in one round trip; they
+ * still run in issue order, so each effect's statement sees the write. Everything settles before this returns (the
+ * transaction commits only then); the first failure, in issue order, is the one thrown.
+ */
+async function writeWithEffects(q: Queryable, write: Promise<unknown>, effects: readonly TransitionEffect[], changes: readonly AppliedChange[], after: AfterCommit[]): Promise<void> {
+  const pending: Promise<unknown>[] = [write];
   for (const effect of effects) {
-    const then = await effect(q, changes);
+    try {
+      pending.push(effect(q, changes));
+    } catch (err) {
+      pending.push(Promise.reject(err));
+    }
+  }
+  const settled = await Promise.allSettled(pending);
+  for (const s of settled) if (s.status === 'rejected') throw s.reason;
+  for (let i = 1; i < settled.length; i++) {
+    const then = (settled[i] as PromiseFulfilledResult<void | AfterCommit>).value;
     if (then) after.push(then);
   }
 }

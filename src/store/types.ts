@@ -16,7 +16,11 @@ export interface QueryResult<T> {
 /** The SQL ledger: Postgres through `pg`, or embedded PGlite. Same SQL for both. */
 export interface Db extends Queryable {
   readonly kind: 'postgres' | 'pglite';
-  /** Runs fn in one transaction; commits on resolve, rolls back on throw. */
+  /**
+   * Runs fn in one transaction; commits on resolve, rolls back on throw. Statements fn issues without awaiting the
+   * ones before go out together (one round trip on Postgres) and run in the order issued; fn must have settled every
+   * statement it issued before it resolves or throws.
+   */
   tx<T>(fn: (q: Queryable) => Promise<T>): Promise<T>;
   /** Cheap liveness check (SELECT 1). Throws when the database is unreachable. */
   ping(): Promise<void>;

@@ -33,6 +33,25 @@ t.test(`sql driver and migrations (${backendLabel})`, async (t) => {
   });
   t.equal(committed, 'ok');
   t.equal((await db.query<{ value: number }>(`SELECT value FROM settings WHERE key = 'k'`)).rows[0].value, 3, 'a resolving transaction commits');
+
+  // Statements issued back to back (pipelined on Postgres) run in the order issued, inside the transaction.
+  const seen = await db.tx(async (q) => {
+    const writes = [1, 2, 3].map((i) => q.query(`UPDATE settings SET value = to_jsonb(value::text::int * 10 + ${i}) WHERE key = 'k'`));
+    const read = q.query<{ value: number }>(`SELECT value FROM settings WHERE key = 'k'`);
+    await Promise.all(writes);
+    return (await read).rows[0].value;
+  });
+  t.equal(seen, 3123, 'back-to-back statements apply in issue order and the next one sees them');
+
+  // A failed statement aborts the transaction even when fn swallows its error: the commit is refused, not faked.
+  await t.rejects(
+    db.tx(async (q) => {
+      await q.query(`UPDATE settings SET value = '4' WHERE key = 'k'`);
+      await q.query(`SELECT 1 / 0`).catch(() => undefined);
+      return 'swallowed';
+    }),
+  );
+  t.equal((await db.query<{ value: number }>(`SELECT value FROM settings WHERE key = 'k'`)).rows[0].value, 3123, 'nothing of it committed');
 });
 
 t.test('migration files split into statements outside dollar quotes', async (t) => {

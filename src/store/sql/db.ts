@@ -33,7 +33,9 @@ class PgDb implements Db {
     poolSize: number,
     private readonly prepare: boolean,
   ) {
-    this.pool = new pg.Pool({ connectionString: url, max: poolSize, connectionTimeoutMillis: 5000, idleTimeoutMillis: 30000 });
+    // Pipelined: a statement is written as soon as it is issued, not after the answer to the one before. A checked-out
+    // client still serves one caller, so this only changes what a transaction issues back to back (see tx).
+    this.pool = new pg.Pool({ connectionString: url, max: poolSize, connectionTimeoutMillis: 5000, idleTimeoutMillis: 30000, pipeline: true });
     // A dropped idle connection must not crash the process; the pool replaces it.
     this.pool.on('error', () => {});
   }
@@ -72,7 +74,10 @@ class PgDb implements Db {
     };
     client.on('error', onError);
     try {
-      await client.query('BEGIN');
+      // BEGIN goes out with the first statement (one round trip). Were it refused, that statement fails too: a
+      // connection that cannot begin cannot run anything else either.
+      const begun = client.query('BEGIN');
+      begun.catch(() => {});
       const q: Queryable = {
         async query<R>(text: string, params?: readonly unknown[]) {
           const r = await client.query(config(text, params));
@@ -80,7 +85,10 @@ class PgDb implements Db {
         },
       };
       const out = await fn(q);
-      await client.query('COMMIT');
+      await begun;
+      // Postgres answers COMMIT of a failed transaction with ROLLBACK, not with an error.
+      const done = await client.query('COMMIT');
+      if (done.command !== 'COMMIT') throw new Error(`transaction not committed (the server answered ${done.command})`);
       return out;
     } catch (err) {
       try {
