@@ -3,6 +3,7 @@ import fp from 'fastify-plugin';
 import type { KeyService } from '../accounts/key-service.js';
 import type { Metrics } from '../metrics.js';
 import type { Throttle } from '../store/types.js';
+import { AuthFailureCache } from './auth-failure-cache.js';
 import { ApiError, rateLimited } from './errors.js';
 import './types.js';
 
@@ -15,6 +16,9 @@ export interface AuthOptions {
   perKeyPerSecond: number;
   burst: number;
 }
+
+/** How long a read of an address's failure count may stand in for the next ones (see AuthFailureCache). */
+const FAILURE_READING_MAX_AGE_MS = 1000;
 
 /** Parses `Basic base64(key:secret)`, `Bearer base64(key:secret)` or `Bearer key:secret`. */
 export function parseAuthorization(header: string | undefined): { keyId: string; secret: string } | 'missing' | 'malformed' {
@@ -44,12 +48,24 @@ async function authPlugin(app: FastifyInstance, opts: AuthOptions): Promise<void
   app.decorateRequest('auth', null as never);
 
   const failureKey = (req: FastifyRequest) => `authfail:${req.ip}`;
+  // Most requests come from addresses with no failures: a recent reading of the count spares them a store round trip.
+  const recentFailures = new AuthFailureCache(opts.failureLimit, FAILURE_READING_MAX_AGE_MS);
 
   /** A wrong guess: counted (at most failureLimit entries are kept per address) and refused. */
   const fail = async (req: FastifyRequest, code: 'AUTH_HEADER_MALFORMED' | 'INVALID_CREDENTIALS') => {
     opts.metrics.authFailures.inc({ reason: code });
-    await opts.throttle.hit(failureKey(req), opts.failureLimit, opts.failureWindowMs);
+    const r = await opts.throttle.hit(failureKey(req), opts.failureLimit, opts.failureWindowMs);
+    recentFailures.record(req.ip, r.count, Date.now());
     return new ApiError(code);
+  };
+
+  const failuresOf = async (req: FastifyRequest): Promise<number> => {
+    const now = Date.now();
+    const known = recentFailures.use(req.ip, now);
+    if (known !== undefined) return known;
+    const count = await opts.throttle.count(failureKey(req), opts.failureWindowMs);
+    recentFailures.record(req.ip, count, now);
+    return count;
   };
 
   app.addHook('onRequest', async (req) => {
@@ -63,7 +79,7 @@ async function authPlugin(app: FastifyInstance, opts: AuthOptions): Promise<void
     }
 
     // Checked before the credentials, so a throttled address learns nothing, even from a right guess.
-    const failures = await opts.throttle.count(failureKey(req), opts.failureWindowMs);
+    const failures = await failuresOf(req);
     if (failures >= opts.failureLimit) {
       opts.metrics.rateLimited.inc({ limit: 'auth_failures' });
       throw rateLimited('TOO_MANY_AUTH_FAILURES', opts.failureWindowMs);

@@ -140,3 +140,30 @@ t.test(`repeated auth failures and the per-key rate limit answer 429 (${backendL
   t.ok(Number(limited.headers.get('retry-after')) >= 1);
   t.ok(limited.json.data.retryAfter >= 1);
 });
+
+/**
+ * Failures recorded through another instance land in the shared window only: this instance's recent reading of the
+ * address lets at most `limit` more requests through before it reads the window again, and a reading older than a
+ * second is not used at all.
+ */
+t.test(`failures recorded elsewhere are honoured within the limit and within a second (${backendLabel})`, async (t) => {
+  const d = await startDaemon({ FERRY_AUTH_FAILURE_LIMIT: '5' });
+  t.teardown(() => d.stop());
+  const { token } = await accountWithKey(d, 'shared');
+  const throttle = d.daemon.backends.throttle;
+  const elsewhere = async () => {
+    for (let i = 0; i < 5; i++) await throttle.hit('authfail:127.0.0.1', 5, 60_000);
+  };
+
+  t.equal((await call(d.api, 'GET', '/v1/health', { token })).status, 200, 'read: no failures');
+  await elsewhere();
+  const statuses: number[] = [];
+  for (let i = 0; i < 6; i++) statuses.push((await call(d.api, 'GET', '/v1/health', { token })).status);
+  t.same(statuses, [200, 200, 200, 200, 429, 429], 'the reading served the rest of its five requests, then the window was read');
+
+  await throttle.reset('authfail:127.0.0.1');
+  t.equal((await call(d.api, 'GET', '/v1/health', { token })).status, 200, 'a throttled address is read every time: a reset lets it in at once');
+  await elsewhere();
+  await new Promise((r) => setTimeout(r, 1100));
+  t.equal((await call(d.api, 'GET', '/v1/health', { token })).status, 429, 'a reading a second old is not used');
+});
