@@ -1,3 +1,5 @@
+import { trimOldest } from '../util/trim-oldest.js';
+
 interface Reading {
   count: number;
   readAt: number;
@@ -10,7 +12,7 @@ interface Reading {
  * request need not ask the store each time. A reading serves at most `limit − count` requests and for at most
  * `maxAgeMs`; this instance's own failures replace it at once (recording a failure returns the shared count). So an
  * address that reached the limit through other instances gets at most `limit` more requests through here, within
- * `maxAgeMs`, and its first failure here ends that. Bounded: past `maxEntries` the oldest readings go.
+ * `maxAgeMs`, and its first failure here ends that. Bounded: past `maxEntries` (and a quarter) the oldest readings go.
  */
 export class AuthFailureCache {
   private readonly readings = new Map<string, Reading>();
@@ -38,9 +40,9 @@ export class AuthFailureCache {
   /** A fresh count from the store (a read, or the result of recording a failure). */
   record(address: string, count: number, now: number): void {
     this.readings.delete(address);
-    if (this.readings.size >= this.maxEntries) this.readings.delete(this.readings.keys().next().value as string);
     // A fresh read lets its own request through: it counts as the first use.
     this.readings.set(address, { count, readAt: now, passed: 1 });
+    trimOldest(this.readings, this.maxEntries);
   }
 
   get size(): number {
