@@ -1,4 +1,5 @@
-import { createCipheriv, createDecipheriv, createHash, randomBytes } from 'node:crypto';
+import { createCipheriv, createDecipheriv, createHash } from 'node:crypto';
+import { randomBytesPooled } from '../util/ids.js';
 
 export interface CipherKey {
   id: string;
@@ -43,7 +44,9 @@ export class SecretCipher {
   }
 
   encrypt(plain: string): string {
-    const iv = randomBytes(IV_BYTES);
+    // A random 96-bit IV per value (GCM must never repeat one under a key); pooled, as the generator's per-call cost
+    // was most of an encryption.
+    const iv = randomBytesPooled(IV_BYTES);
     const cipher = createCipheriv(ALGORITHM, this.keys.get(this.currentId)!, iv, { authTagLength: TAG_BYTES });
     cipher.setAAD(Buffer.from(this.currentId));
     const ct = Buffer.concat([cipher.update(plain, 'utf8'), cipher.final()]);

@@ -14,6 +14,22 @@ function randomByte(): number {
 }
 
 /**
+ * `n` bytes (n ≤ 256) from the CSPRNG through the same pool: for small per-call values such as cipher IVs, where
+ * asking the generator each time costs more than the work around it. Each byte is handed out once.
+ */
+export function randomBytesPooled(n: number): Buffer {
+  if (n > 256) throw new RangeError('randomBytesPooled is for at most 256 bytes');
+  if (poolPos + n > pool.length) {
+    randomFillSync(pool);
+    poolPos = 0;
+  }
+  const out = Buffer.allocUnsafe(n);
+  pool.copy(out, 0, poolPos, poolPos + n);
+  poolPos += n;
+  return out;
+}
+
+/**
  * Time-sortable id: 10 chars of millisecond time + 16 random chars (80 bits), lower-case Crockford base32,
  * behind a prefix such as `msg_`. Sortable ids keep ledger inserts append-mostly.
  */
