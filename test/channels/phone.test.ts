@@ -1,5 +1,6 @@
 import t from 'tap';
-import { normalizeNumber, normalizeSender } from '../../src/channels/sms/phone.js';
+import examples from 'libphonenumber-js/examples.mobile.json';
+import { normalizeNumber, normalizeSender, parseNumber } from '../../src/channels/sms/phone.js';
 
 t.test('recipients normalise to international digits', async (t) => {
   t.equal(normalizeNumber('+233241234567'), '233241234567');
@@ -12,6 +13,25 @@ t.test('recipients normalise to international digits', async (t) => {
   t.equal(normalizeNumber('+99912345'), null, 'no such country code');
   t.equal(normalizeNumber('hello'), null);
   t.equal(normalizeNumber(''), null);
+});
+
+t.test('remembered answers are the parsed ones, and a result read as international is itself', async (t) => {
+  const cases: Array<[string, { international?: boolean; defaultCountry?: string | null }]> = [];
+  for (const [country, national] of Object.entries(examples as Record<string, string>)) {
+    cases.push([national, { defaultCountry: country }], ['0' + national, { defaultCountry: country }], [national, { international: true }], [national, {}]);
+  }
+  let checked = 0;
+  for (let round = 0; round < 2; round++) {
+    for (const [raw, opts] of cases) {
+      const out = normalizeNumber(raw, opts);
+      if (out !== parseNumber(raw, opts)) t.fail(`${raw} ${JSON.stringify(opts)}: remembered ${out}, parsed ${parseNumber(raw, opts)}`);
+      if (out !== null && parseNumber(out, { international: true }) !== out) t.fail(`${out} does not read back as itself`);
+      checked++;
+    }
+  }
+  t.ok(checked > 800, `${checked} answers checked, first asked and then remembered`);
+  t.equal(normalizeNumber('0241234567', { defaultCountry: 'GH' }), '233241234567');
+  t.equal(normalizeNumber('0241234567', {}), null, 'the country is part of what is remembered');
 });
 
 t.test('senders: alphanumeric up to 11 or numeric up to 15, TON/NPI inferred when unknown', async (t) => {

@@ -1,4 +1,5 @@
 import { parsePhoneNumberFromString, type CountryCode } from 'libphonenumber-js';
+import { trimOldest } from '../../util/trim-oldest.js';
 
 const DIGITS = /^\+?[0-9]{3,17}$/;
 
@@ -9,6 +10,25 @@ const DIGITS = /^\+?[0-9]{3,17}$/;
  * clients send international digits without saying so.
  */
 export function normalizeNumber(raw: string, opts: { international?: boolean; defaultCountry?: string | null } = {}): string | null {
+  // The international reading does not depend on the country.
+  const key = (opts.international ? '+' : (opts.defaultCountry ?? '')) + '|' + raw;
+  const known = recent.get(key);
+  if (known !== undefined) return known;
+  const out = parseNumber(raw, opts);
+  recent.set(key, out);
+  // The result read as international digits is itself (E.164 parses back to itself): an OTP's SMS, sent to the
+  // number its request normalised, needs no second parse.
+  if (out !== null) recent.set('+|' + out, out);
+  trimOldest(recent, RECENT_MAX);
+  return out;
+}
+
+// Parsing with libphonenumber's metadata is the costly step, and numbers recur (an OTP and its SMS, lists, retries).
+const RECENT_MAX = 10_000;
+const recent = new Map<string, string | null>();
+
+/** normalizeNumber without its memory of recent answers. */
+export function parseNumber(raw: string, opts: { international?: boolean; defaultCountry?: string | null }): string | null {
   let s = raw.replace(/[\s().-]/g, '');
   if (!DIGITS.test(s) && !(s.startsWith('00') && DIGITS.test(s.slice(2)))) return null;
   if (s.startsWith('00')) s = '+' + s.slice(2);
