@@ -74,8 +74,8 @@ class PgDb implements Db {
     };
     client.on('error', onError);
     try {
-      // BEGIN goes out with the first statement (one round trip). Were it refused, that statement fails too: a
-      // connection that cannot begin cannot run anything else either.
+      // BEGIN goes out with the first statement (one round trip). On an idle pooled connection it fails only with the
+      // connection itself, and every statement after it then fails too; it is awaited before COMMIT all the same.
       const begun = client.query('BEGIN');
       begun.catch(() => {});
       const q: Queryable = {
