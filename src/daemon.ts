@@ -146,6 +146,7 @@ export class Daemon {
         dataDir: config.dataDir,
         poolSize: config.database.poolSize,
         preparedStatements: config.database.preparedStatements,
+        pipeline: config.database.pipeline,
       });
     } catch (err) {
       throw new StartupError((err as Error).message);

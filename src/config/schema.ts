@@ -253,6 +253,11 @@ export const configSchema = {
           default: true,
           description: 'run the hot path\'s statements as named prepared statements on Postgres (parsed once per connection, plans kept); turn off behind a pooler in transaction mode that does not carry them',
         },
+        pipeline: {
+          type: 'boolean',
+          default: true,
+          description: "send a transaction's statements to Postgres back to back instead of waiting for each answer (fewer round trips per ledger batch); turn off behind a proxy that does not handle pipelined statements",
+        },
         maintenanceSeconds: {
           type: 'integer',
           minimum: 0,
@@ -382,7 +387,7 @@ export interface FerryConfig {
   pricing: { defaultPrice: number | null; entries: Array<{ prefix: string; price: number; route?: string }> };
   billing: { refundOnFailure: boolean };
   sms: { defaultCountry: string | null; scheduleHorizonDays: number; showUpstreams: boolean };
-  database: { url: string | null; poolSize: number; commitsInFlight: number; preparedStatements: boolean; maintenanceSeconds: number };
+  database: { url: string | null; poolSize: number; commitsInFlight: number; preparedStatements: boolean; pipeline: boolean; maintenanceSeconds: number };
   redis: { url: string | null; keyPrefix: string };
   security: { secretKey: string | null };
   auth: { failureLimit: number; failureWindowSeconds: number; rotationGraceSeconds: number; cacheSeconds: number };

@@ -1,7 +1,9 @@
-import t from 'tap';
+import t, { type Test } from 'tap';
 import { testDb } from '../helpers/db.js';
 import { appliedVersions, loadMigrations, migrate, splitStatements } from '../../src/store/sql/migrate.js';
 import { backendLabel } from '../helpers/env.js';
+import { openDb } from '../../src/store/sql/db.js';
+import type { Db } from '../../src/store/types.js';
 
 t.test(`sql driver and migrations (${backendLabel})`, async (t) => {
   const tdb = await testDb();
@@ -34,25 +36,38 @@ t.test(`sql driver and migrations (${backendLabel})`, async (t) => {
   t.equal(committed, 'ok');
   t.equal((await db.query<{ value: number }>(`SELECT value FROM settings WHERE key = 'k'`)).rows[0].value, 3, 'a resolving transaction commits');
 
+  await backToBack(t, db, 'k');
+  if (tdb.url) {
+    // The same on a connection pool that does not pipeline (database.pipeline: false).
+    const plain = await openDb({ url: tdb.url, dataDir: tdb.dataDir, poolSize: 2, pipeline: false });
+    t.teardown(() => plain.close());
+    await plain.query(`INSERT INTO settings (key, value) VALUES ('p', '3')`);
+    await backToBack(t, plain, 'p');
+  }
+});
+
+/** Back-to-back statements in a transaction, and a failed statement whose error fn swallowed. Expects value 3 at `key`. */
+async function backToBack(t: Test, db: Db, key: string): Promise<void> {
+  const read = async () => (await db.query<{ value: number }>(`SELECT value FROM settings WHERE key = $1`, [key])).rows[0].value;
   // Statements issued back to back (pipelined on Postgres) run in the order issued, inside the transaction.
   const seen = await db.tx(async (q) => {
-    const writes = [1, 2, 3].map((i) => q.query(`UPDATE settings SET value = to_jsonb(value::text::int * 10 + ${i}) WHERE key = 'k'`));
-    const read = q.query<{ value: number }>(`SELECT value FROM settings WHERE key = 'k'`);
+    const writes = [1, 2, 3].map((i) => q.query(`UPDATE settings SET value = to_jsonb(value::text::int * 10 + ${i}) WHERE key = $1`, [key]));
+    const got = q.query<{ value: number }>(`SELECT value FROM settings WHERE key = $1`, [key]);
     await Promise.all(writes);
-    return (await read).rows[0].value;
+    return (await got).rows[0].value;
   });
   t.equal(seen, 3123, 'back-to-back statements apply in issue order and the next one sees them');
 
   // A failed statement aborts the transaction even when fn swallows its error: the commit is refused, not faked.
   await t.rejects(
     db.tx(async (q) => {
-      await q.query(`UPDATE settings SET value = '4' WHERE key = 'k'`);
+      await q.query(`UPDATE settings SET value = '4' WHERE key = $1`, [key]);
       await q.query(`SELECT 1 / 0`).catch(() => undefined);
       return 'swallowed';
     }),
   );
-  t.equal((await db.query<{ value: number }>(`SELECT value FROM settings WHERE key = 'k'`)).rows[0].value, 3123, 'nothing of it committed');
-});
+  t.equal(await read(), 3123, 'nothing of it committed');
+}
 
 t.test('migration files split into statements outside dollar quotes', async (t) => {
   const parts = splitStatements(`-- c\nCREATE TABLE a (x int);\nCREATE FUNCTION f() RETURNS int AS $$\nBEGIN\n  RETURN 1;\nEND;\n$$ LANGUAGE plpgsql;\n`);

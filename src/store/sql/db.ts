@@ -32,10 +32,11 @@ class PgDb implements Db {
     url: string,
     poolSize: number,
     private readonly prepare: boolean,
+    private readonly pipeline: boolean,
   ) {
     // Pipelined: a statement is written as soon as it is issued, not after the answer to the one before. A checked-out
     // client still serves one caller, so this only changes what a transaction issues back to back (see tx).
-    this.pool = new pg.Pool({ connectionString: url, max: poolSize, connectionTimeoutMillis: 5000, idleTimeoutMillis: 30000, pipeline: true });
+    this.pool = new pg.Pool({ connectionString: url, max: poolSize, connectionTimeoutMillis: 5000, idleTimeoutMillis: 30000, pipeline });
     // A dropped idle connection must not crash the process; the pool replaces it.
     this.pool.on('error', () => {});
   }
@@ -74,13 +75,21 @@ class PgDb implements Db {
     };
     client.on('error', onError);
     try {
-      // BEGIN goes out with the first statement (one round trip). On an idle pooled connection it fails only with the
-      // connection itself, and every statement after it then fails too; it is awaited before COMMIT all the same.
+      // Pipelined, BEGIN goes out with the first statement (one round trip). On an idle pooled connection it fails
+      // only with the connection itself, and every statement after it then fails too; it is awaited before COMMIT.
       const begun = client.query('BEGIN');
       begun.catch(() => {});
+      if (!this.pipeline) await begun;
+      // Not pipelined, statements issued back to back wait for the one before (the driver would queue them anyway,
+      // with a deprecation warning).
+      let last: Promise<unknown> = Promise.resolve();
+      const pipeline = this.pipeline;
       const q: Queryable = {
         async query<R>(text: string, params?: readonly unknown[]) {
-          const r = await client.query(config(text, params));
+          const send = () => client.query(config(text, params));
+          const sent = pipeline ? send() : last.then(send, send);
+          last = sent.catch(() => undefined);
+          const r = await sent;
           return { rows: r.rows as R[], rowCount: r.rowCount ?? 0 };
         },
       };
@@ -149,11 +158,13 @@ export interface DbOptions {
   poolSize?: number;
   /** Run the hot path's statements as named prepared statements (default true); off behind a transaction pooler. */
   preparedStatements?: boolean;
+  /** Send a transaction's statements back to back (default true); off behind a proxy that cannot take them. */
+  pipeline?: boolean;
 }
 
 export async function openDb(opts: DbOptions): Promise<Db> {
   if (opts.url) {
-    const db = new PgDb(opts.url, opts.poolSize ?? 10, opts.preparedStatements ?? true);
+    const db = new PgDb(opts.url, opts.poolSize ?? 10, opts.preparedStatements ?? true, opts.pipeline ?? true);
     try {
       await db.ping();
     } catch (err) {
