@@ -27,7 +27,8 @@ export type AfterCommit = () => void;
 
 /**
  * Work that must commit together with status changes (customer receipts, webhook events: the outbox rows).
- * Runs inside the batch's transaction after the changes are written; a throw rolls the whole batch back. What it
+ * Called in the batch's transaction right after its write is issued, not answered: the statements an effect issues
+ * run after the write (so they see it) and travel with it on Postgres. A throw rolls the whole batch back. What it
  * returns runs after the commit.
  */
 export type TransitionEffect = (q: Queryable, changes: readonly AppliedChange[]) => Promise<void | AfterCommit>;

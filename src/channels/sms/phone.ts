@@ -3,6 +3,10 @@ import { trimOldest } from '../../util/trim-oldest.js';
 
 const DIGITS = /^\+?[0-9]{3,17}$/;
 
+// Parsing with libphonenumber's metadata is the costly step, and numbers recur (an OTP and its SMS, lists, retries).
+const RECENT_MAX = 10_000;
+const recent = new Map<string, string | null>();
+
 /**
  * A recipient as international digits without '+', or null when it is not a valid number.
  * `international` (SMPP dest_addr_ton 1, or a leading '+' / '00') says the digits carry the country code;
@@ -22,10 +26,6 @@ export function normalizeNumber(raw: string, opts: { international?: boolean; de
   trimOldest(recent, RECENT_MAX);
   return out;
 }
-
-// Parsing with libphonenumber's metadata is the costly step, and numbers recur (an OTP and its SMS, lists, retries).
-const RECENT_MAX = 10_000;
-const recent = new Map<string, string | null>();
 
 /** normalizeNumber without its memory of recent answers. */
 export function parseNumber(raw: string, opts: { international?: boolean; defaultCountry?: string | null }): string | null {
