@@ -59,14 +59,8 @@ async function authPlugin(app: FastifyInstance, opts: AuthOptions): Promise<void
     return new ApiError(code);
   };
 
-  const failuresOf = async (req: FastifyRequest): Promise<number> => {
-    const now = Date.now();
-    const known = recentFailures.use(req.ip, now);
-    if (known !== undefined) return known;
-    const count = await opts.throttle.count(failureKey(req), opts.failureWindowMs);
-    recentFailures.record(req.ip, count, now);
-    return count;
-  };
+  const failuresOf = (req: FastifyRequest): Promise<number> =>
+    recentFailures.countOf(req.ip, () => opts.throttle.count(failureKey(req), opts.failureWindowMs), Date.now);
 
   app.addHook('onRequest', async (req) => {
     const cfg = req.routeOptions.config;
