@@ -1,8 +1,12 @@
 import { createHmac, randomBytes } from 'node:crypto';
 import t from 'tap';
+import { Redis } from 'ioredis';
+import { openBackends } from '../../src/store/backends.js';
+import { RedisKeys } from '../../src/store/redis/keys.js';
 import type { OtpRecord } from '../../src/store/types.js';
 import { openTestBackends } from '../helpers/backends.js';
 import { backendLabel } from '../helpers/env.js';
+import { REDIS_URL } from '../helpers/redis.js';
 
 const env = await openTestBackends();
 t.teardown(() => env.cleanup());
@@ -225,4 +229,29 @@ t.test(`otp store contract (${backendLabel})`, async (t) => {
   t.test('unknown ids', async (t) => {
     t.same(await otp.verify('acc1', 'otp_missing', hash('1'), clock.now), { status: 'not_found' });
   });
+});
+
+t.test('Redis: an instance remembers where the OTPs it created or found live; others read the id index', { skip: !REDIS_URL && 'Redis only' }, async (t) => {
+  const other = await openBackends({ db: env.tdb.db, redisUrl: REDIS_URL, keyPrefix: env.keyPrefix!, clock: () => clock.now });
+  const raw = new Redis(REDIS_URL!);
+  t.teardown(async () => {
+    await other.close();
+    await raw.quit();
+  });
+  const keys = new RedisKeys(env.keyPrefix!);
+  const now = clock.now;
+
+  const a = record('acc1', phone(), now);
+  t.same(await otp.create(a, { ...RULES, now }), { ok: true });
+  t.same(await other.otp.verify('acc1', a.id, hash('000000'), now), { status: 'invalid', attemptsRemaining: 2, record: { ...a, attemptsLeft: 2 } }, 'another instance finds it through the index');
+  t.same((await otp.verify('acc1', a.id, a.codeHash, now)).status, 'verified');
+  t.same(await other.otp.verify('acc1', a.id, a.codeHash, now), { status: 'not_found' }, 'what the other instance remembered still says not found once it is gone');
+  t.equal(await raw.exists(keys.otpIndex(a.id)), 0, 'the index went with the record');
+
+  const b = record('acc1', phone(), now);
+  t.same(await otp.create(b, { ...RULES, now }), { ok: true });
+  await raw.del(keys.otpIndex(b.id));
+  t.same(await other.otp.verify('acc1', b.id, b.codeHash, now), { status: 'not_found' }, 'without the index, an instance that never saw the id cannot find it');
+  t.same((await otp.verify('acc1', b.id, b.codeHash, now)).status, 'verified', 'the instance that created it needs no read of the index');
+  t.same(await otp.verify('acc1', b.id, b.codeHash, now), { status: 'not_found' }, 'and forgets it once verified');
 });

@@ -1,3 +1,4 @@
+import { trimOldest } from '../../util/trim-oldest.js';
 import type { OtpCreateResult, OtpRecord, OtpResendResult, OtpStore, OtpVerifyResult } from '../types.js';
 import type { RedisKeys } from './keys.js';
 import type { ScriptedRedis } from './scripts.js';
@@ -10,13 +11,21 @@ import type { ScriptedRedis } from './scripts.js';
  */
 export class RedisOtpStore implements OtpStore {
   private readonly clock: () => number;
+  /**
+   * id → [account, phone] as the id index holds it, for OTPs this instance created or looked up: the index is written
+   * once (NX) and never changes, so a remembered answer is the index's own, and verify needs no read before its
+   * script. Once the record is gone the script answers not found, as it would with the index gone.
+   */
+  private readonly located = new Map<string, [string, string]>();
+  private readonly maxLocated: number;
 
   constructor(
     private readonly redis: ScriptedRedis,
     private readonly keys: RedisKeys,
-    opts: { clock?: () => number } = {},
+    opts: { clock?: () => number; maxLocated?: number } = {},
   ) {
     this.clock = opts.clock ?? Date.now;
+    this.maxLocated = opts.maxLocated ?? 50_000;
   }
 
   async create(rec: OtpRecord, opts: { rateLimit: number; rateWindowMs: number; retainMs: number; now: number }): Promise<OtpCreateResult> {
@@ -54,7 +63,10 @@ export class RedisOtpStore implements OtpStore {
       await this.redis.del(index).catch(() => {});
       throw err;
     }
-    if (r[0] === 'OK') return { ok: true };
+    if (r[0] === 'OK') {
+      this.remember(rec.id, rec.accountId, rec.phone);
+      return { ok: true };
+    }
     await this.redis.del(index);
     switch (r[0]) {
       case 'ACTIVE':
@@ -93,7 +105,10 @@ export class RedisOtpStore implements OtpStore {
     const r = (await this.redis.otpVerify(where.record, where.active, id, codeHash, now, accountId)) as unknown[];
     // The record is gone: drop its index too. Not awaited: an index without its record reads as not found,
     // and it expires with the retention anyway.
-    if (r[0] === 'verified' || r[0] === 'not_found') this.redis.del(where.index).catch(() => {});
+    if (r[0] === 'verified' || r[0] === 'not_found') {
+      this.located.delete(id);
+      this.redis.del(where.index).catch(() => {});
+    }
     switch (r[0]) {
       case 'verified':
         return { status: 'verified', record: parseRecord(r[1] as string[]) };
@@ -112,7 +127,10 @@ export class RedisOtpStore implements OtpStore {
     const where = await this.locate(id);
     if (!where) return { status: 'not_found' };
     const r = (await this.redis.otpResend(where.record, now, cooldownMs, accountId)) as unknown[];
-    if (r[0] === 'not_found') this.redis.del(where.index).catch(() => {});
+    if (r[0] === 'not_found') {
+      this.located.delete(id);
+      this.redis.del(where.index).catch(() => {});
+    }
     switch (r[0]) {
       case 'ok':
         return { status: 'ok', record: parseRecord(r[1] as string[]) };
@@ -127,10 +145,20 @@ export class RedisOtpStore implements OtpStore {
 
   private async locate(id: string): Promise<{ record: string; active: string; index: string } | null> {
     const index = this.keys.otpIndex(id);
-    const v = await this.redis.get(index);
-    if (!v) return null;
-    const [accountId, phone] = JSON.parse(v) as [string, string];
+    let where = this.located.get(id);
+    if (!where) {
+      const v = await this.redis.get(index);
+      if (!v) return null;
+      where = JSON.parse(v) as [string, string];
+      this.remember(id, where[0], where[1]);
+    }
+    const [accountId, phone] = where;
     return { record: this.keys.otpRecord(accountId, phone, id), active: this.keys.otpPhone(accountId, phone).active, index };
+  }
+
+  private remember(id: string, accountId: string, phone: string): void {
+    this.located.set(id, [accountId, phone]);
+    trimOldest(this.located, this.maxLocated);
   }
 }
 
