@@ -3,9 +3,12 @@ import pg from 'pg';
 import type { Db, Queryable, QueryResult } from '../types.js';
 import { arrayLiteral } from './array-literal.js';
 import { preparedName } from './prepared.js';
+import { utcTimestampParser } from './timestamp-parser.js';
 
 // int8 as a JS number in both drivers (PGlite already does this): counts and money in micro-units stay well under 2^53.
 pg.types.setTypeParser(20, (v) => Number(v));
+// timestamptz: the common UTC form read by position, anything else by the driver's parser (see timestamp-parser.ts).
+pg.types.setTypeParser(pg.types.builtins.TIMESTAMPTZ, utcTimestampParser(pg.types.getTypeParser(pg.types.builtins.TIMESTAMPTZ)));
 
 export class StorageUnavailableError extends Error {
   override readonly name = 'StorageUnavailableError';
