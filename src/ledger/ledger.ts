@@ -247,7 +247,7 @@ export class Ledger {
   async recoverable(limit: number, afterId = '', now = this.clock()): Promise<MessageRecord[]> {
     const { rows } = await this.db.query(
       `SELECT ${RECORD_COLUMNS} FROM messages
-       WHERE status IN ('queued', 'scheduled') AND (status = 'queued' OR scheduled_at <= to_timestamp($3::float8 / 1000.0)) AND id > $2
+       WHERE final_at IS NULL AND status IN ('queued', 'scheduled') AND (status = 'queued' OR scheduled_at <= to_timestamp($3::float8 / 1000.0)) AND id > $2
        ORDER BY id LIMIT $1`,
       [limit, afterId, now],
     );
@@ -257,7 +257,7 @@ export class Ledger {
   /** Ids of messages submitted upstream and silent (no receipt, no change) since before `before` (epoch ms). */
   async staleSubmitted(limit: number, before: number): Promise<string[]> {
     const { rows } = await this.db.query<{ id: string }>(
-      `SELECT id FROM messages WHERE status = 'submitted' AND updated_at < to_timestamp($2::float8 / 1000.0) ORDER BY id LIMIT $1`,
+      `SELECT id FROM messages WHERE final_at IS NULL AND status = 'submitted' AND updated_at < to_timestamp($2::float8 / 1000.0) ORDER BY id LIMIT $1`,
       [limit, before],
     );
     return rows.map((r) => r.id);

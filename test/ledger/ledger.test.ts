@@ -200,6 +200,44 @@ t.test(`ledger reads and state changes (${backendLabel})`, async (t) => {
     t.same(await ledger.parts(m.id), [{ partIndex: 0, status: 'delivered', upstreamId: 'up2', upstreamMessageId: 'z', errorCode: null }]);
   });
 
+  t.test('final_at marks the final rows exactly; no index of messages reads what the status changes write', async (t) => {
+    const [queued, scheduled, sent, delivered, cancelled, late, requeued, split] = Array.from({ length: 8 }, (_, i) =>
+      sampleMessage(i === 1 ? { scheduledAt: base + 60_000 } : {}),
+    );
+    await w.acceptMany([queued, scheduled, sent, delivered, cancelled, late, requeued, split]);
+    const part = (m: string) => [{ partIndex: 0, upstreamMessageId: m }];
+    await ledger.markSubmitted(sent.id, 'up1', 'r1', part('a'));
+    await ledger.markSubmitted(delivered.id, 'up1', 'r1', part('b'));
+    await ledger.transition(delivered.id, 'delivered');
+    await ledger.cancel(cancelled.id, 'acc_1');
+    await ledger.transition(late.id, 'expired');
+    t.equal((await ledger.transition(late.id, 'delivered')).outcome, 'late');
+    await ledger.markSubmitted(requeued.id, 'up1', 'r1', part('c'));
+    await ledger.transition(requeued.id, 'queued');
+    await ledger.markSubmitted(split.id, 'up1', 'r1', [{ partIndex: 0, upstreamMessageId: 'd0' }, { partIndex: 1, upstreamMessageId: 'd1' }], 2);
+    await ledger.transition(split.id, 'undelivered', null, 'ERR_X');
+    const ids = [queued, scheduled, sent, delivered, cancelled, late, requeued, split].map((m) => m.id);
+    const { rows } = await db.query<{ id: string; status: string; open: boolean }>(
+      `SELECT id, status, final_at IS NULL AS open FROM messages WHERE id = ANY($1::text[])`,
+      [ids],
+    );
+    const got = new Map(rows.map((r) => [r.id, [r.status, r.open]]));
+    t.same(
+      ids.map((id) => got.get(id)),
+      [['queued', true], ['scheduled', true], ['submitted', true], ['delivered', false], ['cancelled', false], ['expired', false], ['queued', true], ['undelivered', false]],
+    );
+    // The open index (final_at IS NULL) keeps the submit record a heap-only update: an index naming any column it or
+    // the receipt writes would put a new entry in every index of messages for each of them again.
+    const { rows: indexes } = await db.query<{ indexname: string; indexdef: string }>(
+      `SELECT indexname, indexdef FROM pg_indexes WHERE tablename = 'messages' AND schemaname = current_schema()`,
+    );
+    t.ok(indexes.some((i) => i.indexname === 'messages_open'), 'the open index is there');
+    for (const i of indexes) {
+      t.notMatch(i.indexdef, /\b(status|error_code|updated_at|upstream_id|route_rule|parts_total|parts_done|upstream_message_id|attempts)\b/, `${i.indexname} names none of them`);
+      if (i.indexname !== 'messages_open') t.notMatch(i.indexdef, /\bfinal_at\b/, `${i.indexname} leaves final_at to the open index`);
+    }
+  });
+
   t.test('recoverable: queued and due scheduled, paged by id', async (t) => {
     const other = await testDb();
     t.teardown(() => other.cleanup());

@@ -404,7 +404,7 @@ export class Stack {
   /** Messages not yet final, from the partial index (cheap enough to poll); redis+postgres only. */
   async openCount(): Promise<number> {
     return withPg(this.dbUrl!, async (c) => {
-      const r = await c.query(`SELECT count(*)::int AS n FROM messages WHERE status IN (${OPEN.map((s) => `'${s}'`).join(',')})`);
+      const r = await c.query(`SELECT count(*)::int AS n FROM messages WHERE final_at IS NULL AND status IN (${OPEN.map((s) => `'${s}'`).join(',')})`);
       return r.rows[0].n as number;
     });
   }
