@@ -195,6 +195,23 @@ t.test(`customer delivery releases what it is handed after it stopped (${backend
  * reading all of itself, and the planner, costing it as a descent, chose one while the outbox held few live rows
  * (migration 0012): only the primary key may contain id.
  */
+/** Rows no bind took within the retention are dropped and counted by kind; younger ones stay. */
+t.test(`customer outbox purge after the retention (${backendLabel})`, async (t) => {
+  const tdb = await testDb();
+  t.teardown(() => tdb.cleanup());
+  const { db } = tdb;
+  const outbox = new CustomerOutbox(db);
+  for (let i = 1; i <= 3; i++) await outbox.insertMo({ accountId: 'acc_p', source: '447700900' + i, destination: '12345', dataCoding: 0, esmClass: 0, payload: Buffer.from('MO') });
+  await db.query(`INSERT INTO smpp_outbox (account_id, kind, message_id, status) VALUES ('acc_p', 'receipt', 'msg_old1', 'delivered'), ('acc_p', 'receipt', 'msg_old2', 'expired'), ('acc_p', 'receipt', 'msg_new', 'delivered')`);
+  await db.query(`UPDATE smpp_outbox SET created_at = now() - interval '3 days' WHERE message_id LIKE 'msg_old%' OR source = '4477009001'`);
+  await db.query(`UPDATE smpp_outbox SET created_at = now() - interval '47 hours' WHERE source = '4477009002'`);
+  t.same(await outbox.purge(48 * 3_600_000), { receipt: 2, mo: 1 }, 'what is older than the retention, by kind');
+  t.same(await outbox.pending(), { receipt: 1, mo: 2 }, 'younger rows stay');
+  t.same(await outbox.purge(48 * 3_600_000), { receipt: 0, mo: 0 }, 'nothing twice');
+  const { rows } = await db.query<{ message_id: string | null; source: string | null }>(`SELECT message_id, source FROM smpp_outbox ORDER BY id`);
+  t.same(rows.map((r) => r.message_id ?? r.source), ['4477009002', '4477009003', 'msg_new']);
+});
+
 t.test(`only the primary key of smpp_outbox holds id (${backendLabel})`, async (t) => {
   const tdb = await testDb();
   t.teardown(() => tdb.cleanup());
