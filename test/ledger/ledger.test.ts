@@ -238,6 +238,38 @@ t.test(`ledger reads and state changes (${backendLabel})`, async (t) => {
     }
   });
 
+  t.test('message_events keeps one index, by message then id; history reads it in id order', async (t) => {
+    // Each event costs an entry in every index of message_events, at three or more events per message; the only read
+    // is a message's history, so an index on anything else (such as id alone) is written for nothing.
+    const { rows: indexes } = await db.query<{ indexname: string; indexdef: string }>(
+      `SELECT indexname, indexdef FROM pg_indexes WHERE tablename = 'message_events' AND schemaname = current_schema()`,
+    );
+    t.same(
+      indexes.map((i) => i.indexname),
+      ['message_events_message'],
+      'only the history index',
+    );
+    t.match(indexes[0]?.indexdef ?? '', /\(message_id, id\)/);
+    // Two messages whose events interleave across batches: each history is its own events, oldest first, ids unique.
+    const [a, b] = [sampleMessage(), sampleMessage()];
+    await w.acceptMany([a, b]);
+    await ledger.transitionMany([
+      { id: b.id, to: 'submitted' },
+      { id: a.id, to: 'submitted' },
+    ]);
+    await ledger.transition(a.id, 'delivered');
+    await ledger.transition(b.id, 'undelivered', null, 'ERR_B');
+    await ledger.transition(a.id, 'expired');
+    const ha = await ledger.history(a.id);
+    const hb = await ledger.history(b.id);
+    t.same(ha.map((e) => e.status), ['queued', 'submitted', 'delivered', 'expired']);
+    t.equal(ha[3].detail?.late, true, 'the late event is kept too');
+    t.same(hb.map((e) => e.status), ['queued', 'submitted', 'undelivered']);
+    const ids = [...ha, ...hb].map((e) => e.id);
+    t.equal(new Set(ids).size, ids.length, 'event ids stay unique');
+    for (const h of [ha, hb]) t.ok(h.every((e, i) => i === 0 || e.id > h[i - 1].id), 'and rise along a history');
+  });
+
   t.test('recoverable: queued and due scheduled, paged by id', async (t) => {
     const other = await testDb();
     t.teardown(() => other.cleanup());
