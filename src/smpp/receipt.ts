@@ -37,13 +37,36 @@ export function formatReceiptDate(d: Date, seconds = false): string {
   return seconds ? base + pad(d.getUTCSeconds(), 2) : base;
 }
 
-/** Parses YYMMDDhhmm or YYMMDDhhmmss (UTC, years 2000–2099); undefined when malformed. */
+/** Parses YYMMDDhhmm or YYMMDDhhmmss (UTC, years 2000–2099); undefined when malformed. Surrounding whitespace is ignored. */
 export function parseReceiptDate(s: string): Date | undefined {
-  const m = /^(\d{2})(\d{2})(\d{2})(\d{2})(\d{2})(\d{2})?$/.exec(s.trim());
-  if (!m) return undefined;
-  const [yy, mo, dd, hh, mi, ss] = m.slice(1).map((v) => (v === undefined ? 0 : Number(v)));
-  if (mo < 1 || mo > 12 || dd < 1 || dd > 31 || hh > 23 || mi > 59 || ss > 59) return undefined;
+  let a = 0;
+  let b = s.length;
+  while (a < b && isSpace(s.charCodeAt(a))) a++;
+  while (b > a && isSpace(s.charCodeAt(b - 1))) b--;
+  if (b - a !== 10 && b - a !== 12) return undefined;
+  const yy = twoDigits(s, a);
+  const mo = twoDigits(s, a + 2);
+  const dd = twoDigits(s, a + 4);
+  const hh = twoDigits(s, a + 6);
+  const mi = twoDigits(s, a + 8);
+  const ss = b - a === 12 ? twoDigits(s, a + 10) : 0;
+  // twoDigits answers -1 for a non-digit, so one test per field covers both.
+  if (yy < 0 || mo < 1 || mo > 12 || dd < 1 || dd > 31 || hh < 0 || hh > 23 || mi < 0 || mi > 59 || ss < 0 || ss > 59) return undefined;
   return new Date(Date.UTC(2000 + yy, mo - 1, dd, hh, mi, ss));
+}
+
+/** The ASCII digits at i and i + 1 as a number, or -1. */
+function twoDigits(s: string, i: number): number {
+  const a = s.charCodeAt(i) - 48;
+  const b = s.charCodeAt(i + 1) - 48;
+  return a >= 0 && a <= 9 && b >= 0 && b <= 9 ? a * 10 + b : -1;
+}
+
+/** What `\s` and String.prototype.trim take for whitespace. */
+function isSpace(c: number): boolean {
+  if (c <= 32) return c === 32 || (c >= 9 && c <= 13);
+  if (c < 0xa0) return false;
+  return c === 0xa0 || c === 0x1680 || (c >= 0x2000 && c <= 0x200a) || c === 0x2028 || c === 0x2029 || c === 0x202f || c === 0x205f || c === 0x3000 || c === 0xfeff;
 }
 
 /** `id:… sub:001 dlvrd:001 submit date:… done date:… stat:DELIVRD err:000 text:…` */
@@ -57,44 +80,153 @@ export function formatReceipt(r: FormatReceiptInput): string {
   );
 }
 
-// Keys in any case, with "submit date", "submit_date" or "submitdate" spellings.
-const KEY = /(?:^|\s)(id|sub|dlvrd|submit[ _]?date|done[ _]?date|stat|err|text)\s*:/gi;
+// The keys parseReceipt knows, as keyAt reports them.
+const enum Key {
+  None,
+  Id,
+  Sub,
+  Dlvrd,
+  SubmitDate,
+  DoneDate,
+  Stat,
+  Err,
+  Text,
+}
+
+/** End of `word` (ASCII, lower case) at i in s, in any case; -1 when it is not there. */
+function wordAt(s: string, i: number, word: string): number {
+  if (i + word.length > s.length) return -1;
+  for (let j = 0; j < word.length; j++) {
+    let c = s.charCodeAt(i + j);
+    if (c >= 65 && c <= 90) c += 32;
+    if (c !== word.charCodeAt(j)) return -1;
+  }
+  return i + word.length;
+}
+
+/** After a key's word: optional whitespace, then the colon. The index after the colon, or -1. */
+function colonAfter(s: string, i: number): number {
+  if (i < 0) return -1;
+  while (i < s.length && isSpace(s.charCodeAt(i))) i++;
+  return s.charCodeAt(i) === 58 ? i + 1 : -1;
+}
+
+/** `submit` or `done`, then `date` with one optional space or underscore between them. */
+function dateKeyAt(s: string, i: number, first: string): number {
+  let e = wordAt(s, i, first);
+  if (e < 0) return -1;
+  const c = s.charCodeAt(e);
+  if (c === 32 || c === 95) e++;
+  return colonAfter(s, wordAt(s, e, 'date'));
+}
+
+// keyAt's second answer, kept outside so the scan allocates nothing per key.
+let keyEnd = -1;
+
+/** The key starting at i (any case, whitespace allowed before its colon), with keyEnd after the colon; or Key.None. */
+function keyAt(s: string, i: number): Key {
+  let c = s.charCodeAt(i);
+  if (c >= 65 && c <= 90) c += 32;
+  let e = -1;
+  switch (c) {
+    case 105: // i
+      if ((e = colonAfter(s, wordAt(s, i, 'id'))) >= 0) return (keyEnd = e), Key.Id;
+      break;
+    case 115: // s
+      if ((e = colonAfter(s, wordAt(s, i, 'sub'))) >= 0) return (keyEnd = e), Key.Sub;
+      if ((e = dateKeyAt(s, i, 'submit')) >= 0) return (keyEnd = e), Key.SubmitDate;
+      if ((e = colonAfter(s, wordAt(s, i, 'stat'))) >= 0) return (keyEnd = e), Key.Stat;
+      break;
+    case 100: // d
+      if ((e = colonAfter(s, wordAt(s, i, 'dlvrd'))) >= 0) return (keyEnd = e), Key.Dlvrd;
+      if ((e = dateKeyAt(s, i, 'done')) >= 0) return (keyEnd = e), Key.DoneDate;
+      break;
+    case 101: // e
+      if ((e = colonAfter(s, wordAt(s, i, 'err'))) >= 0) return (keyEnd = e), Key.Err;
+      break;
+    case 116: // t
+      if ((e = colonAfter(s, wordAt(s, i, 'text'))) >= 0) return (keyEnd = e), Key.Text;
+      break;
+  }
+  return Key.None;
+}
 
 /**
- * Parses receipt text tolerantly: key case, missing fields, 10- or 12-digit dates, `Text:`; values run to the
- * next known key, and `text:` runs to the end. Undefined when there is no `id:`.
+ * Parses receipt text tolerantly: key case, missing fields, 10- or 12-digit dates, `Text:`, `submit_date` or
+ * `submitdate`; a key starts the text or follows whitespace, its value runs to the next key, and `text:` runs to the
+ * end. Undefined when there is no `id:`. One pass over the text, no regular expression: every receipt of every
+ * upstream goes through here.
  */
 export function parseReceipt(text: string): ReceiptFields | undefined {
-  const found: Array<{ key: string; valueStart: number; keyStart: number }> = [];
-  KEY.lastIndex = 0;
-  for (let m = KEY.exec(text); m; m = KEY.exec(text)) {
-    const key = m[1].toLowerCase().replace(/[ _]/g, '');
-    found.push({ key, valueStart: m.index + m[0].length, keyStart: m.index });
-    if (key === 'text') break; // free text may contain anything, including "stat:"
-  }
-  const out: Partial<ReceiptFields> = {};
-  for (let i = 0; i < found.length; i++) {
-    const { key, valueStart } = found[i];
-    const end = i + 1 < found.length ? found[i + 1].keyStart : text.length;
-    const raw = text.slice(valueStart, end);
-    const value = key === 'text' ? raw : raw.trim();
-    switch (key) {
-      case 'id': out.id ??= value; break;
-      case 'sub': out.sub = value; break;
-      case 'dlvrd': out.dlvrd = value; break;
-      case 'submitdate': out.submitDate = parseReceiptDate(value); break;
-      case 'donedate': out.doneDate = parseReceiptDate(value); break;
-      case 'stat':
-        out.stat = value.toUpperCase();
-        out.messageState = messageStateFromStat(value);
-        break;
-      case 'err': out.err = value; break;
-      case 'text': out.text = value; break;
+  let id: string | undefined;
+  let sub: string | undefined;
+  let dlvrd: string | undefined;
+  let submitDate: Date | undefined;
+  let doneDate: Date | undefined;
+  let stat: string | undefined;
+  let messageState: number | undefined;
+  let err: string | undefined;
+  let body: string | undefined;
+  let key = Key.None;
+  let valueStart = 0;
+  const n = text.length;
+  for (let i = 0; i <= n; i++) {
+    // A key may start the text or follow whitespace that is not part of the value before it.
+    let next = Key.None;
+    let keyStart = n;
+    if (i < n && (i === 0 || (i - 1 >= valueStart && isSpace(text.charCodeAt(i - 1))))) {
+      next = keyAt(text, i);
+      if (next === Key.None) continue;
+      keyStart = i === 0 ? 0 : i - 1;
+    } else if (i < n) continue;
+    if (key !== Key.None) {
+      const value = text.slice(valueStart, keyStart).trim();
+      switch (key) {
+        case Key.Id:
+          id ??= value;
+          break;
+        case Key.Sub:
+          sub = value;
+          break;
+        case Key.Dlvrd:
+          dlvrd = value;
+          break;
+        case Key.SubmitDate:
+          submitDate = parseReceiptDate(value);
+          break;
+        case Key.DoneDate:
+          doneDate = parseReceiptDate(value);
+          break;
+        case Key.Stat:
+          stat = value.toUpperCase();
+          messageState = messageStateFromStat(value);
+          break;
+        case Key.Err:
+          err = value;
+          break;
+      }
     }
+    if (next === Key.None) break;
+    valueStart = keyEnd;
+    if (next === Key.Text) {
+      // Free text may contain anything, including "stat:"; it is kept as sent.
+      body = text.slice(valueStart);
+      break;
+    }
+    key = next;
+    i = valueStart - 1;
   }
-  if (!out.id) return undefined;
-  for (const k of Object.keys(out) as Array<keyof ReceiptFields>) if (out[k] === undefined) delete out[k];
-  return out as ReceiptFields;
+  if (!id) return undefined;
+  const out: ReceiptFields = { id };
+  if (sub !== undefined) out.sub = sub;
+  if (dlvrd !== undefined) out.dlvrd = dlvrd;
+  if (submitDate !== undefined) out.submitDate = submitDate;
+  if (doneDate !== undefined) out.doneDate = doneDate;
+  if (stat !== undefined) out.stat = stat;
+  if (messageState !== undefined) out.messageState = messageState;
+  if (err !== undefined) out.err = err;
+  if (body !== undefined) out.text = body;
+  return out;
 }
 
 /** Canonical form of an upstream message id: trimmed, lower case, without leading zeros. */
