@@ -171,14 +171,16 @@ export function parseReceipt(text: string): ReceiptFields | undefined {
   let valueStart = 0;
   const n = text.length;
   for (let i = 0; i <= n; i++) {
-    // A key may start the text or follow whitespace that is not part of the value before it.
+    // A key starts the text or follows whitespace; the scan resumes after a key's colon, so that whitespace is never
+    // the key before it. At the end of the text the last value is closed.
     let next = Key.None;
     let keyStart = n;
-    if (i < n && (i === 0 || (i - 1 >= valueStart && isSpace(text.charCodeAt(i - 1))))) {
+    if (i < n) {
+      if (i > 0 && !isSpace(text.charCodeAt(i - 1))) continue;
       next = keyAt(text, i);
       if (next === Key.None) continue;
       keyStart = i === 0 ? 0 : i - 1;
-    } else if (i < n) continue;
+    }
     if (key !== Key.None) {
       const value = text.slice(valueStart, keyStart).trim();
       switch (key) {
