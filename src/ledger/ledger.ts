@@ -58,6 +58,8 @@ const GET_OF_ACCOUNT_SQL = prepared(`SELECT ${RECORD_COLUMNS} FROM messages WHER
 
 // A batch's status changes and their events in one statement (one round trip): the UPDATE runs as a data-modifying
 // CTE, which Postgres executes to completion although nothing reads it. A batch of only late events updates nothing.
+// The events' details travel as one JSON array (null for none), not as a text[] of JSON texts: that array's literal
+// escaped every quote of every detail, in the daemon and again in Postgres's array parser.
 const APPLY_TRANSITIONS_SQL = prepared(`WITH upd AS (
   UPDATE messages m
   SET status = u.status, error_code = COALESCE(u.error_code, m.error_code), updated_at = now(),
@@ -66,7 +68,8 @@ const APPLY_TRANSITIONS_SQL = prepared(`WITH upd AS (
   WHERE m.id = u.id AND m.id = ANY($1::text[])
 )
 INSERT INTO message_events (message_id, status, detail)
-  SELECT e.id, e.status, e.detail::jsonb FROM unnest($5::text[], $6::text[], $7::text[]) WITH ORDINALITY AS e(id, status, detail, n)
+  SELECT e.id, e.status, NULLIF(e.detail, 'null'::jsonb)
+  FROM ROWS FROM (unnest($5::text[]), unnest($6::text[]), jsonb_array_elements($7::jsonb)) WITH ORDINALITY AS e(id, status, detail, n)
   ORDER BY e.n`);
 
 // Batches lock their rows in id order, so two batches never deadlock.
@@ -92,7 +95,7 @@ const RECORD_SUBMITS_SQL = prepared(`WITH upd AS (
   WHERE m.id = u.id AND m.id = ANY($1::text[])
 )
 INSERT INTO message_events (message_id, status, detail)
-  SELECT e.id, 'submitted', e.d::jsonb FROM unnest($1::text[], $9::text[]) WITH ORDINALITY AS e(id, d, n) ORDER BY e.n`);
+  SELECT e.id, 'submitted', e.d FROM ROWS FROM (unnest($1::text[]), jsonb_array_elements($9::jsonb)) WITH ORDINALITY AS e(id, d, n) ORDER BY e.n`);
 
 // Guarded like every ledger write of history: no part row without its message (there is no foreign key to check).
 // One row per (message, part) in a batch: an upsert may not touch a row twice (recordParts merges repeats first).
@@ -315,7 +318,7 @@ async function applySubmits(q: Queryable, items: SubmitRecord[], effects: readon
   const uLate: boolean[] = [];
   const uKnown: (number | null)[] = [];
   const uMsgId: (string | null)[] = [];
-  const eDetail: string[] = [];
+  const eDetail: object[] = [];
   for (const [id, m] of byId) {
     const from = status.get(id);
     if (from === undefined) continue;
@@ -332,10 +335,10 @@ async function applySubmits(q: Queryable, items: SubmitRecord[], effects: readon
     // counts what the table holds (earlier records too).
     uKnown.push(single ? Math.min(1, indexes.length) : from === 'queued' || from === 'scheduled' ? new Set(indexes).size : null);
     uMsgId.push(single && m.parts.length ? m.parts[m.parts.length - 1].upstreamMessageId : null);
-    eDetail.push(JSON.stringify(late ? { upstream: m.upstreamId, parts: indexes, late: true, kept: from } : { upstream: m.upstreamId, parts: indexes }));
+    eDetail.push(late ? { upstream: m.upstreamId, parts: indexes, late: true, kept: from } : { upstream: m.upstreamId, parts: indexes });
   }
   if (uId.length) {
-    const write = q.query(RECORD_SUBMITS_SQL, [uId, uUp, uRule, uTotal, uCount, uLate, uKnown, uMsgId, eDetail]);
+    const write = q.query(RECORD_SUBMITS_SQL, [uId, uUp, uRule, uTotal, uCount, uLate, uKnown, uMsgId, JSON.stringify(eDetail)]);
     // Effects see the first submit of a message (webhook sms.sent); a resumed or late record changes no status.
     const changes: AppliedChange[] = [];
     for (let i = 0; i < uId.length; i++) {
@@ -439,7 +442,7 @@ async function applyTransitions(q: Queryable, items: TransitionInput[], effects:
   const results: TransitionResult[] = new Array(items.length);
   const evId: string[] = [];
   const evStatus: string[] = [];
-  const evDetail: (string | null)[] = [];
+  const evDetail: (Record<string, unknown> | null)[] = [];
   for (let i = 0; i < items.length; i++) {
     const it = items[i];
     const s = state.get(it.id);
@@ -454,7 +457,7 @@ async function applyTransitions(q: Queryable, items: TransitionInput[], effects:
       if (outcome === 'late') detail = { ...detail, late: true, kept: s.status };
       evId.push(it.id);
       evStatus.push(it.to);
-      evDetail.push(detail ? JSON.stringify(detail) : null);
+      evDetail.push(detail);
     }
     if (outcome === 'changed') {
       s.status = it.to;
@@ -475,7 +478,7 @@ async function applyTransitions(q: Queryable, items: TransitionInput[], effects:
     uFinal.push(isFinal(s.status));
   }
   if (!uId.length && !evId.length) return results;
-  const write = q.query(APPLY_TRANSITIONS_SQL, [uId, uStatus, uErr, uFinal, evId, evStatus, evDetail]);
+  const write = q.query(APPLY_TRANSITIONS_SQL, [uId, uStatus, uErr, uFinal, evId, evStatus, JSON.stringify(evDetail)]);
   const changes: AppliedChange[] = [];
   for (const [id, s] of state) if (s.dirty) changes.push({ id, from: s.from, to: s.status, errorCode: s.errorCode });
   await writeWithEffects(q, write, changes.length ? effects : [], changes, after);

@@ -270,6 +270,52 @@ t.test(`ledger reads and state changes (${backendLabel})`, async (t) => {
     for (const h of [ha, hb]) t.ok(h.every((e, i) => i === 0 || e.id > h[i - 1].id), 'and rise along a history');
   });
 
+
+  t.test('event details travel as written: none stays SQL NULL, any text survives, each detail on its own event', async (t) => {
+    // The batch statements carry their events' details as one JSON array: an element must land on its own event
+    // (not a neighbour's), a missing detail must stay NULL (not the JSON value null), and no text may be altered.
+    const awkward = 'quote " backslash \\ brace } comma , NULL {"a":1} tab\t newline\n é ✓ 😀 \u2028';
+    const rows = Array.from({ length: 6 }, () => sampleMessage({ accountId: 'acc_detail' }));
+    await w.acceptMany(rows);
+    const res = await ledger.transitionMany([
+      { id: rows[0].id, to: 'submitted' },
+      { id: rows[1].id, to: 'submitted', detail: { text: awkward, n: 1.5, list: [1, null, 'x'], nested: { deep: true } } },
+      { id: rows[2].id, to: 'submitted', detail: null },
+      { id: rows[3].id, to: 'submitted', detail: { upstream: 'up3' } },
+      { id: rows[3].id, to: 'undelivered', errorCode: 'E3' },
+      { id: rows[4].id, to: 'submitted', detail: { upstream: 'up4' }, errorCode: undefined },
+    ]);
+    t.same(res.map((r) => r.outcome), ['changed', 'changed', 'changed', 'changed', 'changed', 'changed']);
+    const { rows: ev } = await db.query<{ message_id: string; status: string; detail_is_null: boolean; detail: unknown }>(
+      `SELECT message_id, status, detail IS NULL AS detail_is_null, detail FROM message_events
+       WHERE message_id = ANY($1::text[]) AND status <> 'queued' ORDER BY id`,
+      [rows.map((r) => r.id)],
+    );
+    const parsed = ev.map((e) => ({ ...e, detail: typeof e.detail === 'string' ? JSON.parse(e.detail) : e.detail }));
+    t.same(
+      parsed.map((e) => [e.message_id, e.status, e.detail_is_null]),
+      [
+        [rows[0].id, 'submitted', true],
+        [rows[1].id, 'submitted', false],
+        [rows[2].id, 'submitted', true],
+        [rows[3].id, 'submitted', false],
+        [rows[3].id, 'undelivered', false],
+        [rows[4].id, 'submitted', false],
+      ],
+      'one event per change, in input order; no detail is SQL NULL',
+    );
+    t.same(parsed[1].detail, { text: awkward, n: 1.5, list: [1, null, 'x'], nested: { deep: true } }, 'awkward text unchanged');
+    t.same(parsed[3].detail, { upstream: 'up3' });
+    t.same(parsed[4].detail, { error: 'E3' }, 'an error code alone becomes the detail');
+    t.same(parsed[5].detail, { upstream: 'up4' });
+    // Submit records carry theirs the same way: one detail per message, late ones marked.
+    t.equal(await ledger.markSubmitted(rows[5].id, 'up"5', 'rule\\5', [{ partIndex: 0, upstreamMessageId: 'u5' }]), 'changed');
+    t.equal(await ledger.markSubmitted(rows[3].id, 'up3', null, [{ partIndex: 0, upstreamMessageId: 'u3' }]), 'late');
+    const h5 = await ledger.history(rows[5].id);
+    t.same(h5.at(-1)?.detail, { upstream: 'up"5', parts: [0] });
+    const h3 = await ledger.history(rows[3].id);
+    t.same(h3.at(-1)?.detail, { upstream: 'up3', parts: [0], late: true, kept: 'undelivered' });
+  });
   t.test('recoverable: queued and due scheduled, paged by id', async (t) => {
     const other = await testDb();
     t.teardown(() => other.cleanup());
