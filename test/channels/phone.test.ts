@@ -1,4 +1,5 @@
 import t from 'tap';
+import { getCountries, getCountryCallingCode, parsePhoneNumberFromString } from 'libphonenumber-js';
 import examples from 'libphonenumber-js/examples.mobile.json';
 import { normalizeNumber, normalizeSender, parseNumber } from '../../src/channels/sms/phone.js';
 
@@ -32,6 +33,49 @@ t.test('remembered answers are the parsed ones, and a result read as internation
   t.ok(checked > 800, `${checked} answers checked, first asked and then remembered`);
   t.equal(normalizeNumber('0241234567', { defaultCountry: 'GH' }), '233241234567');
   t.equal(normalizeNumber('0241234567', {}), null, 'the country is part of what is remembered');
+});
+
+t.test('international numbers read as the full parser reads them, for every calling code', async (t) => {
+  // parseNumber validates most international numbers without the parser's free-text search; the parser itself is
+  // the oracle: random digits after every calling code (with and without a national prefix), and every example.
+  const oracle = (e164: string): string | null => {
+    const p = parsePhoneNumberFromString(e164);
+    return p?.isValid() ? p.number.slice(1) : null;
+  };
+  const codes = [...new Set(getCountries().map((c) => getCountryCallingCode(c)))];
+  let seed = 20261122;
+  const random = (n: number): number => {
+    seed = (seed * 1103515245 + 12345) % 2147483648;
+    return Math.floor((seed / 2147483648) * n);
+  };
+  const numbers: string[] = [];
+  for (const code of codes) {
+    for (let k = 0; k < 300; k++) {
+      let digits = '';
+      const length = 4 + random(11);
+      for (let i = 0; i < length; i++) digits += String(random(10));
+      const number = code + (random(5) === 0 ? '0' : '') + digits;
+      if (number.length <= 17) numbers.push(number); // longer is refused before any parsing
+    }
+  }
+  for (const [country, national] of Object.entries(examples as Record<string, string>)) {
+    const code = getCountryCallingCode(country as Parameters<typeof getCountryCallingCode>[0]);
+    numbers.push(code + national, code + '0' + national);
+  }
+  let valid = 0;
+  let mismatches = 0;
+  for (const digits of numbers) {
+    const expected = oracle('+' + digits);
+    if (expected !== null) valid++;
+    const got = parseNumber(digits, { international: true });
+    if (got !== expected && mismatches++ < 10) t.fail(`+${digits}: ${got}, the parser says ${expected}`);
+  }
+  t.equal(mismatches, 0, `${numbers.length} numbers, ${valid} of them valid, read alike`);
+  t.ok(valid > 4000, 'enough valid numbers to mean something');
+  // Shared calling codes take the parser's country choice: +358 18 is Åland, whose plan has no 5-digit numbers.
+  t.equal(parseNumber('+35818703', {}), null, 'a number valid for Finland but not for Åland, where it belongs');
+  t.equal(parseNumber('+358187031', {}), '358187031');
+  t.equal(parseNumber('+4407700900123', {}), oracle('+4407700900123'), 'a national prefix after the code');
 });
 
 t.test('senders: alphanumeric up to 11 or numeric up to 15, TON/NPI inferred when unknown', async (t) => {

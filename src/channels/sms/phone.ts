@@ -1,4 +1,4 @@
-import { parsePhoneNumberFromString, type CountryCode } from 'libphonenumber-js';
+import { getCountries, getCountryCallingCode, parsePhoneNumberFromString, PhoneNumber, type CountryCode } from 'libphonenumber-js';
 import { trimOldest } from '../../util/trim-oldest.js';
 
 const DIGITS = /^\+?[0-9]{3,17}$/;
@@ -40,9 +40,41 @@ export function parseNumber(raw: string, opts: { international?: boolean; defaul
   return valid('+' + s);
 }
 
+/*
+ * Calling codes that several countries share (+1, +7, +44, ...). For those the parser picks the country from the
+ * national number and validates against that country's plan, which a number built from its calling code alone does
+ * not do (it checks the code's main country), so they always take the parser.
+ */
+const SHARED_CALLING_CODES: ReadonlySet<string> = (() => {
+  const seen = new Set<string>();
+  const shared = new Set<string>();
+  for (const country of getCountries()) {
+    const code = getCountryCallingCode(country);
+    if (seen.has(code)) shared.add(code);
+    seen.add(code);
+  }
+  return shared;
+})();
+
 function valid(e164: string): string | null {
+  // Fast path for a calling code of one country: split the digits into code and national number and validate those,
+  // skipping the parser's search of free text (3 to 5 times the cost). The parser still decides anything this does
+  // not accept: it may also strip a national prefix written after the code (+44 07...), which this never does.
+  const direct = directlyValid(e164);
+  if (direct !== null) return direct;
   const p = parsePhoneNumberFromString(e164);
   return p?.isValid() ? p.number.slice(1) : null;
+}
+
+function directlyValid(e164: string): string | null {
+  let p: PhoneNumber;
+  try {
+    p = new PhoneNumber(e164 as `+${string}`);
+  } catch {
+    return null; // no such calling code, or nothing after it
+  }
+  if (SHARED_CALLING_CODES.has(p.countryCallingCode)) return null;
+  return p.isValid() ? p.number.slice(1) : null;
 }
 
 const ALPHANUMERIC = /^[\x20-\x7e]{1,11}$/;
