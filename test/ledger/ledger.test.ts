@@ -270,7 +270,6 @@ t.test(`ledger reads and state changes (${backendLabel})`, async (t) => {
     for (const h of [ha, hb]) t.ok(h.every((e, i) => i === 0 || e.id > h[i - 1].id), 'and rise along a history');
   });
 
-
   t.test('event details travel as written: none stays SQL NULL, any text survives, each detail on its own event', async (t) => {
     // The batch statements carry their events' details as one JSON array: an element must land on its own event
     // (not a neighbour's), a missing detail must stay NULL (not the JSON value null), and no text may be altered.
@@ -302,7 +301,7 @@ t.test(`ledger reads and state changes (${backendLabel})`, async (t) => {
         [rows[3].id, 'undelivered', false],
         [rows[4].id, 'submitted', false],
       ],
-      'one event per change, in input order; no detail is SQL NULL',
+      'one event per change, in input order; an absent detail is SQL NULL',
     );
     t.same(parsed[1].detail, { text: awkward, n: 1.5, list: [1, null, 'x'], nested: { deep: true } }, 'awkward text unchanged');
     t.same(parsed[3].detail, { upstream: 'up3' });
@@ -316,6 +315,7 @@ t.test(`ledger reads and state changes (${backendLabel})`, async (t) => {
     const h3 = await ledger.history(rows[3].id);
     t.same(h3.at(-1)?.detail, { upstream: 'up3', parts: [0], late: true, kept: 'undelivered' });
   });
+
   t.test('recoverable: queued and due scheduled, paged by id', async (t) => {
     const other = await testDb();
     t.teardown(() => other.cleanup());
