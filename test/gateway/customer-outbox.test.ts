@@ -190,11 +190,6 @@ t.test(`customer delivery releases what it is handed after it stopped (${backend
   t.equal(row.rows[0].attempts, 2, 'released by the stopped worker, then claimed again at once');
 });
 
-/**
- * Deletes, releases and deferrals find rows by id. A btree with id as a later column can match such a condition only by
- * reading all of itself, and the planner, costing it as a descent, chose one while the outbox held few live rows
- * (migration 0012): only the primary key may contain id.
- */
 /** Rows no bind took within the retention are dropped and counted by kind; younger ones stay. */
 t.test(`customer outbox purge after the retention (${backendLabel})`, async (t) => {
   const tdb = await testDb();
@@ -212,6 +207,11 @@ t.test(`customer outbox purge after the retention (${backendLabel})`, async (t) 
   t.same(rows.map((r) => r.message_id ?? r.source), ['4477009002', '4477009003', 'msg_new']);
 });
 
+/**
+ * Deletes, releases and deferrals find rows by id. A btree with id as a later column can match such a condition only by
+ * reading all of itself, and the planner, costing it as a descent, chose one while the outbox held few live rows
+ * (migration 0012): only the primary key may contain id.
+ */
 t.test(`only the primary key of smpp_outbox holds id (${backendLabel})`, async (t) => {
   const tdb = await testDb();
   t.teardown(() => tdb.cleanup());

@@ -59,7 +59,7 @@ const SHARED_CALLING_CODES: ReadonlySet<string> = (() => {
 function valid(e164: string): string | null {
   // Fast path for a calling code of one country: split the digits into code and national number and validate those,
   // skipping the parser's search of free text (3 to 5 times the cost). The parser still decides anything this does
-  // not accept: it may also strip a national prefix written after the code (+44 07...), which this never does.
+  // not accept: it may also strip a national prefix written after the code (+233 024...), which this never does.
   const direct = directlyValid(e164);
   if (direct !== null) return direct;
   const p = parsePhoneNumberFromString(e164);
