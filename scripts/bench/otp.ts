@@ -3,7 +3,7 @@
  * from the SMS at the simulator (its tap port), then POST /v1/otp/verify. Counts request+verify pairs per second;
  * every OTP SMS must also reach a final state in the ledger. Separate processes as in harness/scenario.ts.
  *
- *   npm run bench -- otp [--pairs 100000] [--seconds 15] [--concurrency 64] [--warmup 500] …
+ *   npm run bench -- otp [--pairs 100000] [--seconds 15] [--concurrency 64] [--warmup 8000] …
  */
 import { fmt, printJson, printTable, verdict, type Row } from './harness/report.js';
 import { LoadGen } from './harness/ipc.js';
@@ -17,7 +17,7 @@ const USAGE = `usage: npm run bench -- otp [options]
   --pairs N          measured request+verify pairs at most (default 100000)
   --seconds T        measured phase at most T seconds (default 15)
   --concurrency C    users requesting and verifying at once (default 64)
-  --warmup N         warm-up pairs (default 500)
+  --warmup N         warm-up pairs (default 8000: enough for the JIT to settle)
   --code-timeout S   a code not at the simulator within S seconds is a failure (default 30)`;
 
 await runScenario({
@@ -32,7 +32,7 @@ await runScenario({
       token: '',
       tapPort: stack.ports.simTap,
       concurrency: args.number('concurrency', 64, { min: 1, max: 10_000, integer: true }),
-      warmupPairs: args.number('warmup', 500, { min: 0, max: 1_000_000, integer: true }),
+      warmupPairs: args.number('warmup', 8000, { min: 0, max: 1_000_000, integer: true }),
       pairs: args.number('pairs', 100_000, { min: 1, max: 10_000_000, integer: true }),
       seconds: args.number('seconds', 15, { min: 1, max: 3600 }),
       codeTimeoutSeconds: args.number('code-timeout', 30, { min: 1, max: 600 }),

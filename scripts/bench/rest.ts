@@ -23,7 +23,7 @@ const USAGE = `usage: npm run bench -- rest [options]
   --rate R             offer R req/s overall, paced evenly over the connections, instead of as fast as they go
                        (latency then counts from when each request was due)
                        (the latency target is stated at --rate ${TARGET_P99_AT})
-  --warmup-seconds S   warm-up sends before measuring (default 2)
+  --warmup-seconds S   warm-up sends before measuring (default 8: enough for the JIT to settle)
   --bulk-batches N     /v1/sms/bulk requests after the sends (default 10; 0 skips bulk)
   --bulk-size K        items per bulk request (default 1000)
   --bulk-concurrency N bulk requests in flight (default 2)`;
@@ -32,13 +32,13 @@ await runScenario({
   name: 'rest',
   flags: ['seconds', 'messages', 'concurrency', 'rate', 'warmup-seconds', 'bulk-batches', 'bulk-size', 'bulk-concurrency'],
   usage: USAGE,
-  budgetSeconds: (args, common) => args.number('seconds', 10) + args.number('warmup-seconds', 2) + 60 + 3 * common.finalTimeoutSeconds,
+  budgetSeconds: (args, common) => args.number('seconds', 10) + args.number('warmup-seconds', 8) + 60 + 3 * common.finalTimeoutSeconds,
   async run({ args, common, stack, sampler, machine, log, addChild, mark, cpuSince, fail }) {
     const config: RestLoadConfig = {
       apiUrl: stack.apiUrl,
       token: '',
       connections: args.number('concurrency', 64, { min: 1, max: 10_000, integer: true }),
-      warmupSeconds: args.number('warmup-seconds', 2, { min: 0, max: 600 }),
+      warmupSeconds: args.number('warmup-seconds', 8, { min: 0, max: 600 }),
       seconds: args.number('seconds', 10, { min: 1, max: 3600 }),
       maxRequests: args.number('messages', 1_000_000, { min: 1, max: 100_000_000, integer: true }),
       rate: args.number('rate', 0, { min: 0, max: 1_000_000 }),
