@@ -251,7 +251,7 @@ export const configSchema = {
         preparedStatements: {
           type: 'boolean',
           default: true,
-          description: 'run the hot path\'s statements as named prepared statements on Postgres (parsed once per connection, plans kept); turn off behind a pooler in transaction mode that does not carry them',
+          description: 'run the hot path\'s statements as named prepared statements (parsed once per Postgres connection or by the embedded database, plans kept); turn off behind a pooler in transaction mode that does not carry them',
         },
         pipeline: {
           type: 'boolean',

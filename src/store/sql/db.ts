@@ -2,6 +2,7 @@ import { mkdirSync } from 'node:fs';
 import pg from 'pg';
 import type { Db, Queryable, QueryResult } from '../types.js';
 import { arrayLiteral } from './array-literal.js';
+import { PgliteStatements } from './pglite-statements.js';
 import { preparedName } from './prepared.js';
 import { utcTimestampParser } from './timestamp-parser.js';
 
@@ -126,18 +127,29 @@ class PgDb implements Db {
 
 class PgliteDb implements Db {
   readonly kind = 'pglite' as const;
-  constructor(private readonly lite: import('@electric-sql/pglite').PGlite) {}
+  private readonly statements: PgliteStatements | null;
+
+  constructor(
+    private readonly lite: import('@electric-sql/pglite').PGlite,
+    mod: typeof import('@electric-sql/pglite'),
+    prepare: boolean,
+  ) {
+    this.statements = prepare ? new PgliteStatements(lite, mod) : null;
+  }
 
   async query<T>(text: string, params?: readonly unknown[]): Promise<QueryResult<T>> {
-    const r = await this.lite.query<T>(text, params as unknown[] | undefined);
+    const name = this.statements ? preparedName(text) : undefined;
+    const r = name ? await this.statements!.run<T>(name, text, params) : await this.lite.query<T>(text, params as unknown[] | undefined);
     return { rows: r.rows, rowCount: r.affectedRows ?? r.rows.length };
   }
 
   tx<T>(fn: (q: Queryable) => Promise<T>): Promise<T> {
+    const statements = this.statements;
     return this.lite.transaction(async (t) =>
       fn({
         async query<R>(text: string, params?: readonly unknown[]) {
-          const r = await t.query<R>(text, params as unknown[] | undefined);
+          const name = statements ? preparedName(text) : undefined;
+          const r = name ? await statements!.runInTransaction<R>(name, text, params) : await t.query<R>(text, params as unknown[] | undefined);
           return { rows: r.rows, rowCount: r.affectedRows ?? r.rows.length };
         },
       }),
@@ -159,7 +171,7 @@ export interface DbOptions {
   url?: string | null;
   dataDir: string;
   poolSize?: number;
-  /** Run the hot path's statements as named prepared statements (default true); off behind a transaction pooler. */
+  /** Run the hot path's statements as named prepared statements, on Postgres and PGlite (default true); off behind a transaction pooler. */
   preparedStatements?: boolean;
   /** Send a transaction's statements back to back (default true); off behind a proxy that cannot take them. */
   pipeline?: boolean;
@@ -176,11 +188,11 @@ export async function openDb(opts: DbOptions): Promise<Db> {
     }
     return db;
   }
-  const { PGlite } = await import('@electric-sql/pglite');
+  const mod = await import('@electric-sql/pglite');
   const dir = `${opts.dataDir}/pg`;
   mkdirSync(dir, { recursive: true });
-  const lite = await PGlite.create(dir);
-  return new PgliteDb(lite);
+  const lite = await mod.PGlite.create(dir);
+  return new PgliteDb(lite, mod, opts.preparedStatements ?? true);
 }
 
 /** postgres://user:pass@host/db → postgres://user:***@host/db, for messages and logs. */

@@ -3,7 +3,8 @@
  * only binds and executes it, and Postgres may keep its plan, instead of parsing and planning the large batch
  * statements again on every batch. Only texts registered here are named, so the set is fixed and small; a registered
  * statement lists its output columns (no top-level `*`), so a migration that adds a column while another instance
- * runs cannot change the result type under its cached plan. PGlite ignores the names.
+ * runs cannot change the result type under its cached plan. On PGlite the same names are prepared once per database
+ * (pglite-statements.ts).
  */
 const names = new Map<string, string>();
 
