@@ -1,3 +1,4 @@
+import { prepared } from '../sql/prepared.js';
 import type { Db, OtpCreateResult, OtpRecord, OtpResendResult, OtpStore, OtpVerifyResult } from '../types.js';
 
 interface OtpRow {
@@ -18,6 +19,20 @@ interface OtpRow {
 const COLUMNS = 'id, account_id, phone, code_cipher, code_hash, created_at, expires_at, last_sent_at, max_attempts, attempts_left, meta, retain_until';
 const PURGE_EVERY_MS = 60_000;
 
+// The statements of every request and verify, prepared (parsed once per connection or embedded database).
+// Upsert-as-lock: the no-op update takes the row lock even when the row already exists.
+const LOCK_PHONE_SQL = prepared(`INSERT INTO otp_phones (account_id, phone) VALUES ($1, $2)
+  ON CONFLICT (account_id, phone) DO UPDATE SET account_id = EXCLUDED.account_id
+  RETURNING hits`);
+const ACTIVE_ID_SQL = prepared(`SELECT id, expires_at FROM otp_codes
+  WHERE account_id = $1 AND phone = $2 AND expires_at > $3 AND attempts_left > 0
+  ORDER BY expires_at DESC LIMIT 1`);
+const SET_HITS_SQL = prepared(`UPDATE otp_phones SET hits = $3::bigint[], idle_after = $4 WHERE account_id = $1 AND phone = $2`);
+const INSERT_SQL = prepared(`INSERT INTO otp_codes (${COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`);
+const LOCK_SQL = prepared(`SELECT ${COLUMNS} FROM otp_codes WHERE id = $1 AND account_id = $2 FOR UPDATE`);
+const DELETE_SQL = prepared(`DELETE FROM otp_codes WHERE id = $1`);
+const SET_ATTEMPTS_SQL = prepared(`UPDATE otp_codes SET attempts_left = $2 WHERE id = $1`);
+
 /**
  * OTPs in SQL. Creates for one (account, phone) are serialised by a row lock on its otp_phones row,
  * which also holds the recent create times for the rate limit; verify and resend lock the OTP row.
@@ -37,19 +52,8 @@ export class SqlOtpStore implements OtpStore {
   async create(rec: OtpRecord, opts: { rateLimit: number; rateWindowMs: number; retainMs: number; now: number }): Promise<OtpCreateResult> {
     const { now, rateLimit, rateWindowMs } = opts;
     const result = await this.db.tx(async (q): Promise<OtpCreateResult> => {
-      // Upsert-as-lock: the no-op update takes the row lock even when the row already exists.
-      const phone = await q.query<{ hits: (number | string)[] }>(
-        `INSERT INTO otp_phones (account_id, phone) VALUES ($1, $2)
-         ON CONFLICT (account_id, phone) DO UPDATE SET account_id = EXCLUDED.account_id
-         RETURNING hits`,
-        [rec.accountId, rec.phone],
-      );
-      const active = await q.query<{ id: string; expires_at: number }>(
-        `SELECT id, expires_at FROM otp_codes
-         WHERE account_id = $1 AND phone = $2 AND expires_at > $3 AND attempts_left > 0
-         ORDER BY expires_at DESC LIMIT 1`,
-        [rec.accountId, rec.phone, now],
-      );
+      const phone = await q.query<{ hits: (number | string)[] }>(LOCK_PHONE_SQL, [rec.accountId, rec.phone]);
+      const active = await q.query<{ id: string; expires_at: number }>(ACTIVE_ID_SQL, [rec.accountId, rec.phone, now]);
       if (active.rows.length) {
         const a = active.rows[0];
         return { ok: false, reason: 'ACTIVE_OTP_EXISTS', retryAfterMs: a.expires_at - now, activeId: a.id };
@@ -66,14 +70,9 @@ export class SqlOtpStore implements OtpStore {
         return { ok: false, reason: 'RATE_LIMIT_EXCEEDED', retryAfterMs: Math.max(1, oldest + rateWindowMs - now) };
       }
       hits.push(now);
-      await q.query(`UPDATE otp_phones SET hits = $3::bigint[], idle_after = $4 WHERE account_id = $1 AND phone = $2`, [
-        rec.accountId,
-        rec.phone,
-        hits,
-        now + rateWindowMs,
-      ]);
+      await q.query(SET_HITS_SQL, [rec.accountId, rec.phone, hits, now + rateWindowMs]);
       await q.query(
-        `INSERT INTO otp_codes (${COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
+        INSERT_SQL,
         [
           rec.id,
           rec.accountId,
@@ -131,11 +130,11 @@ export class SqlOtpStore implements OtpStore {
       if (row.attempts_left <= 0) return { status: 'locked', record: toRecord(row) };
       if (now >= row.expires_at) return { status: 'expired' };
       if (row.code_hash === codeHash) {
-        await q.query(`DELETE FROM otp_codes WHERE id = $1`, [id]);
+        await q.query(DELETE_SQL, [id]);
         return { status: 'verified', record: toRecord(row) };
       }
       const left = row.attempts_left - 1;
-      await q.query(`UPDATE otp_codes SET attempts_left = $2 WHERE id = $1`, [id, left]);
+      await q.query(SET_ATTEMPTS_SQL, [id, left]);
       row.attempts_left = left;
       if (left === 0) return { status: 'locked', record: toRecord(row) };
       return { status: 'invalid', attemptsRemaining: left, record: toRecord(row) };
@@ -168,10 +167,10 @@ export class SqlOtpStore implements OtpStore {
  * Another account's row is missing too, and neither locked nor touched.
  */
 async function lockLive(q: Pick<Db, 'query'>, accountId: string, id: string, now: number): Promise<OtpRow | null> {
-  const { rows } = await q.query<OtpRow>(`SELECT ${COLUMNS} FROM otp_codes WHERE id = $1 AND account_id = $2 FOR UPDATE`, [id, accountId]);
+  const { rows } = await q.query<OtpRow>(LOCK_SQL, [id, accountId]);
   if (!rows.length) return null;
   if (now >= rows[0].retain_until) {
-    await q.query(`DELETE FROM otp_codes WHERE id = $1`, [id]);
+    await q.query(DELETE_SQL, [id]);
     return null;
   }
   return rows[0];
