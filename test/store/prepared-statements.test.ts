@@ -49,6 +49,7 @@ t.test(`hot-path statements run as named prepared statements, and can be turned 
     t.same((await during).rows, [{ n: 0 }], 'it ran after the transaction, outside it');
     // One embedded database per folder: the first must close before the folder opens again.
     await tdb.db.close();
+    await t.rejects(tdb.db.query(COUNT_SQL, ['acc_2']), /PGlite is closed/, 'once closed it fails as an unnamed statement does');
   }
   const off = await openDb({ url: tdb.url, dataDir: tdb.dataDir, poolSize: 1, preparedStatements: false });
   t.teardown(() => off.close());

@@ -28,6 +28,8 @@ export class PgliteStatements {
   }
 
   private async execute<T>(name: string, text: string, params: readonly unknown[] | undefined, syncToFs: boolean): Promise<Results<T>> {
+    // PGlite's `query` checks this itself; its protocol calls on a closed database fail with a TypeError from inside.
+    if (this.lite.closed) throw new Error('PGlite is closed');
     const { serialize } = this.mod.protocol;
     let types = this.paramTypes.get(name);
     if (!types) {
