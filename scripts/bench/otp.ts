@@ -5,6 +5,7 @@
  *
  *   npm run bench -- otp [--pairs 100000] [--seconds 15] [--concurrency 64] [--warmup 8000] …
  */
+import { machineLoad } from './harness/proc.js';
 import { fmt, printJson, printTable, verdict, type Row } from './harness/report.js';
 import { LoadGen } from './harness/ipc.js';
 import type { OtpLoadConfig, OtpPhaseResult } from './harness/loadgen-otp.js';
@@ -70,6 +71,7 @@ await runScenario({
 
     const pairRate = m.verified / Math.max(1e-9, m.seconds);
     const per1000 = (name: string) => (cpu[name] / Math.max(1, m.verified)) * 1000;
+    const load = machineLoad(cpu, machine.cores);
     const walPerPair = wal0 !== null && wal1 !== null ? Number(wal1 - wal0) / Math.max(1, m.verified) : null;
     const failures = Object.entries(m.failures).map(([k, c]) => `${k} ${fmt.int(c)}`);
     const rows: Row[] = [
@@ -86,6 +88,7 @@ await runScenario({
         ? [{ figure: 'CPU s per 1,000 pairs: Postgres / Redis servers (this machine)', value: `${fmt.cpu(per1000('postgres'))} / ${fmt.cpu(per1000('redis'))}` }]
         : []),
       ...(walPerPair !== null ? [{ figure: 'Postgres WAL bytes per pair', value: fmt.int(walPerPair) }] : []),
+      { figure: 'machine while measured (every process on it)', value: fmt.load(load, machine.cores) },
       {
         figure: 'peak RSS MB: daemon / simulator / load generator',
         value: `${fmt.mb(sampler.peakRss.daemon)} / ${fmt.mb(sampler.peakRss.simulator)} / ${fmt.mb(sampler.peakRss.loadgen)}`,
@@ -121,6 +124,7 @@ await runScenario({
         cpuSeconds: cpu,
         cpuSecondsPer1000: { daemon: per1000('daemon'), simulator: per1000('simulator'), loadgen: per1000('loadgen'), postgres: per1000('postgres'), redis: per1000('redis') },
         postgresWalBytesPerPair: walPerPair,
+        machineLoad: load ?? null,
         peakRssMB: Object.fromEntries(Object.entries(sampler.peakRss).map(([k, v]) => [k, v / 2 ** 20])),
         ledger,
         simulator: simStats,

@@ -5,6 +5,7 @@
  *
  *   npm run bench -- rest [--seconds 10] [--concurrency 64] [--rate R] [--bulk-batches 10] …
  */
+import { machineLoad } from './harness/proc.js';
 import { fmt, printJson, printTable, verdict, type Row } from './harness/report.js';
 import { LoadGen } from './harness/ipc.js';
 import type { BulkPhaseResult, RestLoadConfig, SendPhaseResult } from './harness/loadgen-rest.js';
@@ -111,6 +112,8 @@ await runScenario({
     const sendsFinalCount = counted ? sends.accepted : NaN;
 
     const per1000 = (cpu: Record<string, number>, name: string, n: number) => (cpu[name] / Math.max(1, n)) * 1000;
+    const sendsLoad = machineLoad(sendsCpu, machine.cores);
+    const bulkLoad = bulk ? machineLoad(bulkCpu, machine.cores) : undefined;
     const walPerSend = wal0 !== null && wal1 !== null ? Number(wal1 - wal0) / Math.max(1, sends.accepted) : null;
     const sendRate = sends.accepted / Math.max(1e-9, sends.seconds);
     const atLatencyTargetRate = config.rate >= TARGET_P99_AT && sendRate >= TARGET_P99_AT * 0.95;
@@ -143,6 +146,7 @@ await runScenario({
         ? [{ figure: 'sends: CPU s per 1,000: Postgres / Redis servers (this machine)', value: ['postgres', 'redis'].map((p) => fmt.cpu(per1000(sendsCpu, p, sends.accepted))).join(' / ') }]
         : []),
       ...(walPerSend !== null ? [{ figure: 'sends: Postgres WAL bytes per send', value: fmt.int(walPerSend) }] : []),
+      { figure: 'sends: machine while measured (every process on it)', value: fmt.load(sendsLoad, machine.cores) },
     ];
     if (bulk) {
       const bulkRate = bulk.accepted / Math.max(1e-9, bulk.seconds);
@@ -159,6 +163,7 @@ await runScenario({
           figure: 'bulk: CPU s per 1,000: daemon / simulator / load generator',
           value: ['daemon', 'simulator', 'loadgen'].map((p) => fmt.cpu(per1000(bulkCpu, p, bulk!.accepted))).join(' / '),
         },
+        { figure: 'bulk: machine while measured', value: fmt.load(bulkLoad, machine.cores) },
       );
     }
     rows.push(
@@ -198,6 +203,7 @@ await runScenario({
         cpuSeconds: sendsCpu,
         cpuSecondsPer1000: Object.fromEntries(['daemon', 'simulator', 'loadgen', 'postgres', 'redis'].map((p) => [p, per1000(sendsCpu, p, sends.accepted)])),
         postgresWalBytesPerSend: walPerSend,
+        machineLoad: sendsLoad ?? null,
         bulk: bulk
           ? {
               ...bulk,
@@ -205,6 +211,7 @@ await runScenario({
               finalPerSec: bulk.accepted / bulkFinalSeconds,
               cpuSeconds: bulkCpu,
               cpuSecondsPer1000: Object.fromEntries(['daemon', 'simulator', 'loadgen'].map((p) => [p, per1000(bulkCpu, p, bulk!.accepted)])),
+              machineLoad: bulkLoad ?? null,
             }
           : null,
         peakRssMB: Object.fromEntries(Object.entries(sampler.peakRss).map(([k, v]) => [k, v / 2 ** 20])),

@@ -5,6 +5,7 @@
  *
  *   npm run bench -- smpp [--messages 200000] [--seconds 20] [--binds 4] [--window 100] [--rate R] [--warmup 40000] …
  */
+import { machineLoad } from './harness/proc.js';
 import { fmt, printJson, printTable, verdict, type Row } from './harness/report.js';
 import { LoadGen } from './harness/ipc.js';
 import type { SmppLoadConfig, SmppLoadResult } from './harness/loadgen-smpp.js';
@@ -93,6 +94,7 @@ await runScenario({
     // Each long message is 3 parts upstream (approximate when some were refused).
     const expectedParts = acceptedAll + 2 * (m.long + w.long);
     const per1000 = (name: string) => (cpu[name] / n) * 1000;
+    const load = machineLoad(cpu, machine.cores);
     const gcPer1000 = (kind: string, f: 'count' | 'seconds') => (((gc1[kind]?.[f] ?? 0) - (gc0[kind]?.[f] ?? 0)) / n) * 1000;
     // WAL per accepted message of the measured phase (receipts included: the phase ends when the last one is in).
     const walPerMessage = wal0 !== null && wal1 !== null ? Number(wal1 - wal0) / n : null;
@@ -128,6 +130,7 @@ await runScenario({
         ? [{ figure: 'CPU s per 1,000 messages: Postgres / Redis servers (this machine)', value: `${fmt.cpu(per1000('postgres'))} / ${fmt.cpu(per1000('redis'))}` }]
         : []),
       ...(walPerMessage !== null ? [{ figure: 'Postgres WAL bytes per message', value: fmt.int(walPerMessage) }] : []),
+      { figure: 'machine while measured (every process on it)', value: fmt.load(load, machine.cores) },
       ...(drift
         ? [
             {
@@ -186,6 +189,7 @@ await runScenario({
         cpuSecondsPer1000: { daemon: per1000('daemon'), simulator: per1000('simulator'), loadgen: per1000('loadgen'), postgres: per1000('postgres'), redis: per1000('redis') },
         daemonGcPer1000: { young: gcPer1000('minor', 'count'), full: gcPer1000('major', 'count'), pauseSeconds: gcSeconds },
         postgresWalBytesPerMessage: walPerMessage,
+        machineLoad: load ?? null,
         peakRssMB: Object.fromEntries(Object.entries(sampler.peakRss).map(([k, v]) => [k, v / 2 ** 20])),
         daemonDrift: drift ?? null,
         receiptStates: m.receiptStates,

@@ -231,12 +231,17 @@ export class ProcSampler {
 
   /**
    * CPU seconds so far of every process (NaN for one that is gone), plus `postgres` and `redis`: every process of
-   * those servers on this machine (the loopback services the daemon uses; 0 when none runs here).
+   * those servers on this machine (the loopback services the daemon uses; 0 when none runs here), and the whole
+   * machine's `machine.busy`, `machine.steal` and `machine.all` (see machineCpu).
    */
   cpu(): Record<string, number> {
     const out: Record<string, number> = {};
     for (const [name, pid] of this.pids) out[name] = cpuSeconds(pid) ?? NaN;
     Object.assign(out, serverCpu());
+    const m = machineCpu();
+    out['machine.busy'] = m?.busy ?? NaN;
+    out['machine.steal'] = m?.steal ?? NaN;
+    out['machine.all'] = m?.all ?? NaN;
     return out;
   }
 }
@@ -258,6 +263,36 @@ export function serverCpu(): { postgres: number; redis: number } {
     if (server) out[server as 'postgres' | 'redis'] += cpuSeconds(Number(entry)) ?? 0;
   }
   return out;
+}
+
+/**
+ * The whole machine's CPU time so far, in seconds summed over its cores (/proc/stat): `busy` running anything (user,
+ * nice, system, interrupts), `steal` taken by the hypervisor for other guests while this one wanted to run, `all`
+ * every state including idle and I/O wait. Undefined where /proc/stat cannot be read.
+ */
+export function machineCpu(): { busy: number; steal: number; all: number } | undefined {
+  try {
+    const line = readFileSync('/proc/stat', 'utf8').split('\n', 1)[0];
+    // cpu user nice system idle iowait irq softirq steal [guest guest_nice]: guest time is already inside user.
+    const [user, nice, system, idle, iowait, irq, softirq, steal] = line.trim().split(/\s+/).slice(1, 9).map(Number);
+    const hz = clockTicksPerSecond();
+    const busy = user + nice + system + irq + softirq;
+    const all = busy + idle + iowait + (steal || 0);
+    return Number.isFinite(all) ? { busy: busy / hz, steal: (steal || 0) / hz, all: all / hz } : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * How busy the machine was over a `cpuDelta` window: cores in use on average, and the share of its CPU time that the
+ * hypervisor gave to other guests (a noisy neighbour makes every figure of the run lower). Undefined without
+ * /proc/stat.
+ */
+export function machineLoad(delta: Record<string, number>, cores: number): { coresBusy: number; busyPct: number; stealPct: number } | undefined {
+  const all = delta['machine.all'];
+  if (!(all > 0)) return undefined;
+  return { coresBusy: (delta['machine.busy'] / all) * cores, busyPct: (delta['machine.busy'] / all) * 100, stealPct: (delta['machine.steal'] / all) * 100 };
 }
 
 /** CPU seconds spent between two `ProcSampler.cpu()` snapshots, per process. */

@@ -14,6 +14,9 @@ export const fmt = {
   ms: (n: number): string => (!Number.isFinite(n) ? '—' : n < 10 ? n.toFixed(2) : n < 100 ? n.toFixed(1) : Math.round(n).toLocaleString('en')),
   cpu: (n: number): string => (Number.isFinite(n) ? n.toFixed(3) : '—'),
   mb: (bytes: number | undefined): string => (bytes !== undefined && Number.isFinite(bytes) ? `${Math.round(bytes / 2 ** 20)}` : '—'),
+  /** machineLoad's result: "1.86 of 2 cores busy (93%), 4.1% stolen". */
+  load: (l: { coresBusy: number; busyPct: number; stealPct: number } | undefined, cores: number): string =>
+    l ? `${l.coresBusy.toFixed(2)} of ${cores} cores busy (${Math.round(l.busyPct)}%), ${l.stealPct.toFixed(1)}% stolen` : '—',
   latency: (p: Percentiles): string =>
     p.count ? `${fmt.ms(p.p50)} / ${fmt.ms(p.p95)} / ${fmt.ms(p.p99)} / ${fmt.ms(p.max)} ms` : '—',
 };
