@@ -172,7 +172,7 @@ t.test('a receipt handler that throws makes the SMSC redeliver (deliver_sm_resp 
   t.same(got, [], 'and not handled');
 });
 
-t.test('metrics: binds up, window in use, responses by status, latency, receipts by state', async (t) => {
+t.test('metrics: binds up, window in use, responses by status, latency, receipts by state and their answer time', async (t) => {
   const s = await sim(t);
   const registry = new Registry();
   const metrics = new UpstreamMetrics(registry);
@@ -186,4 +186,5 @@ t.test('metrics: binds up, window in use, responses by status, latency, receipts
   t.match(text, /ferry_upstream_submits_total\{upstream="m",status="ESME_ROK"\} 4/);
   t.match(text, /ferry_upstream_submit_latency_seconds_count\{upstream="m"\} 4/);
   t.match(text, /ferry_upstream_receipts_total\{upstream="m",state="DELIVRD"\} 4/);
+  t.match(text, /ferry_upstream_receipt_answer_seconds_count\{upstream="m"\} 4/, 'every receipt answered is timed');
 });

@@ -16,6 +16,7 @@ export class UpstreamMetricHandles {
     private readonly metrics: UpstreamMetrics,
     readonly upstreamId: string,
     readonly latency = metrics.submitLatency.labels(upstreamId),
+    private readonly receiptAnswer = metrics.receiptAnswer.labels(upstreamId),
   ) {}
 
   /** One submit_sm answered (or timed out: status -1), after `seconds`. */
@@ -41,6 +42,11 @@ export class UpstreamMetricHandles {
     this.metrics.receipts.labels(this.upstreamId, ReceiptStat[state] ?? 'UNKNOWN').inc();
   }
 
+  /** A receipt's deliver_sm answered `seconds` after it arrived. */
+  receiptAnswered(seconds: number): void {
+    this.receiptAnswer.observe(seconds);
+  }
+
   unmatchedReceipt(): void {
     this.metrics.receiptsUnmatched.labels(this.upstreamId).inc();
   }
@@ -58,6 +64,9 @@ export class UpstreamMetricHandles {
   }
 }
 
+/** Latency buckets (seconds) of the upstream histograms: 1 ms to 10 s. */
+const SECONDS_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
+
 /**
  * Upstream and routing metrics, registered into the registry passed in (one per daemon). Submits per second is
  * rate(ferry_upstream_submits_total); queue depth per lane belongs to the queue's own metrics.
@@ -68,6 +77,7 @@ export class UpstreamMetrics {
   readonly submits: Counter<'upstream' | 'status'>;
   readonly submitLatency: Histogram<'upstream'>;
   readonly receipts: Counter<'upstream' | 'state'>;
+  readonly receiptAnswer: Histogram<'upstream'>;
   readonly receiptsUnmatched: Counter<'upstream'>;
   readonly receiptIdFallbacks: Counter<'upstream'>;
   readonly retries: Counter<'upstream' | 'reason'>;
@@ -110,13 +120,22 @@ export class UpstreamMetrics {
       name: 'ferry_upstream_submit_latency_seconds',
       help: 'submit_sm to submit_sm_resp latency',
       labelNames: ['upstream'] as const,
-      buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+      buckets: SECONDS_BUCKETS,
       registers,
     });
     this.receipts = new Counter({
       name: 'ferry_upstream_receipts_total',
       help: 'Correlated delivery receipts by upstream and state',
       labelNames: ['upstream', 'state'] as const,
+      registers,
+    });
+    // The SMSC keeps a window of unanswered receipts per bind, so this time bounds how many receipts per second it can
+    // hand over: window × binds ÷ answer time.
+    this.receiptAnswer = new Histogram({
+      name: 'ferry_upstream_receipt_answer_seconds',
+      help: "Time from a receipt's deliver_sm to Ferry's deliver_sm_resp (correlated and in the ledger, or refused)",
+      labelNames: ['upstream'] as const,
+      buckets: SECONDS_BUCKETS,
       registers,
     });
     this.receiptsUnmatched = new Counter({

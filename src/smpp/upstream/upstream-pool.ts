@@ -235,13 +235,22 @@ export class UpstreamPool extends EventEmitter<UpstreamPoolEvents> {
   };
 
   private async handleReceipt(pdu: DeliverSm, up: Upstream): Promise<number> {
+    const started = performance.now();
+    const handles = this.handles.get(up.id);
+    try {
+      return await this.applyReceipt(pdu, up, handles);
+    } finally {
+      handles?.receiptAnswered((performance.now() - started) / 1000);
+    }
+  }
+
+  private async applyReceipt(pdu: DeliverSm, up: Upstream, handles: UpstreamMetricHandles | undefined): Promise<number> {
     const receivedAt = Date.now();
     const info = readReceipt(pdu);
     if (!info) {
       this.emit('unreadableReceipt', up.id, pdu);
       return 0;
     }
-    const handles = this.handles.get(up.id);
     const match = await this.correlator.match(up.id, info.id);
     if (!match) {
       // Shutting down: not unmatched, just unanswered; the SMSC redelivers it to the next instance.
