@@ -8,10 +8,10 @@ export interface Received {
   at: number;
 }
 
-/** A local webhook receiver: records every request; `respond` decides the answer (status, or 'hang'). */
+/** A local webhook receiver: records every request; `respond` decides the answer (status, 'hang', or a status later). */
 export class WebhookReceiver {
   readonly received: Received[] = [];
-  respond: (r: Received, n: number) => number | 'hang' = () => 200;
+  respond: (r: Received, n: number) => number | 'hang' | Promise<number> = () => 200;
   private constructor(
     private readonly server: Server,
     readonly url: string,
@@ -27,7 +27,8 @@ export class WebhookReceiver {
         self!.received.push(r);
         const answer = self!.respond(r, self!.received.length);
         if (answer === 'hang') return;
-        res.writeHead(answer).end();
+        if (typeof answer === 'number') return void res.writeHead(answer).end();
+        void answer.then((status) => res.writeHead(status).end());
       });
     });
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));

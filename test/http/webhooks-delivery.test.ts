@@ -159,6 +159,48 @@ t.test(`webhook delivery (${backendLabel})`, async (t) => {
   });
 });
 
+t.test(`an endpoint at its concurrency cap: deliveries wait for its next free slot, then are deferred (${backendLabel})`, async (t) => {
+  // Cap 2 and a 10 s timeout: until an attempt is timed, the endpoint is assumed to take the timeout, so four
+  // deliveries may wait (expected wait up to 4 ÷ 2 × 10 s = 20 s) and the rest are deferred for about 25 s.
+  const d = await startDaemon({ FERRY_WEBHOOKS_ALLOW_PRIVATE_TARGETS: 'true', FERRY_WEBHOOKS_TIMEOUT_MS: '10000', FERRY_WEBHOOKS_MAX_CONCURRENCY_PER_ENDPOINT: '2' });
+  t.teardown(() => d.stop());
+  const { token } = await accountWithKey(d, 'acme');
+  const rx = await WebhookReceiver.start();
+  t.teardown(() => rx.close());
+  let open!: () => void;
+  const gate = new Promise<void>((resolve) => (open = resolve));
+  t.teardown(() => open());
+  rx.respond = () => gate.then(() => 200);
+  const wh = (await call(d.api, 'POST', '/v1/webhooks', { token, body: { url: rx.url, events: ['*'] } })).json.data as { id: string };
+  const busy = async () => {
+    const text = (await call(d.admin, 'GET', '/metrics')).text;
+    const count = (action: string) => Number(new RegExp(`^ferry_webhook_endpoint_busy_total\\{action="${action}"\\} (\\d+)`, 'm').exec(text)?.[1] ?? 0);
+    return { waited: count('waited'), deferred: count('deferred') };
+  };
+
+  const events: string[] = [];
+  for (let i = 0; i < 8; i++) events.push((await call(d.api, 'POST', `/v1/webhooks/${wh.id}/test`, { token })).json.data.eventId);
+  const held = await until(busy, (b) => b.waited + b.deferred >= 6);
+  t.same(held, { waited: 4, deferred: 2 }, 'four wait for a slot, two are deferred');
+  t.equal(rx.received.length, 2, 'two requests in flight: the cap');
+
+  open();
+  await until(() => rx.received.length, (n) => n >= 6);
+  t.same(
+    rx.received.map((r) => r.json.id).sort(),
+    events.slice(0, 6).sort(),
+    'the two sent and the four that waited are delivered as slots free, without going back to the queue',
+  );
+  const log = await until(
+    () => call(d.api, 'GET', `/v1/webhooks/${wh.id}/deliveries`, { token }),
+    (l) => l.json.data.filter((x: { status: string }) => x.status === 'delivered').length === 6,
+  );
+  const pending = log.json.data.filter((x: { status: string }) => x.status === 'pending');
+  t.equal(pending.length, 2, 'the deferred two are still pending, not failed');
+  t.ok(pending.every((x: { attempts: number }) => x.attempts === 0), 'a deferral is not an attempt');
+  t.same(await busy(), held, 'nothing else was deferred');
+});
+
 t.test(`webhook SSRF guard by default (${backendLabel})`, async (t) => {
   const d = await startDaemon();
   t.teardown(() => d.stop());

@@ -7,6 +7,7 @@ export class WebhookMetrics {
   readonly deliveries: Counter<'outcome'>;
   readonly latency: Histogram;
   readonly backlog: Gauge<'status'>;
+  readonly endpointBusy: Counter<'action'>;
 
   constructor(registry: Registry, backlog: () => Promise<{ pending: number; failed: number }>) {
     this.deliveries = new Counter({
@@ -19,6 +20,12 @@ export class WebhookMetrics {
       name: 'ferry_webhook_delivery_seconds',
       help: 'Time from sending a webhook to the receiver answering (or the attempt failing)',
       buckets: [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+      registers: [registry],
+    });
+    this.endpointBusy = new Counter({
+      name: 'ferry_webhook_endpoint_busy_total',
+      help: 'Deliveries that found their endpoint at its concurrency cap: waited (for its next free slot) or deferred (back to the queue until about when a slot frees)',
+      labelNames: ['action'] as const,
       registers: [registry],
     });
     this.backlog = new Gauge({

@@ -54,6 +54,12 @@ const BLOCKER_SQL = `SELECT next_attempt_at FROM webhook_deliveries
 
 // Busy endpoint / ordering waits are not failures: the attempt is refunded and comes back shortly.
 const BUSY_DELAY_MS = 200;
+/** A delivery waits in memory for a slot of its busy endpoint only while the expected wait is under this. */
+const MAX_SLOT_WAIT_MS = 20_000;
+/** Longest a deferred delivery stays away before it asks for a slot again. */
+const MAX_DEFER_MS = 60_000;
+/** Per-endpoint attempt-time estimates kept; past this the map starts over (endpoints are few in practice). */
+const MAX_ESTIMATES = 10_000;
 const MAX_ERROR_CHARS = 500;
 
 function ms(v: unknown): number {
@@ -67,14 +73,30 @@ function jitter(delay: number): number {
 
 /**
  * Sends deliveries leased from the webhook queue. Sends run concurrently, capped per endpoint, so a slow or hung
- * receiver only ever holds its own slots (and each attempt ends at the timeout). Ordering: a delivery waits while an
- * earlier event of the same message (message_key) to the same endpoint is still open; a dead one no longer blocks.
- * The check is at send time, so it holds for one sender at a time per endpoint slot — two instances may race on
- * adjacent events of one message, which at-least-once receivers must tolerate anyway (compare event createdAt).
+ * receiver only ever holds its own slots (and each attempt ends at the timeout).
+ *
+ * A delivery leased while its endpoint is at the cap waits here, in order, and takes the endpoint's next free slot, as
+ * long as the expected wait (deliveries ahead ÷ cap × the endpoint's recent attempt time) stays under
+ * MAX_SLOT_WAIT_MS; past that it is deferred: handed back to the queue until about when a slot should be free. Either
+ * way a backlog for a slow endpoint costs queue work in proportion to what the endpoint accepts, not to its length
+ * (handing every such delivery back every 200 ms, as before, turned a hung endpoint's backlog into thousands of
+ * statements a second, which slowed every other endpoint).
+ *
+ * Ordering: a delivery waits while an earlier event of the same message (message_key) to the same endpoint is still
+ * open; a dead one no longer blocks. The check is at send time, so it holds for one sender at a time per endpoint
+ * slot — two instances may race on adjacent events of one message, which at-least-once receivers must tolerate
+ * anyway (compare event createdAt).
  */
 export class WebhookSender {
   private readonly inflight = new Map<string, number>();
   private total = 0;
+  /** Leased deliveries waiting for a slot of their endpoint, oldest first. */
+  private readonly waiting = new Map<string, QueueItem<DeliveryJob>[]>();
+  private waitingTotal = 0;
+  /** Every delivery this sender holds (handled or waiting), so that a lease that ran out while it waited is not taken twice. */
+  private readonly held = new Set<string>();
+  /** Recent attempt time per endpoint (ms, moving average); an endpoint not yet tried is assumed to take the timeout. */
+  private readonly attemptMs = new Map<string, number>();
   private readonly sends = new Set<Promise<void>>();
   private stopped = false;
   private loop: Promise<void> | null = null;
@@ -93,6 +115,10 @@ export class WebhookSender {
   /** Stops leasing and waits for sends in flight (each ends within the timeout). */
   async stop(): Promise<void> {
     this.stopped = true;
+    // Deliveries waiting for a slot go back to the queue now rather than when their lease ends.
+    for (const list of this.waiting.values()) for (const it of list) this.track(this.handBack(it, 0).finally(() => this.held.delete(it.id)));
+    this.waiting.clear();
+    this.waitingTotal = 0;
     this.wake();
     await this.loop;
     await Promise.allSettled([...this.sends]);
@@ -119,11 +145,17 @@ export class WebhookSender {
       }
       let items: QueueItem<DeliveryJob>[] = [];
       try {
-        items = await this.o.queue.lease(Math.min(free, 50), this.o.timeoutMs + 30_000);
+        // The lease covers a wait for a slot and the attempt itself.
+        items = await this.o.queue.lease(Math.min(free, 50), this.o.timeoutMs + MAX_SLOT_WAIT_MS + 30_000);
       } catch (err) {
         this.o.log.warn({ err: (err as Error).message }, 'webhook queue lease failed');
       }
-      for (const it of items) this.track(this.handle(it));
+      for (const it of items) {
+        // Already ours: its lease ran out while it waited longer than expected; the waiting copy goes on.
+        if (this.held.has(it.id)) continue;
+        this.held.add(it.id);
+        this.track(this.handle(it));
+      }
       if (!items.length) await this.sleep(pollMs);
     }
   }
@@ -134,37 +166,98 @@ export class WebhookSender {
     void q.finally(() => this.sends.delete(q));
   }
 
-  private async handle(item: QueueItem<DeliveryJob>): Promise<void> {
-    const { rows } = await this.o.db.query<DeliveryRow>(LOAD_SQL, [item.id]);
-    const d = rows[0];
-    if (!d || d.status === 'delivered' || d.status === 'dead') return this.o.queue.ack([item.id]);
-    if (!d.enabled) {
-      await this.o.db.query(`UPDATE webhook_deliveries SET status = 'dead', last_error = 'endpoint disabled', next_attempt_at = NULL WHERE id = $1`, [d.id]);
-      this.o.metrics.deliveries.inc({ outcome: 'dead' });
-      return this.o.queue.ack([item.id]);
-    }
-    if ((this.inflight.get(d.endpoint_id) ?? 0) >= this.o.maxConcurrencyPerEndpoint) {
-      await this.o.queue.retry(item.id, jitter(BUSY_DELAY_MS), 'endpoint busy', { refund: true });
-      return;
-    }
-    if (d.message_key) {
-      const b = await this.o.db.query<{ next_attempt_at: unknown }>(BLOCKER_SQL, [d.endpoint_id, d.message_key, d.event_seq]);
-      if (b.rows.length) {
-        const due = b.rows[0].next_attempt_at ? ms(b.rows[0].next_attempt_at) - Date.now() : 0;
-        await this.o.queue.retry(item.id, Math.max(BUSY_DELAY_MS, due + BUSY_DELAY_MS), 'waiting for an earlier event of the message', { refund: true });
-        return;
-      }
-    }
-    this.inflight.set(d.endpoint_id, (this.inflight.get(d.endpoint_id) ?? 0) + 1);
-    this.total++;
+  /**
+   * One leased delivery. `slotOf` is set when it comes from the waiting list with a slot of that endpoint already
+   * taken for it; a slot taken is released here whatever happens.
+   */
+  private async handle(item: QueueItem<DeliveryJob>, slotOf?: string): Promise<void> {
+    let slot = slotOf;
+    let waits = false;
     try {
+      const { rows } = await this.o.db.query<DeliveryRow>(LOAD_SQL, [item.id]);
+      const d = rows[0];
+      if (!d || d.status === 'delivered' || d.status === 'dead') return await this.o.queue.ack([item.id]);
+      if (!d.enabled) {
+        await this.o.db.query(`UPDATE webhook_deliveries SET status = 'dead', last_error = 'endpoint disabled', next_attempt_at = NULL WHERE id = $1`, [d.id]);
+        this.o.metrics.deliveries.inc({ outcome: 'dead' });
+        return await this.o.queue.ack([item.id]);
+      }
+      if (slot === undefined) {
+        if ((this.inflight.get(d.endpoint_id) ?? 0) >= this.o.maxConcurrencyPerEndpoint) {
+          waits = this.waitForSlot(d.endpoint_id, item);
+          // While stopping, straight back to the queue (due at once after a restart).
+          if (!waits) await this.handBack(item, this.stopped ? 0 : this.expectedWaitMs(d.endpoint_id));
+          return;
+        }
+        this.takeSlot(d.endpoint_id);
+        slot = d.endpoint_id;
+      }
+      if (d.message_key) {
+        const b = await this.o.db.query<{ next_attempt_at: unknown }>(BLOCKER_SQL, [d.endpoint_id, d.message_key, d.event_seq]);
+        if (b.rows.length) {
+          const due = b.rows[0].next_attempt_at ? ms(b.rows[0].next_attempt_at) - Date.now() : 0;
+          await this.o.queue.retry(item.id, Math.max(BUSY_DELAY_MS, due + BUSY_DELAY_MS), 'waiting for an earlier event of the message', { refund: true });
+          return;
+        }
+      }
       await this.attempt(item, d);
     } finally {
-      const n = (this.inflight.get(d.endpoint_id) ?? 1) - 1;
-      if (n <= 0) this.inflight.delete(d.endpoint_id);
-      else this.inflight.set(d.endpoint_id, n);
-      this.total--;
+      if (!waits) this.held.delete(item.id);
+      if (slot !== undefined) this.releaseSlot(slot);
     }
+  }
+
+  private takeSlot(endpointId: string): void {
+    this.inflight.set(endpointId, (this.inflight.get(endpointId) ?? 0) + 1);
+    this.total++;
+  }
+
+  /** Frees a slot and hands it straight to the endpoint's oldest waiting delivery, if any. */
+  private releaseSlot(endpointId: string): void {
+    const n = (this.inflight.get(endpointId) ?? 1) - 1;
+    if (n <= 0) this.inflight.delete(endpointId);
+    else this.inflight.set(endpointId, n);
+    this.total--;
+    const list = this.waiting.get(endpointId);
+    if (!list || this.stopped) return;
+    const next = list.shift()!;
+    if (!list.length) this.waiting.delete(endpointId);
+    this.waitingTotal--;
+    this.takeSlot(endpointId);
+    this.track(this.handle(next, endpointId));
+  }
+
+  /** How long until a delivery joining the endpoint's waiting list now would get a slot, as far as recent attempts tell. */
+  private expectedWaitMs(endpointId: string): number {
+    const ahead = this.waiting.get(endpointId)?.length ?? 0;
+    return ((ahead + 1) / this.o.maxConcurrencyPerEndpoint) * (this.attemptMs.get(endpointId) ?? this.o.timeoutMs);
+  }
+
+  /** Joins the endpoint's waiting list if the wait is expected to be short and there is room; false if not. */
+  private waitForSlot(endpointId: string, item: QueueItem<DeliveryJob>): boolean {
+    if (this.stopped || this.waitingTotal >= 4 * this.o.maxConcurrency || this.expectedWaitMs(endpointId) > MAX_SLOT_WAIT_MS) return false;
+    const list = this.waiting.get(endpointId);
+    if (list) list.push(item);
+    else this.waiting.set(endpointId, [item]);
+    this.waitingTotal++;
+    this.o.metrics.endpointBusy.inc({ action: 'waited' });
+    return true;
+  }
+
+  /**
+   * Back to the queue, due after about `delayMs` (deferred; 0 when the sender stops). Not a failed attempt, so the
+   * attempt is refunded.
+   */
+  private async handBack(item: QueueItem<DeliveryJob>, delayMs: number): Promise<void> {
+    if (delayMs > 0) this.o.metrics.endpointBusy.inc({ action: 'deferred' });
+    const delay = delayMs <= 0 ? 0 : jitter(Math.min(MAX_DEFER_MS, Math.max(BUSY_DELAY_MS, delayMs)));
+    await this.o.queue.retry(item.id, delay, 'endpoint busy', { refund: true });
+  }
+
+  private noteAttempt(endpointId: string, latencyMs: number): void {
+    const prev = this.attemptMs.get(endpointId);
+    if (prev === undefined && this.attemptMs.size >= MAX_ESTIMATES) this.attemptMs.clear();
+    this.attemptMs.set(endpointId, prev === undefined ? latencyMs : 0.7 * prev + 0.3 * latencyMs);
   }
 
   private async attempt(item: QueueItem<DeliveryJob>, d: DeliveryRow): Promise<void> {
@@ -202,6 +295,7 @@ export class WebhookSender {
     }
     const latencyMs = Math.round(performance.now() - started);
     this.o.metrics.latency.observe(latencyMs / 1000);
+    this.noteAttempt(d.endpoint_id, latencyMs);
     if (error === null) return this.succeeded(item, d, statusCode!, latencyMs);
     return this.failed(item, d, statusCode, error.slice(0, MAX_ERROR_CHARS), latencyMs);
   }
