@@ -10,11 +10,13 @@ import { fmt, printJson, printTable, verdict, type Row } from './harness/report.
 import { LoadGen } from './harness/ipc.js';
 import type { SmppLoadConfig, SmppLoadResult } from './harness/loadgen-smpp.js';
 import { runScenario } from './harness/scenario.js';
+import { histogramQuantile, histogramSince } from './harness/stats.js';
 
 const TARGET_RATE = 20_000;
 const TARGET_P99_MS = 10;
 const TARGET_P99_AT = 10_000;
 const TARGET_CPU = 0.15;
+const RECEIPT_ANSWER = 'ferry_upstream_receipt_answer_seconds';
 
 const USAGE = `usage: npm run bench -- smpp [options]
 
@@ -64,7 +66,7 @@ await runScenario({
     const measureFrom = Date.now();
     const cpu0 = mark();
     // Read together: the measured phase is already running.
-    const [gc0, wal0] = await Promise.all([stack.gc(), stack.walBytes()]);
+    const [gc0, wal0, answer0] = await Promise.all([stack.gc(), stack.walBytes(), stack.histogram(RECEIPT_ANSWER)]);
     log('warm-up done; measuring');
     const submitted = await gen.next<{ type: string; offered: number; accepted: number }>('submitted', (seconds + 90) * 1000);
     const measureTo = Date.now();
@@ -74,6 +76,7 @@ await runScenario({
     await gen.next('measure-end', (common.finalTimeoutSeconds + 30) * 1000);
     const cpu = cpuSince(cpu0);
     const gc1 = await stack.gc();
+    const answer = histogramSince(answer0, await stack.histogram(RECEIPT_ANSWER));
     const wal1 = await stack.walBytes();
     const { result } = await gen.next<{ type: string; result: SmppLoadResult }>('result', 30_000);
     await gen.finish();
@@ -102,6 +105,8 @@ await runScenario({
     const acceptedRate = m.accepted / Math.max(1e-9, m.submitSeconds);
     const finalRate = m.final / Math.max(1e-9, m.finalSeconds);
     const atLatencyTargetRate = rate >= TARGET_P99_AT && acceptedRate >= TARGET_P99_AT * 0.95;
+    // How long the simulator's receipts waited for Ferry's deliver_sm_resp (correlated and in the ledger).
+    const answerMs = { count: answer.count, mean: (answer.sum / Math.max(1, answer.count)) * 1000, p50: histogramQuantile(answer, 0.5) * 1000, p99: histogramQuantile(answer, 0.99) * 1000 };
     const refused = Object.entries(m.refused).map(([k, v]) => `${k} ${fmt.int(v)}`).join(', ');
     const rows: Row[] = [
       { figure: 'messages offered / accepted / final', value: `${fmt.int(m.offered)} / ${fmt.int(m.accepted)} / ${fmt.int(m.final)}` },
@@ -120,6 +125,10 @@ await runScenario({
         verdict: atLatencyTargetRate ? verdict(m.respLatency.p99 <= TARGET_P99_MS) : `(at --rate ${TARGET_P99_AT})`,
       },
       { figure: `submit → receipt latency (receipt delay ${common.receiptDelayMs} ms)`, value: fmt.latency(m.receiptLatency) },
+      {
+        figure: "receipt answer to the simulator, mean / p50 / p99 (p's from the metric's buckets)",
+        value: answer.count ? `${fmt.ms(answerMs.mean)} / ${fmt.ms(answerMs.p50)} / ${fmt.ms(answerMs.p99)} ms` : '—',
+      },
       { figure: 'CPU s per 1,000 messages: daemon', value: fmt.cpu(per1000('daemon')), target: `≤ ${TARGET_CPU}`, verdict: verdict(per1000('daemon') <= TARGET_CPU) },
       {
         figure: 'daemon GC per 1,000 messages: young / full collections, pause s',
@@ -184,7 +193,7 @@ await runScenario({
         options: { binds, window, messages, seconds, rate, warmupMessages, receiptDelayMs: common.receiptDelayMs, upstreamBinds: common.upstreamBinds, upstreamWindow: common.upstreamWindow },
         messages: { offered: m.offered, accepted: m.accepted, final: m.final, refused: m.refused, ucs2: m.ucs2, long: m.long },
         rate: { acceptedPerSec: acceptedRate, finalPerSec: finalRate, submitSeconds: m.submitSeconds, finalSeconds: m.finalSeconds },
-        latencyMs: { submitResp: m.respLatency, submitToReceipt: m.receiptLatency },
+        latencyMs: { submitResp: m.respLatency, submitToReceipt: m.receiptLatency, receiptAnswer: answerMs },
         cpuSeconds: cpu,
         cpuSecondsPer1000: { daemon: per1000('daemon'), simulator: per1000('simulator'), loadgen: per1000('loadgen'), postgres: per1000('postgres'), redis: per1000('redis') },
         daemonGcPer1000: { young: gcPer1000('minor', 'count'), full: gcPer1000('major', 'count'), pauseSeconds: gcSeconds },

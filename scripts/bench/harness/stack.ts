@@ -15,6 +15,7 @@ import { packageRoot } from '../../../src/util/paths.js';
 import { openDb } from '../../../src/store/sql/db.js';
 import type { SimulatorStats } from '../../../src/smpp/sim/simulator.js';
 import { Child, freePort } from './proc.js';
+import type { HistogramSnapshot } from './stats.js';
 
 export type Backend = 'redis+postgres' | 'embedded';
 export type Runtime = 'dist' | 'tsx';
@@ -366,6 +367,23 @@ export class Stack {
   /** The daemon's Prometheus text. */
   async metrics(): Promise<string> {
     return (await fetch(`${this.adminUrl}/metrics`)).text();
+  }
+
+  /** One of the daemon's histograms so far, summed over its label sets (all upstreams, say). */
+  async histogram(name: string): Promise<HistogramSnapshot> {
+    const h: HistogramSnapshot = { buckets: new Map(), sum: 0, count: 0 };
+    for (const m of (await this.metrics()).matchAll(new RegExp(`^${name}_(bucket|sum|count)(?:\\{([^}]*)\\})? (\\S+)$`, 'gm'))) {
+      const v = Number(m[3]);
+      if (m[1] === 'sum') h.sum += v;
+      else if (m[1] === 'count') h.count += v;
+      else {
+        const le = /le="([^"]+)"/.exec(m[2] ?? '')?.[1];
+        if (le === undefined) continue;
+        const bound = le === '+Inf' ? Infinity : Number(le);
+        h.buckets.set(bound, (h.buckets.get(bound) ?? 0) + v);
+      }
+    }
+    return h;
   }
 
   /** The daemon's garbage collections so far, by kind (minor, major, incremental, weakcb): count and seconds. */
