@@ -1,5 +1,5 @@
-import type { AppliedChange } from '../ledger/ledger.js';
-import type { Db, Queryable } from '../store/types.js';
+import type { AppliedChange, EffectStatement } from '../ledger/ledger.js';
+import type { Db } from '../store/types.js';
 
 const DEBIT_SQL = `WITH u AS (
     UPDATE accounts SET balance_micros = balance_micros - $2, updated_at = now()
@@ -60,11 +60,11 @@ export class Billing {
   }
 
   /** The ledger effect: a message that ends failed or rejected is refunded (when configured). */
-  readonly effect = async (q: Queryable, changes: readonly AppliedChange[]): Promise<void> => {
-    if (!this.opts.refundOnFailure) return;
+  readonly effect = (changes: readonly AppliedChange[]): EffectStatement | null => {
+    if (!this.opts.refundOnFailure) return null;
     const ids: string[] = [];
     for (const c of changes) if (c.to === 'failed' || c.to === 'rejected') ids.push(c.id);
-    if (ids.length) await q.query(REFUND_FAILED_SQL, [ids]);
+    return ids.length ? { text: REFUND_FAILED_SQL, params: [ids] } : null;
   };
 
   /** Credits back debits older than `graceMs` whose message or batch is not in the ledger. Returns how many. */

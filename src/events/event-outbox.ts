@@ -1,4 +1,4 @@
-import type { AppliedChange } from '../ledger/ledger.js';
+import type { AppliedChange, EffectStatement } from '../ledger/ledger.js';
 import { prepared } from '../store/sql/prepared.js';
 import type { Queryable } from '../store/types.js';
 import { smsEventOf, type EventType } from './catalogue.js';
@@ -49,7 +49,7 @@ export interface NewEvent {
  */
 export class EventOutbox {
   /** The ledger effect: sms.sent / delivered / undelivered / failed for the batch's changes, in its transaction. */
-  readonly effect = async (q: Queryable, changes: readonly AppliedChange[]): Promise<void> => {
+  readonly effect = (changes: readonly AppliedChange[]): EffectStatement | null => {
     const ids: string[] = [];
     const types: string[] = [];
     const statuses: string[] = [];
@@ -63,7 +63,7 @@ export class EventOutbox {
       statuses.push(c.to);
       errors.push(c.errorCode);
     }
-    if (ids.length) await q.query(INSERT_SMS_SQL, [ids, types, statuses, errors]);
+    return ids.length ? { text: INSERT_SMS_SQL, params: [ids, types, statuses, errors] } : null;
   };
 
   /** Several events (those no endpoint subscribes to are dropped); returns how many were stored. */

@@ -1,5 +1,5 @@
 import { prepared } from '../store/sql/prepared.js';
-import type { Db, Queryable } from '../store/types.js';
+import type { Db, Queryable, QueryResult, Transaction } from '../store/types.js';
 import { GroupCommit, type GroupCommitOptions, type GroupCommitStats } from './group-commit.js';
 import { decide, isFinal } from './transitions.js';
 import type {
@@ -22,16 +22,25 @@ export interface AppliedChange {
   errorCode: string | null;
 }
 
-/** Runs once the batch's transaction committed (never after a rollback): hands what the effect wrote on. Must not throw. */
+/** Runs once the batch's transaction committed (never after a rollback): hands what an effect wrote on. Must not throw. */
 export type AfterCommit = () => void;
 
+/** The statement an effect adds to a batch, and what it hands on once the batch committed. */
+export interface EffectStatement {
+  text: string;
+  params: readonly unknown[];
+  /** Runs after the commit (never after a rollback) with the statement's rows. Must not throw. */
+  afterCommit?: (rows: readonly Record<string, unknown>[]) => void;
+}
+
 /**
- * Work that must commit together with status changes (customer receipts, webhook events: the outbox rows).
- * Called in the batch's transaction right after its write is issued, not answered: the statements an effect issues
- * run after the write (so they see it) and travel with it on Postgres. A throw rolls the whole batch back. What it
- * returns runs after the commit.
+ * Work that must commit together with status changes (customer receipts, webhook events, refunds: the outbox rows).
+ * Called with a batch's changes before its write is issued; returns the one statement it adds, or null. That
+ * statement runs after the write (so it sees it) and, on Postgres, travels with it and the COMMIT in one round trip.
+ * Being plain data, it is either all there before anything is sent or the effect threw: a throw, or the statement
+ * failing, rolls the whole batch back, and the commit can never go out without an effect's rows.
  */
-export type TransitionEffect = (q: Queryable, changes: readonly AppliedChange[]) => Promise<void | AfterCommit>;
+export type TransitionEffect = (changes: readonly AppliedChange[]) => EffectStatement | null;
 
 export interface LedgerOptions {
   /** Batching of transitions (receipts arrive at submit rates). */
@@ -137,7 +146,7 @@ export class Ledger {
   }
 
   /** One batch's transaction; the effects' after-commit work runs once it committed. */
-  private async inTx<T>(fn: (q: Queryable, after: AfterCommit[]) => Promise<T>): Promise<T> {
+  private async inTx<T>(fn: (q: Transaction, after: AfterCommit[]) => Promise<T>): Promise<T> {
     const after: AfterCommit[] = [];
     const out = await this.db.tx((q) => fn(q, after));
     for (const f of after) f();
@@ -281,7 +290,7 @@ interface SubmitRecord {
 }
 
 /** One batch of submit records: lock the rows in id order, upsert the parts of split messages, update every row, append events. */
-async function applySubmits(q: Queryable, items: SubmitRecord[], effects: readonly TransitionEffect[], after: AfterCommit[]): Promise<MarkSubmittedOutcome[]> {
+async function applySubmits(q: Transaction, items: SubmitRecord[], effects: readonly TransitionEffect[], after: AfterCommit[]): Promise<MarkSubmittedOutcome[]> {
   // Several records of one message in a batch (a resumed long message) merge into one row update.
   const byId = new Map<string, { upstreamId: string; routeRule: string | null; total: number; count: number; parts: SubmittedPart[] }>();
   for (const it of items) {
@@ -338,14 +347,13 @@ async function applySubmits(q: Queryable, items: SubmitRecord[], effects: readon
     eDetail.push(late ? { upstream: m.upstreamId, parts: indexes, late: true, kept: from } : { upstream: m.upstreamId, parts: indexes });
   }
   if (uId.length) {
-    const write = q.query(RECORD_SUBMITS_SQL, [uId, uUp, uRule, uTotal, uCount, uLate, uKnown, uMsgId, JSON.stringify(eDetail)]);
     // Effects see the first submit of a message (webhook sms.sent); a resumed or late record changes no status.
     const changes: AppliedChange[] = [];
     for (let i = 0; i < uId.length; i++) {
       const from = status.get(uId[i])!;
       if (!uLate[i] && from !== 'submitted') changes.push({ id: uId[i], from, to: 'submitted', errorCode: null });
     }
-    await writeWithEffects(q, write, changes.length ? effects : [], changes, after);
+    await writeWithEffects(q, RECORD_SUBMITS_SQL, [uId, uUp, uRule, uTotal, uCount, uLate, uKnown, uMsgId, JSON.stringify(eDetail)], effects, changes, after);
   }
   return items.map((it) => {
     const from = status.get(it.id);
@@ -434,7 +442,7 @@ interface Pending {
 }
 
 /** One batch of transitions inside one transaction: lock (in id order, so batches never deadlock), decide, write. */
-async function applyTransitions(q: Queryable, items: TransitionInput[], effects: readonly TransitionEffect[], after: AfterCommit[]): Promise<TransitionResult[]> {
+async function applyTransitions(q: Transaction, items: TransitionInput[], effects: readonly TransitionEffect[], after: AfterCommit[]): Promise<TransitionResult[]> {
   const ids = [...new Set(items.map((i) => i.id))];
   const cur = await q.query<{ id: string; status: MessageStatus }>(LOCK_SQL, [ids]);
   const state = new Map<string, Pending>();
@@ -478,32 +486,43 @@ async function applyTransitions(q: Queryable, items: TransitionInput[], effects:
     uFinal.push(isFinal(s.status));
   }
   if (!uId.length && !evId.length) return results;
-  const write = q.query(APPLY_TRANSITIONS_SQL, [uId, uStatus, uErr, uFinal, evId, evStatus, JSON.stringify(evDetail)]);
   const changes: AppliedChange[] = [];
   for (const [id, s] of state) if (s.dirty) changes.push({ id, from: s.from, to: s.status, errorCode: s.errorCode });
-  await writeWithEffects(q, write, changes.length ? effects : [], changes, after);
+  await writeWithEffects(q, APPLY_TRANSITIONS_SQL, [uId, uStatus, uErr, uFinal, evId, evStatus, JSON.stringify(evDetail)], effects, changes, after);
   return results;
 }
 
 /**
- * The batch's write and its effects, issued back to back so that on Postgres they travel in one round trip; they
- * still run in issue order, so each effect's statement sees the write. Everything settles before this returns (the
- * transaction commits only then); the first failure, in issue order, is the one thrown.
+ * The batch's write, its effects' statements and the COMMIT, issued back to back so that on Postgres they travel in
+ * one round trip; they still run in issue order, so each effect's statement sees the write, and a failed statement
+ * turns the COMMIT into a rollback. The effects are asked first: one that throws does so before anything is issued.
+ * Everything settles before this returns; the first failure, in issue order, is the one thrown.
  */
-async function writeWithEffects(q: Queryable, write: Promise<unknown>, effects: readonly TransitionEffect[], changes: readonly AppliedChange[], after: AfterCommit[]): Promise<void> {
-  const pending: Promise<unknown>[] = [write];
-  for (const effect of effects) {
-    try {
-      pending.push(effect(q, changes));
-    } catch (err) {
-      pending.push(Promise.reject(err));
+async function writeWithEffects(
+  q: Transaction,
+  text: string,
+  params: readonly unknown[],
+  effects: readonly TransitionEffect[],
+  changes: readonly AppliedChange[],
+  after: AfterCommit[],
+): Promise<void> {
+  const extra: EffectStatement[] = [];
+  if (changes.length) {
+    for (const effect of effects) {
+      const s = effect(changes);
+      if (s) extra.push(s);
     }
   }
+  const pending: Promise<QueryResult<Record<string, unknown>>>[] = [q.query(text, params)];
+  for (const s of extra) pending.push(q.query(s.text, s.params));
+  q.commitNow();
   const settled = await Promise.allSettled(pending);
   for (const s of settled) if (s.status === 'rejected') throw s.reason;
-  for (let i = 1; i < settled.length; i++) {
-    const then = (settled[i] as PromiseFulfilledResult<void | AfterCommit>).value;
-    if (then) after.push(then);
+  for (let i = 0; i < extra.length; i++) {
+    const then = extra[i].afterCommit;
+    if (!then) continue;
+    const rows = (settled[i + 1] as PromiseFulfilledResult<QueryResult<Record<string, unknown>>>).value.rows;
+    after.push(() => then(rows));
   }
 }
 

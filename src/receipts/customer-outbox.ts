@@ -1,4 +1,4 @@
-import type { AfterCommit, AppliedChange } from '../ledger/ledger.js';
+import type { AppliedChange, EffectStatement } from '../ledger/ledger.js';
 import { FINAL_STATUSES, type MessageStatus } from '../ledger/types.js';
 import { prepared } from '../store/sql/prepared.js';
 import type { Db, Queryable } from '../store/types.js';
@@ -156,7 +156,7 @@ export class CustomerOutbox {
    * The ledger effect: receipts owed for these changes, inside the change's transaction. After the commit the rows
    * leased to the taker are handed to it, and it hears of the others (a claim round finds them).
    */
-  readonly effect = async (q: Queryable, changes: readonly AppliedChange[]): Promise<void | AfterCommit> => {
+  readonly effect = (changes: readonly AppliedChange[]): EffectStatement | null => {
     const ids: string[] = [];
     const statuses: string[] = [];
     const errors: (string | null)[] = [];
@@ -166,19 +166,23 @@ export class CustomerOutbox {
       statuses.push(c.to);
       errors.push(c.errorCode);
     }
-    if (!ids.length) return;
+    if (!ids.length) return null;
     const taker = this.taker;
-    const { rows } = await q.query(INSERT_RECEIPTS_SQL, [ids, statuses, errors, taker ? taker.takingFor() : [], taker?.leaseMs ?? 0]);
-    if (!taker || !rows.length) return;
-    const taken: OutboxEntry[] = [];
-    const owed = new Set<string>();
-    for (const r of rows) {
-      if (r.leased) taken.push(toEntry(r));
-      else owed.add(r.account_id as string);
-    }
-    return () => {
-      if (taken.length) taker.take(taken);
-      if (owed.size) taker.owed([...owed]);
+    return {
+      text: INSERT_RECEIPTS_SQL,
+      params: [ids, statuses, errors, taker ? taker.takingFor() : [], taker?.leaseMs ?? 0],
+      afterCommit: taker
+        ? (rows) => {
+            const taken: OutboxEntry[] = [];
+            const owed = new Set<string>();
+            for (const r of rows) {
+              if (r.leased) taken.push(toEntry(r));
+              else owed.add(r.account_id as string);
+            }
+            if (taken.length) taker.take(taken);
+            if (owed.size) taker.owed([...owed]);
+          }
+        : undefined,
     };
   };
 

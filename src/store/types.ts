@@ -13,6 +13,18 @@ export interface QueryResult<T> {
   rowCount: number;
 }
 
+/** The statements of one transaction (Db.tx). */
+export interface Transaction extends Queryable {
+  /**
+   * Nothing more will be issued: the COMMIT goes out now, right behind the statements already issued, instead of
+   * after the callback returns (on Postgres one round trip fewer, and the rows' locks are held that much shorter;
+   * nothing changes on PGlite). A failure of any statement issued before still rolls everything back, and the
+   * callback still sees it. Call it only once nothing but those statements can fail: an error thrown afterwards can
+   * no longer undo the commit. A statement issued afterwards is refused.
+   */
+  commitNow(): void;
+}
+
 /** The SQL ledger: Postgres through `pg`, or embedded PGlite. Same SQL for both. */
 export interface Db extends Queryable {
   readonly kind: 'postgres' | 'pglite';
@@ -21,7 +33,7 @@ export interface Db extends Queryable {
    * ones before go out together (one round trip on Postgres) and run in the order issued; fn must have settled every
    * statement it issued before it resolves or throws.
    */
-  tx<T>(fn: (q: Queryable) => Promise<T>): Promise<T>;
+  tx<T>(fn: (q: Transaction) => Promise<T>): Promise<T>;
   /** Cheap liveness check (SELECT 1). Throws when the database is unreachable. */
   ping(): Promise<void>;
   close(): Promise<void>;

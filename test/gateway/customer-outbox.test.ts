@@ -70,8 +70,9 @@ t.test(`customer outbox hands receipts over at commit (${backendLabel})`, async 
   const ledger = new Ledger(db, {
     effects: [
       outbox.effect,
-      async () => {
+      () => {
         if (failNext) throw new Error('a later effect fails');
+        return null;
       },
     ],
   });

@@ -23,7 +23,7 @@ function recording(db: Db, log: Recorded[]): Db {
   return {
     kind: db.kind,
     query: wrap(db).query,
-    tx: (fn) => db.tx((q) => fn(wrap(q))),
+    tx: (fn) => db.tx((q) => fn({ ...wrap(q), commitNow: () => q.commitNow() })),
     ping: () => db.ping(),
     close: () => db.close(),
   };

@@ -67,6 +67,43 @@ async function backToBack(t: Test, db: Db, key: string): Promise<void> {
     }),
   );
   t.equal(await read(), 3123, 'nothing of it committed');
+
+  // commitNow: the COMMIT goes out behind the statements issued, and the transaction still settles with them.
+  const early = await db.tx(async (q) => {
+    const w = q.query(`UPDATE settings SET value = '5' WHERE key = $1`, [key]);
+    q.commitNow();
+    await t.rejects(q.query(`SELECT 1`), /after commitNow/, 'a statement after commitNow is refused');
+    await w;
+    return 'early';
+  });
+  t.equal(early, 'early');
+  t.equal(await read(), 5, 'committed by commitNow');
+
+  // A statement that fails on the server turns the early COMMIT into a rollback.
+  await t.rejects(
+    db.tx(async (q) => {
+      const pending = [q.query(`UPDATE settings SET value = '6' WHERE key = $1`, [key]), q.query(`SELECT 1 / 0`)];
+      q.commitNow();
+      for (const r of await Promise.allSettled(pending)) if (r.status === 'rejected') throw r.reason;
+    }),
+    /division by zero/,
+  );
+  t.equal(await read(), 5, 'a failed statement before commitNow rolls everything back');
+
+  // A value the driver cannot send fails before anything of its statement goes out, and the COMMIT is held back:
+  // the statement issued before it is rolled back too, not committed without it.
+  const unsendable: Record<string, unknown> = {};
+  unsendable.self = unsendable;
+  await t.rejects(
+    db.tx(async (q) => {
+      const pending = [q.query(`UPDATE settings SET value = '7' WHERE key = $1`, [key]), q.query(`SELECT $1::jsonb`, [unsendable])];
+      q.commitNow();
+      for (const r of await Promise.allSettled(pending)) if (r.status === 'rejected') throw r.reason;
+    }),
+    /circular/i,
+  );
+  t.equal(await read(), 5, 'an unsendable value before commitNow rolls everything back');
+  await db.query(`UPDATE settings SET value = '3' WHERE key = $1`, [key]);
 }
 
 t.test('migration files split into statements outside dollar quotes', async (t) => {

@@ -1,6 +1,7 @@
 import { mkdirSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import pg from 'pg';
-import type { Db, Queryable, QueryResult } from '../types.js';
+import type { Db, QueryResult, Transaction } from '../types.js';
 import { arrayLiteral } from './array-literal.js';
 import { PgliteStatements } from './pglite-statements.js';
 import { preparedName } from './prepared.js';
@@ -26,6 +27,15 @@ export function isConnectionError(err: unknown): boolean {
   const code = e.code ?? '';
   if (['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', '57P01', '57P02', '57P03', '08000', '08003', '08006', '08001', '08004'].includes(code)) return true;
   return /Connection terminated|connection timeout|Client has encountered a connection error|not queryable/i.test(e.message ?? '');
+}
+
+// The driver's own conversion of a parameter to its wire form (what it applies when it sends a statement).
+const { prepareValue } = createRequire(import.meta.url)('pg/lib/utils.js') as { prepareValue(value: unknown): unknown };
+
+/** A statement's values converted as the driver would send them; throws where the driver would fail to. */
+function sendable(cfg: pg.QueryConfig): pg.QueryConfig {
+  if (!cfg.values?.length) return cfg;
+  return { ...cfg, values: cfg.values.map((v) => prepareValue(v)) };
 }
 
 class PgDb implements Db {
@@ -67,7 +77,7 @@ class PgDb implements Db {
     return name ? { name, text, values } : { text, values };
   }
 
-  async tx<T>(fn: (q: Queryable) => Promise<T>): Promise<T> {
+  async tx<T>(fn: (q: Transaction) => Promise<T>): Promise<T> {
     const client = await this.pool.connect();
     const config = this.config.bind(this);
     let broken: unknown;
@@ -78,6 +88,9 @@ class PgDb implements Db {
       broken ??= err;
     };
     client.on('error', onError);
+    // commit: sent by commitNow, ahead of fn's return; refused: a statement failed before it was sent; failed: one
+    // failed on the server (known in time only when not pipelined). A holder: closures assign it.
+    const ending: { commit: Promise<pg.QueryResult> | null; refused: boolean; failed: boolean } = { commit: null, refused: false, failed: false };
     try {
       // Pipelined, BEGIN goes out with the first statement (one round trip). On an idle pooled connection it fails
       // only with the connection itself, and every statement after it then fails too; it is awaited before COMMIT.
@@ -88,26 +101,54 @@ class PgDb implements Db {
       // with a deprecation warning).
       let last: Promise<unknown> = Promise.resolve();
       const pipeline = this.pipeline;
-      const q: Queryable = {
-        async query<R>(text: string, params?: readonly unknown[]) {
-          const send = () => client.query(config(text, params));
-          const sent = pipeline ? send() : last.then(send, send);
-          last = sent.catch(() => undefined);
-          const r = await sent;
-          return { rows: r.rows as R[], rowCount: r.rowCount ?? 0 };
+      const q: Transaction = {
+        query<R>(text: string, params?: readonly unknown[]): Promise<QueryResult<R>> {
+          if (ending.commit) return Promise.reject(new Error('statement issued after commitNow: the transaction is already committing'));
+          let sent: Promise<pg.QueryResult>;
+          try {
+            // The values in the driver's wire form now: a value it cannot send fails here, before anything of this
+            // statement goes out, and not in the driver after its COMMIT was queued behind it (see commitNow).
+            const cfg = sendable(config(text, params));
+            const send = () => client.query(cfg);
+            sent = pipeline ? send() : last.then(send, send);
+          } catch (err) {
+            ending.refused = true;
+            return Promise.reject(err);
+          }
+          last = sent.catch(() => {
+            ending.failed = true;
+          });
+          return sent.then((r) => ({ rows: r.rows as R[], rowCount: r.rowCount ?? 0 }));
+        },
+        commitNow() {
+          // After a refused statement the transaction must roll back: the COMMIT waits for fn's end, which throws.
+          if (ending.commit || ending.refused) return;
+          // Pipelined, a statement that fails on the server turns this COMMIT into a rollback; not pipelined, every
+          // statement has answered before it is sent.
+          const send = () => client.query(ending.failed ? 'ROLLBACK' : 'COMMIT');
+          ending.commit = pipeline ? send() : last.then(send, send);
+          ending.commit.catch(() => {});
         },
       };
       const out = await fn(q);
       await begun;
       // Postgres answers COMMIT of a failed transaction with ROLLBACK, not with an error.
-      const done = await client.query('COMMIT');
+      const done = await (ending.commit ?? client.query('COMMIT'));
       if (done.command !== 'COMMIT') throw new Error(`transaction not committed (the server answered ${done.command})`);
       return out;
     } catch (err) {
-      try {
-        await client.query('ROLLBACK');
-      } catch (rollbackErr) {
-        broken = rollbackErr;
+      if (ending.commit) {
+        // That COMMIT ended the transaction either way (committed, or answered ROLLBACK after a failed statement);
+        // a connection lost on the way discards the client.
+        await ending.commit.catch((commitErr: unknown) => {
+          broken ??= commitErr;
+        });
+      } else {
+        try {
+          await client.query('ROLLBACK');
+        } catch (rollbackErr) {
+          broken = rollbackErr;
+        }
       }
       throw err;
     } finally {
@@ -143,14 +184,21 @@ class PgliteDb implements Db {
     return { rows: r.rows, rowCount: r.affectedRows ?? r.rows.length };
   }
 
-  tx<T>(fn: (q: Queryable) => Promise<T>): Promise<T> {
+  tx<T>(fn: (q: Transaction) => Promise<T>): Promise<T> {
     const statements = this.statements;
+    // In process there is no round trip to save: the commit stays where it was, when fn returns. Statements after
+    // commitNow are refused all the same, so a misuse fails here as it would on Postgres.
+    let committing = false;
     return this.lite.transaction(async (t) =>
       fn({
         async query<R>(text: string, params?: readonly unknown[]) {
+          if (committing) throw new Error('statement issued after commitNow: the transaction is already committing');
           const name = statements ? preparedName(text) : undefined;
           const r = name ? await statements!.runInTransaction<R>(name, text, params) : await t.query<R>(text, params as unknown[] | undefined);
           return { rows: r.rows, rowCount: r.affectedRows ?? r.rows.length };
+        },
+        commitNow() {
+          committing = true;
         },
       }),
     );
