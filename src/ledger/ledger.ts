@@ -316,9 +316,14 @@ async function applySubmits(q: Transaction, items: SubmitRecord[], effects: read
     }
   }
   const ids = [...byId.keys()];
-  const cur = await q.query<{ id: string; status: MessageStatus }>(LOCK_SQL, [ids]);
+  const locked = q.query<{ id: string; status: MessageStatus }>(LOCK_SQL, [ids]);
+  // Needs nothing from the locking read's answer, so it travels with it (one round trip); it still runs after it.
+  const parts = pId.length ? [q.query(UPSERT_SUBMITTED_PARTS_SQL, [pId, pIdx, pUp, pMsg])] : [];
+  const cur = await locked.catch(async (err: unknown) => {
+    await Promise.allSettled(parts);
+    throw err;
+  });
   const status = new Map(cur.rows.map((r) => [r.id, r.status]));
-  if (pId.length) await q.query(UPSERT_SUBMITTED_PARTS_SQL, [pId, pIdx, pUp, pMsg]);
   const uId: string[] = [];
   const uUp: string[] = [];
   const uRule: (string | null)[] = [];
@@ -353,7 +358,9 @@ async function applySubmits(q: Transaction, items: SubmitRecord[], effects: read
       const from = status.get(uId[i])!;
       if (!uLate[i] && from !== 'submitted') changes.push({ id: uId[i], from, to: 'submitted', errorCode: null });
     }
-    await writeWithEffects(q, RECORD_SUBMITS_SQL, [uId, uUp, uRule, uTotal, uCount, uLate, uKnown, uMsgId, JSON.stringify(eDetail)], effects, changes, after);
+    await writeWithEffects(q, RECORD_SUBMITS_SQL, [uId, uUp, uRule, uTotal, uCount, uLate, uKnown, uMsgId, JSON.stringify(eDetail)], effects, changes, after, parts);
+  } else {
+    for (const r of await Promise.allSettled(parts)) if (r.status === 'rejected') throw r.reason;
   }
   return items.map((it) => {
     const from = status.get(it.id);
@@ -495,8 +502,9 @@ async function applyTransitions(q: Transaction, items: TransitionInput[], effect
 /**
  * The batch's write, its effects' statements and the COMMIT, issued back to back so that on Postgres they travel in
  * one round trip; they still run in issue order, so each effect's statement sees the write, and a failed statement
- * turns the COMMIT into a rollback. The effects are asked first: one that throws does so before anything is issued.
- * Everything settles before this returns; the first failure, in issue order, is the one thrown.
+ * turns the COMMIT into a rollback. The effects are asked first: one that throws does so before anything more is
+ * issued. `prior` are statements the batch issued earlier and has not awaited. Everything settles before this
+ * returns; the first failure, in issue order, is the one thrown.
  */
 async function writeWithEffects(
   q: Transaction,
@@ -505,18 +513,25 @@ async function writeWithEffects(
   effects: readonly TransitionEffect[],
   changes: readonly AppliedChange[],
   after: AfterCommit[],
+  prior: readonly Promise<unknown>[] = [],
 ): Promise<void> {
   const extra: EffectStatement[] = [];
-  if (changes.length) {
-    for (const effect of effects) {
-      const s = effect(changes);
-      if (s) extra.push(s);
+  try {
+    if (changes.length) {
+      for (const effect of effects) {
+        const s = effect(changes);
+        if (s) extra.push(s);
+      }
     }
+  } catch (err) {
+    await Promise.allSettled(prior);
+    throw err;
   }
   const pending: Promise<QueryResult<Record<string, unknown>>>[] = [q.query(text, params)];
   for (const s of extra) pending.push(q.query(s.text, s.params));
   q.commitNow();
-  const settled = await Promise.allSettled(pending);
+  const [before, settled] = await Promise.all([Promise.allSettled(prior), Promise.allSettled(pending)]);
+  for (const s of before) if (s.status === 'rejected') throw s.reason;
   for (const s of settled) if (s.status === 'rejected') throw s.reason;
   for (let i = 0; i < extra.length; i++) {
     const then = extra[i].afterCommit;
