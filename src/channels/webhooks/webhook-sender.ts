@@ -174,6 +174,7 @@ export class WebhookSender {
     let slot = slotOf;
     let waits = false;
     try {
+      // Read again for a delivery that waited: its endpoint may have been disabled or its secret rotated meanwhile.
       const { rows } = await this.o.db.query<DeliveryRow>(LOAD_SQL, [item.id]);
       const d = rows[0];
       if (!d || d.status === 'delivered' || d.status === 'dead') return await this.o.queue.ack([item.id]);

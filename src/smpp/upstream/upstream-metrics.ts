@@ -90,6 +90,8 @@ export class UpstreamMetrics {
   constructor(registry: Registry) {
     const registers = [registry];
     const read = (): ReturnType<UpstreamGaugeSource['gaugeSnapshot']> => this.source?.gaugeSnapshot() ?? [];
+    const secondsPerUpstream = (name: string, help: string): Histogram<'upstream'> =>
+      new Histogram({ name, help, labelNames: ['upstream'] as const, buckets: SECONDS_BUCKETS, registers });
     this.bindsUp = new Gauge({
       name: 'ferry_upstream_binds_up',
       help: 'Bound binds per upstream',
@@ -116,13 +118,7 @@ export class UpstreamMetrics {
       labelNames: ['upstream', 'status'] as const,
       registers,
     });
-    this.submitLatency = new Histogram({
-      name: 'ferry_upstream_submit_latency_seconds',
-      help: 'submit_sm to submit_sm_resp latency',
-      labelNames: ['upstream'] as const,
-      buckets: SECONDS_BUCKETS,
-      registers,
-    });
+    this.submitLatency = secondsPerUpstream('ferry_upstream_submit_latency_seconds', 'submit_sm to submit_sm_resp latency');
     this.receipts = new Counter({
       name: 'ferry_upstream_receipts_total',
       help: 'Correlated delivery receipts by upstream and state',
@@ -131,13 +127,10 @@ export class UpstreamMetrics {
     });
     // The SMSC keeps a window of unanswered receipts per bind, so this time bounds how many receipts per second it can
     // hand over: window × binds ÷ answer time.
-    this.receiptAnswer = new Histogram({
-      name: 'ferry_upstream_receipt_answer_seconds',
-      help: "Time from a receipt's deliver_sm to Ferry's deliver_sm_resp (correlated and in the ledger, or refused)",
-      labelNames: ['upstream'] as const,
-      buckets: SECONDS_BUCKETS,
-      registers,
-    });
+    this.receiptAnswer = secondsPerUpstream(
+      'ferry_upstream_receipt_answer_seconds',
+      "Time from a receipt's deliver_sm to Ferry's deliver_sm_resp (correlated and in the ledger, or refused)",
+    );
     this.receiptsUnmatched = new Counter({
       name: 'ferry_upstream_receipts_unmatched_total',
       help: 'Receipts whose id matched no submit',
