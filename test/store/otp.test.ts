@@ -209,8 +209,14 @@ t.test(`otp store contract (${backendLabel})`, async (t) => {
     const now = clock.now;
     const rec = record('acc1', phone(), now);
     await otp.create(rec, { ...RULES, now });
-    await t.rejects(otp.create({ ...rec, phone: phone() }, { ...RULES, now }));
+    const other = phone();
+    await t.rejects(otp.create({ ...rec, phone: other }, { ...RULES, now }));
     t.equal((await otp.get(rec.id))?.phone, rec.phone, 'the first one is untouched');
+    t.equal(await otp.active('acc1', other, now), null, 'the refused one left nothing behind: its phone is free');
+    t.same(await otp.create(record('acc1', other, now), { ...RULES, now }), { ok: true }, 'and may get a code');
+    const again = await otp.create(rec, { ...RULES, now }).catch(() => 'rejected');
+    t.notSame(again, { ok: true }, 'the same id and phone again is refused too');
+    t.same(await otp.verify(rec.accountId, rec.id, rec.codeHash, now), { status: 'verified', record: rec }, 'the first one still verifies');
   });
 
   t.test("another account's OTP is not found and left untouched", async (t) => {

@@ -31,38 +31,41 @@ export class RedisOtpStore implements OtpStore {
   async create(rec: OtpRecord, opts: { rateLimit: number; rateWindowMs: number; retainMs: number; now: number }): Promise<OtpCreateResult> {
     const phone = this.keys.otpPhone(rec.accountId, rec.phone);
     const index = this.keys.otpIndex(rec.id);
+    const record = this.keys.otpRecord(rec.accountId, rec.phone, rec.id);
     const retainUntil = rec.expiresAt + opts.retainMs;
-    // The index is in another Cluster slot than the record, so it is written first (NX also refuses a
-    // reused id) and taken back when the create is refused. An index without a record reads as not found.
     const keep = Math.max(1, retainUntil - opts.now);
-    // The phone index (its own slot) goes first too: a member left by a refused create is only a wasted lookup.
-    // Both leave in one round trip (nothing orders them against each other); the record waits for them.
-    const [indexed, claimed] = await Promise.allSettled([
+    // The id index (NX also refuses a reused id) and the phone index live in other Cluster slots than the record, so
+    // no script can write all three. They leave together, in one round trip: a request waits for one answer instead
+    // of two in a row. When an index write fails or finds the id taken, a record the script made is withdrawn again,
+    // so no record outlives the create without its index; an index without a record reads as not found, and a phone
+    // index member left by a refused create is only a wasted lookup.
+    const [indexed, claimed, created] = await Promise.allSettled([
       this.redis.otpPhoneIndex(this.keys.otpPhoneIndex(rec.phone), rec.accountId, rec.expiresAt, opts.now),
       this.redis.set(index, JSON.stringify([rec.accountId, rec.phone]), 'PX', keep, 'NX'),
-    ]);
-    if (claimed.status === 'rejected') throw claimed.reason;
-    if (claimed.value === null) throw new Error(`OTP id already exists: ${rec.id}`);
-    if (indexed.status === 'rejected') {
-      await this.redis.del(index).catch(() => {});
-      throw indexed.reason;
-    }
-    let r: [string, ...(string | number)[]];
-    try {
-      r = (await this.redis.otpCreate(
+      this.redis.otpCreate(
         phone.active,
         phone.rate,
-        this.keys.otpRecord(rec.accountId, rec.phone, rec.id),
+        record,
         opts.now,
         opts.rateLimit,
         opts.rateWindowMs,
         retainUntil,
         ...recordFields(rec, retainUntil),
-      )) as [string, ...(string | number)[]];
-    } catch (err) {
-      await this.redis.del(index).catch(() => {});
-      throw err;
+      ) as Promise<[string, ...(string | number)[]]>,
+    ]);
+    const claimedIndex = claimed.status === 'fulfilled' && claimed.value !== null;
+    const indexFailure: unknown =
+      claimed.status === 'rejected' ? claimed.reason : claimed.value === null ? new Error(`OTP id already exists: ${rec.id}`) : indexed.status === 'rejected' ? indexed.reason : null;
+    if (indexFailure !== null) {
+      if (created.status === 'fulfilled' && created.value[0] === 'OK') await this.withdraw(record, phone.active, rec, opts.now);
+      if (claimedIndex) await this.redis.del(index).catch(() => {});
+      throw indexFailure;
     }
+    if (created.status === 'rejected') {
+      await this.redis.del(index).catch(() => {});
+      throw created.reason;
+    }
+    const r = created.value;
     if (r[0] === 'OK') {
       this.remember(rec.id, rec.accountId, rec.phone);
       return { ok: true };
@@ -76,6 +79,11 @@ export class RedisOtpStore implements OtpStore {
       default:
         throw new Error(`OTP id already exists: ${rec.id}`);
     }
+  }
+
+  /** Takes back a record made by a create that failed after all: the right hash deletes it and frees the phone. */
+  private async withdraw(record: string, active: string, rec: OtpRecord, now: number): Promise<void> {
+    await this.redis.otpVerify(record, active, rec.id, rec.codeHash, now, rec.accountId).catch(() => {});
   }
 
   async get(id: string): Promise<OtpRecord | null> {
