@@ -219,6 +219,7 @@ export class Gateway {
   async stop(drainMs: number): Promise<void> {
     clearInterval(this.pressureTimer);
     await this.server?.close();
+    await this.billing.close().catch(() => undefined);
     await this.writer.close().catch(() => undefined);
     await this.feeder.flush();
     await this.reconciler.stop();

@@ -95,3 +95,28 @@ t.test('200 concurrent REST sends against credit for 30: 30 sent, 170 INSUFFICIE
   t.equal(sent.cost, 0.02);
   t.same(sent.billing, { units: 1, currency: 'USD', unitCost: 0.02 });
 });
+
+t.test('concurrent debits are decided one after another: one that does not fit leaves the balance to smaller ones', async (t) => {
+  const { account, token } = await accountWithKey(gw, 'bill-order');
+  await gw.daemon.accounts.update(account.id, { maxTps: null });
+  await gw.daemon.accounts.credit(account.id, 0.05); // 2 × 0.02 + 0.01 left; a 3-segment message costs 0.06
+  const long = 'x'.repeat(400);
+  const res = await Promise.all([
+    call(gw.api, 'POST', '/v1/sms/send', { token, body: { to: '+233541234567', from: 'Ferry', message: long } }),
+    call(gw.api, 'POST', '/v1/sms/send', { token, body: { to: '+233541234567', from: 'Ferry', message: 'short 1' } }),
+    call(gw.api, 'POST', '/v1/sms/send', { token, body: { to: '+233541234567', from: 'Ferry', message: 'short 2' } }),
+    call(gw.api, 'POST', '/v1/sms/send', { token, body: { to: '+233541234567', from: 'Ferry', message: 'short 3' } }),
+  ]);
+  t.equal(res[0].status, 402, 'the long one does not fit');
+  t.same(
+    res.slice(1).map((r) => r.status).sort(),
+    [200, 200, 402],
+    'two short ones do, whichever came first; the third finds 0.01 left',
+  );
+  t.equal(await balance(account.id), 0.01);
+  const { rows } = await gw.daemon.db.query<{ n: number; total: number; last: number }>(
+    `SELECT count(*)::int AS n, sum(amount_micros)::int8 AS total, min(balance_after_micros)::int8 AS last FROM account_transactions WHERE account_id = $1 AND kind = 'sms'`,
+    [account.id],
+  );
+  t.same(rows[0], { n: 2, total: -40_000, last: 10_000 }, 'one transaction row per debit, each with the balance it left');
+});

@@ -254,8 +254,9 @@ export class SmsService implements SmsApi {
   }
 
   /**
-   * Debit, then the ledger, then the queue. The debit is one conditional UPDATE (no overdraft under concurrency);
-   * a ledger failure voids it; a crash between the two is voided by the billing sweep.
+   * Debit, then the ledger, then the queue. Debits are decided one after another against the locked balance (no
+   * overdraft under concurrency; see Billing); a ledger failure voids it; a crash between the two is voided by the
+   * billing sweep.
    */
   private async commit(prepared: readonly Prepared[], reference: string): Promise<void> {
     const byAccount = new Map<string, number>();
@@ -271,6 +272,7 @@ export class SmsService implements SmsApi {
     } catch (err) {
       await this.voidAll(debited, reference);
       if (err instanceof SmsError) throw err;
+      if (err instanceof LedgerBusyError) throw new SmsError('BUSY', 'debits are backed up; retry shortly', 200);
       throw new SmsError('STORAGE_UNAVAILABLE', `debit failed: ${(err as Error).message}`);
     }
     try {
