@@ -21,6 +21,8 @@ export interface CommonOptions {
   upstreamBinds: number;
   upstreamWindow: number;
   finalTimeoutSeconds: number;
+  /** Price per segment for every destination (0: unpriced, no debit), with credit enough for the whole run. */
+  price: number;
 }
 
 export const COMMON_FLAGS = [
@@ -34,6 +36,7 @@ export const COMMON_FLAGS = [
   'upstream-binds',
   'upstream-window',
   'final-timeout',
+  'price',
   'help',
 ] as const;
 
@@ -44,6 +47,7 @@ export const COMMON_USAGE = `common options:
   --receipt-delay-ms N                simulator receipt delay (default 50)
   --upstream-binds N --upstream-window W   Ferry's binds to the simulator (default 4 × 200)
   --final-timeout S                   wait at most S seconds for the last receipts (default 120)
+  --price P                           bill every segment P (account currency; default 0: unpriced, no debit)
   --profile [DIR]                     run the daemon with --cpu-prof and print the profile path
   --json                              also print one JSON line with every figure`;
 
@@ -74,6 +78,7 @@ export function commonOptions(args: Args): CommonOptions {
     upstreamBinds: args.number('upstream-binds', 4, { min: 1, max: 64, integer: true }),
     upstreamWindow: args.number('upstream-window', 200, { min: 1, max: 10_000, integer: true }),
     finalTimeoutSeconds: args.number('final-timeout', 120, { min: 1, max: 3600 }),
+    price: args.number('price', 0, { min: 0, max: 1 }),
   };
 }
 
@@ -172,6 +177,7 @@ export async function runScenario(def: ScenarioDefinition): Promise<never> {
       receiptDelayMs: common.receiptDelayMs,
       upstreamBinds: common.upstreamBinds,
       upstreamWindow: common.upstreamWindow,
+      price: common.price,
       profileDir: common.profileDir,
       daemonEnv: overrides.daemonEnv,
       simArgs: overrides.simArgs,

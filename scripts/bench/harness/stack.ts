@@ -38,6 +38,8 @@ export interface StackOptions {
   simTap?: boolean;
   upstreamBinds: number;
   upstreamWindow: number;
+  /** Price per segment for every destination; 0 leaves messages unpriced (no debit at accept). */
+  price: number;
   /** More environment for the daemon (wins over the harness defaults). */
   daemonEnv?: Record<string, string>;
   /** Run the daemon with --cpu-prof into this folder. */
@@ -258,6 +260,8 @@ export class Stack {
         ],
         simulator: { enabled: 'off' },
       },
+      // Priced: every message is debited at accept, as for a billed customer.
+      ...(opts.price > 0 ? { pricing: { defaultPrice: opts.price, entries: [] } } : {}),
     };
     writeFileSync(configFile, JSON.stringify(config, null, 2) + '\n');
     const env: NodeJS.ProcessEnv = {
@@ -359,6 +363,8 @@ export class Stack {
   async createAccount(name: string, smppPassword: string, maxBinds: number): Promise<{ systemId: string; token: string }> {
     const account = await this.admin('POST', '/admin/accounts', { name, smppPassword });
     await this.admin('PATCH', `/admin/accounts/${name}`, { maxTps: 0 });
+    // Credit for any run the bench can make (millions of messages of a few segments each).
+    if (this.opts.price > 0) await this.admin('POST', `/admin/accounts/${name}/credit`, { amount: Math.ceil(this.opts.price * 100_000_000) });
     const smpp = await this.admin('POST', `/admin/accounts/${name}/smpp-credentials`, { password: smppPassword, maxBinds: Math.max(10, maxBinds) });
     const key = await this.admin('POST', '/admin/keys', { account: name, scopes: 'all' });
     return { systemId: smpp.systemId ?? account.smpp?.systemId ?? name, token: key.token as string };
