@@ -1,7 +1,7 @@
 import { GroupCommit } from '../ledger/group-commit.js';
 import type { AppliedChange, EffectStatement } from '../ledger/ledger.js';
 import { prepared } from '../store/sql/prepared.js';
-import type { Db } from '../store/types.js';
+import type { Db, Queryable } from '../store/types.js';
 
 // A debit batch locks its accounts (in id order, so two batches never deadlock), decides each debit in arrival order
 // against the running balance, then writes every account's new balance and one transaction row per debit.
@@ -80,36 +80,13 @@ export class Billing {
 
   private applyDebits(items: Debit[]): Promise<boolean[]> {
     return this.db.tx(async (q) => {
-      const ids = [...new Set(items.map((d) => d.accountId))];
-      const { rows } = await q.query<{ id: string; balance_micros: number }>(LOCK_ACCOUNTS_SQL, [ids]);
-      const balance = new Map<string, number>();
-      for (const r of rows) balance.set(r.id, Number(r.balance_micros));
-      const out: boolean[] = new Array(items.length);
-      const tAccount: string[] = [];
-      const tMicros: number[] = [];
-      const tAfter: number[] = [];
-      const tReference: string[] = [];
-      for (let i = 0; i < items.length; i++) {
-        const d = items[i];
-        const b = balance.get(d.accountId);
-        if (b === undefined || b < d.micros) {
-          out[i] = false;
-          continue;
-        }
-        balance.set(d.accountId, b - d.micros);
-        tAccount.push(d.accountId);
-        tMicros.push(d.micros);
-        tAfter.push(b - d.micros);
-        tReference.push(d.reference);
-        out[i] = true;
-      }
-      if (tAccount.length) {
-        const touched = [...new Set(tAccount)];
-        const write = q.query(APPLY_DEBITS_SQL, [touched, touched.map((id) => balance.get(id)!), tAccount, tMicros, tAfter, tReference]);
+      const { ok, write } = await decideDebits(q, items);
+      if (write) {
+        const written = q.query(write.text, write.params);
         q.commitNow();
-        await write;
+        await written;
       }
-      return out;
+      return ok;
     });
   }
 
@@ -135,8 +112,44 @@ export class Billing {
   }
 }
 
-interface Debit {
+export interface Debit {
   accountId: string;
   micros: number;
+  /** The message id, or the batch id of a bulk. */
   reference: string;
+}
+
+/**
+ * Inside the caller's transaction: locks the debits' accounts (in id order, so two batches never deadlock) and
+ * decides each debit in order against the balance the ones before it left. Returns which fit and the statement that
+ * writes them (each balance once, one transaction row per debit), for the caller to issue with its own writes; null
+ * when none fits.
+ */
+export async function decideDebits(q: Queryable, debits: readonly Debit[]): Promise<{ ok: boolean[]; write: { text: string; params: unknown[] } | null }> {
+  const ids = [...new Set(debits.map((d) => d.accountId))];
+  const { rows } = await q.query<{ id: string; balance_micros: number }>(LOCK_ACCOUNTS_SQL, [ids]);
+  const balance = new Map<string, number>();
+  for (const r of rows) balance.set(r.id, Number(r.balance_micros));
+  const ok: boolean[] = new Array(debits.length);
+  const tAccount: string[] = [];
+  const tMicros: number[] = [];
+  const tAfter: number[] = [];
+  const tReference: string[] = [];
+  for (let i = 0; i < debits.length; i++) {
+    const d = debits[i];
+    const b = balance.get(d.accountId);
+    if (b === undefined || b < d.micros) {
+      ok[i] = false;
+      continue;
+    }
+    balance.set(d.accountId, b - d.micros);
+    tAccount.push(d.accountId);
+    tMicros.push(d.micros);
+    tAfter.push(b - d.micros);
+    tReference.push(d.reference);
+    ok[i] = true;
+  }
+  if (!tAccount.length) return { ok, write: null };
+  const touched = [...new Set(tAccount)];
+  return { ok, write: { text: APPLY_DEBITS_SQL, params: [touched, touched.map((id) => balance.get(id)!), tAccount, tMicros, tAfter, tReference] } };
 }

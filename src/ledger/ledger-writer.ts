@@ -1,6 +1,7 @@
+import { decideDebits, type Debit } from '../billing/billing.js';
 import { EVENT_ID_SQL, SUBSCRIBED_SQL } from '../events/event-outbox.js';
 import { prepared } from '../store/sql/prepared.js';
-import type { Queryable } from '../store/types.js';
+import type { Db } from '../store/types.js';
 import { GroupCommit, type GroupCommitOptions, type GroupCommitStats } from './group-commit.js';
 import type { NewMessage } from './types.js';
 
@@ -41,30 +42,44 @@ INSERT INTO webhook_events (id, account_id, type, message_key, payload, created_
 
 const COLUMNS = 30;
 
+interface Pending {
+  row: NewMessage;
+  /** Debited from the row's account in the same transaction as its INSERT; 0: nothing to debit. */
+  debitMicros: number;
+}
+
 /**
  * Accepts messages into the ledger with group commit (one per process). `accept` resolves only once the row is
  * committed and rejects when its batch failed — callers then answer ESME_RSYSERR / 503, so nothing is acknowledged
  * that is not on disk. Beyond maxPending waiting rows it rejects at once with LedgerBusyError.
+ *
+ * A priced message's debit is written with its row: a batch holding any becomes one transaction that locks the
+ * accounts, decides the debits in arrival order (see decideDebits), and writes the balances and the rows whose debit
+ * fitted together. No debit without its message then, and no message without its debit, whatever fails or crashes.
  */
 export class LedgerWriter {
-  private readonly gc: GroupCommit<NewMessage, void>;
+  private readonly gc: GroupCommit<Pending, boolean>;
   private readonly clock: () => number;
 
   constructor(
-    private readonly db: Queryable,
+    private readonly db: Db,
     opts: LedgerWriterOptions = {},
   ) {
     this.clock = opts.clock ?? Date.now;
-    this.gc = new GroupCommit<NewMessage, void>((rows) => this.writeBatch(rows), opts);
+    this.gc = new GroupCommit<Pending, boolean>((items) => this.writeBatch(items), opts);
   }
 
-  accept(row: NewMessage): Promise<void> {
-    return this.gc.submit(row);
+  /**
+   * One message, debiting `debitMicros` from its account in the same commit. False when the balance does not cover
+   * the debit: then nothing of it is written.
+   */
+  accept(row: NewMessage, debitMicros = 0): Promise<boolean> {
+    return this.gc.submit({ row, debitMicros });
   }
 
-  /** Bulk acceptance (REST batches): same batch path, admitted all or nothing. */
+  /** Bulk acceptance (REST batches, debited beforehand): same batch path, admitted all or nothing. */
   async acceptMany(rows: readonly NewMessage[]): Promise<void> {
-    await this.gc.submitMany(rows);
+    await this.gc.submitMany(rows.map((row) => ({ row, debitMicros: 0 })));
   }
 
   /** Writes what is pending now; resolves when it has settled. */
@@ -86,14 +101,45 @@ export class LedgerWriter {
     return this.gc.pending;
   }
 
-  private async writeBatch(rows: NewMessage[]): Promise<void> {
-    const n = rows.length;
+  private async writeBatch(items: Pending[]): Promise<boolean[]> {
+    const out: boolean[] = new Array(items.length).fill(true);
+    const debits: Debit[] = [];
+    const debited: number[] = [];
+    for (let i = 0; i < items.length; i++) {
+      const it = items[i];
+      if (it.debitMicros > 0) {
+        debits.push({ accountId: it.row.accountId, micros: it.debitMicros, reference: it.row.id });
+        debited.push(i);
+      }
+    }
+    if (!debits.length) {
+      // A single statement is its own transaction: one round trip.
+      await this.db.query(INSERT_SQL, this.columns(items));
+      return out;
+    }
+    return this.db.tx(async (q) => {
+      const { ok, write } = await decideDebits(q, debits);
+      for (let k = 0; k < debited.length; k++) if (!ok[k]) out[debited[k]] = false;
+      const rows = out.every(Boolean) ? items : items.filter((_, i) => out[i]);
+      const written: Promise<unknown>[] = [];
+      if (write) written.push(q.query(write.text, write.params));
+      if (rows.length) written.push(q.query(INSERT_SQL, this.columns(rows)));
+      q.commitNow();
+      // Every statement settles before the transaction ends (the Db.tx contract), the first failure then rethrown.
+      for (const r of await Promise.allSettled(written)) if (r.status === 'rejected') throw r.reason;
+      return out;
+    });
+  }
+
+  /** The INSERT's parameters: one array per column. */
+  private columns(items: readonly Pending[]): unknown[][] {
+    const n = items.length;
     const cols: unknown[][] = new Array(COLUMNS);
     for (let c = 0; c < COLUMNS; c++) cols[c] = new Array(n);
     const now = this.clock();
     // Column-major fill in one pass: no per-row closures, no JSON.
     for (let i = 0; i < n; i++) {
-      const r = rows[i];
+      const r = items[i].row;
       cols[0][i] = r.id;
       cols[1][i] = r.accountId;
       cols[2][i] = r.channel ?? 'sms';
@@ -125,6 +171,6 @@ export class LedgerWriter {
       cols[28][i] = r.resendOf ?? null;
       cols[29][i] = r.bodySealed ?? null;
     }
-    await this.db.query(INSERT_SQL, cols);
+    return cols;
   }
 }

@@ -66,13 +66,50 @@ t.test(`ledger writer group commit (${backendLabel})`, async (t) => {
     await w.close();
   });
 
+  t.test('debits commit with their rows: what the balance covers is written, the rest is not, in arrival order', async (t) => {
+    await db.query(`INSERT INTO accounts (id, name, balance_micros) VALUES ('acc_paid', 'paid', 100000)`);
+    const w = new LedgerWriter(db, { lingerMs: 20 });
+    const rows = Array.from({ length: 12 }, (_, i) => sampleMessage({ accountId: 'acc_paid', reference: `p${i}` }));
+    // 30,000 each: the first three fit (10,000 left), the fourth not, then a 10,000 one fits again.
+    const prices = [30_000, 30_000, 30_000, 30_000, 10_000, 30_000, 0, 0, 0, 0, 0, 0];
+    const results = await Promise.all(rows.map((r, i) => w.accept(r, prices[i])));
+    t.same(results, [true, true, true, false, true, false, true, true, true, true, true, true]);
+    t.equal(w.stats.batches, 1, 'one batch');
+    const { rows: stored } = await db.query<{ reference: string }>(`SELECT reference FROM messages WHERE account_id = 'acc_paid' ORDER BY reference`);
+    t.same(
+      stored.map((r) => r.reference).sort(),
+      ['p0', 'p1', 'p10', 'p11', 'p2', 'p4', 'p6', 'p7', 'p8', 'p9'],
+      'refused rows are not written, free ones always are',
+    );
+    const bal = await db.query<{ b: number }>(`SELECT balance_micros AS b FROM accounts WHERE id = 'acc_paid'`);
+    t.equal(bal.rows[0].b, 0);
+    const { rows: tx } = await db.query<{ reference: string; amount_micros: number; balance_after_micros: number }>(
+      `SELECT reference, amount_micros, balance_after_micros FROM account_transactions WHERE account_id = 'acc_paid' ORDER BY id`,
+    );
+    t.same(
+      tx.map((r) => [r.reference, r.amount_micros, r.balance_after_micros]),
+      [rows[0].id, rows[1].id, rows[2].id, rows[4].id].map((id, i) => [id, -[30_000, 30_000, 30_000, 10_000][i], [70_000, 40_000, 10_000, 0][i]]),
+      'one transaction row per debit, named by its message, with the balance it left',
+    );
+
+    // A batch that fails takes its debits with it.
+    await db.query(`UPDATE accounts SET balance_micros = 50000 WHERE id = 'acc_paid'`);
+    const dup = sampleMessage({ accountId: 'acc_paid' });
+    const settled = await Promise.allSettled([w.accept(dup, 20_000), w.accept({ ...sampleMessage({ accountId: 'acc_paid' }), id: dup.id }, 20_000)]);
+    t.same(settled.map((x) => x.status), ['rejected', 'rejected'], 'a duplicate id fails the batch');
+    t.equal((await db.query<{ b: number }>(`SELECT balance_micros AS b FROM accounts WHERE id = 'acc_paid'`)).rows[0].b, 50_000, 'nothing debited');
+    t.equal((await db.query<{ n: number }>(`SELECT count(*)::int AS n FROM account_transactions WHERE account_id = 'acc_paid'`)).rows[0].n, 4);
+    t.equal(await w.accept(sampleMessage({ accountId: 'acc_unknown' }), 1), false, 'an unknown account covers nothing');
+    await w.close();
+  });
+
   t.test('back-pressure: LedgerBusyError beyond maxPending', async (t) => {
     // A db that never answers until released keeps the one write slot busy.
     let release!: () => void;
     const gate = new Promise<void>((r) => (release = r));
     const slow = { query: async (text: string, params?: readonly unknown[]) => (await gate, db.query(text, params)) };
     const w = new LedgerWriter(slow as typeof db, { maxBatch: 5, maxInFlight: 1, maxPending: 10, lingerMs: 1 });
-    const accepted: Promise<void>[] = [];
+    const accepted: Promise<boolean>[] = [];
     // The first 5 fill a batch that goes in flight; then 10 more may wait; the next is refused.
     for (let i = 0; i < 15; i++) accepted.push(w.accept(sampleMessage({ accountId: 'acc_bp' })));
     t.equal(w.pending, 10);

@@ -254,11 +254,25 @@ export class SmsService implements SmsApi {
   }
 
   /**
-   * Debit, then the ledger, then the queue. Debits are decided one after another against the locked balance (no
-   * overdraft under concurrency; see Billing); a ledger failure voids it; a crash between the two is voided by the
-   * billing sweep.
+   * The debit and the ledger, then the queue. One message: its debit commits with its row (LedgerWriter), so neither
+   * can exist without the other. A bulk: debited first, as one amount for the batch (decided one after another against
+   * the locked balance, so never overdrawn; see Billing), then written; a ledger failure voids the debit, and a crash
+   * between the two is voided by the billing sweep.
    */
   private async commit(prepared: readonly Prepared[], reference: string): Promise<void> {
+    if (prepared.length === 1) {
+      const row = prepared[0].row;
+      let fitted: boolean;
+      try {
+        fitted = await this.o.writer.accept(row, row.costMicros ?? 0);
+      } catch (err) {
+        if (err instanceof LedgerBusyError) throw new SmsError('BUSY', 'ledger writer is backed up; retry shortly', 200);
+        throw new SmsError('STORAGE_UNAVAILABLE', `message not accepted: ${(err as Error).message}`);
+      }
+      if (!fitted) throw new SmsError('INSUFFICIENT_CREDIT', `the balance does not cover ${(row.costMicros ?? 0) / 1_000_000} for 1 message(s)`);
+      this.enqueue(prepared);
+      return;
+    }
     const byAccount = new Map<string, number>();
     for (const p of prepared) byAccount.set(p.row.accountId, (byAccount.get(p.row.accountId) ?? 0) + (p.row.costMicros ?? 0));
     const debited: Array<[string, number]> = [];
@@ -276,13 +290,16 @@ export class SmsService implements SmsApi {
       throw new SmsError('STORAGE_UNAVAILABLE', `debit failed: ${(err as Error).message}`);
     }
     try {
-      if (prepared.length === 1) await this.o.writer.accept(prepared[0].row);
-      else await this.o.writer.acceptMany(prepared.map((p) => p.row));
+      await this.o.writer.acceptMany(prepared.map((p) => p.row));
     } catch (err) {
       await this.voidAll(debited, reference);
       if (err instanceof LedgerBusyError) throw new SmsError('BUSY', 'ledger writer is backed up; retry shortly', 200);
       throw new SmsError('STORAGE_UNAVAILABLE', `message not accepted: ${(err as Error).message}`);
     }
+    this.enqueue(prepared);
+  }
+
+  private enqueue(prepared: readonly Prepared[]): void {
     const now = this.clock();
     for (const p of prepared) {
       const item: PushItem<DispatchPayload> = { id: p.row.id, lane: p.lane, payload: { id: p.row.id }, runAt: p.row.scheduledAt ?? now, maxAttempts: this.o.maxAttempts };
