@@ -23,13 +23,17 @@ const CREDIT_SQL = `WITH u AS (
   SELECT $1, $2::bigint, balance_micros, $4, $3 FROM u`;
 
 // Refunds of messages that ended failed or rejected (never delivered by an upstream), inside the transition's
-// transaction: one UPDATE per account, one transaction row per message.
+// transaction: one UPDATE per account, one transaction row per message. The accounts are locked in id order first,
+// as debit batches lock them, so a refund and a debit batch holding several accounts never deadlock.
 const REFUND_FAILED_SQL = `WITH r AS (
     SELECT m.id, m.account_id, m.cost_micros FROM messages m WHERE m.id = ANY($1::text[]) AND m.cost_micros > 0
   ), s AS (
     SELECT account_id, sum(cost_micros)::bigint AS total FROM r GROUP BY account_id
+  ), l AS (
+    SELECT id FROM accounts WHERE id IN (SELECT account_id FROM s) ORDER BY id FOR UPDATE
   ), a AS (
-    UPDATE accounts SET balance_micros = balance_micros + s.total, updated_at = now() FROM s WHERE accounts.id = s.account_id
+    UPDATE accounts SET balance_micros = balance_micros + s.total, updated_at = now() FROM s JOIN l ON l.id = s.account_id
+    WHERE accounts.id = s.account_id
     RETURNING accounts.id, accounts.balance_micros
   )
   INSERT INTO account_transactions (account_id, amount_micros, balance_after_micros, kind, reference)

@@ -37,8 +37,9 @@ export class RedisOtpStore implements OtpStore {
     // The id index (NX also refuses a reused id) and the phone index live in other Cluster slots than the record, so
     // no script can write all three. They leave together, in one round trip: a request waits for one answer instead
     // of two in a row. When an index write fails or finds the id taken, a record the script made is withdrawn again,
-    // so no record outlives the create without its index; an index without a record reads as not found, and a phone
-    // index member left by a refused create is only a wasted lookup.
+    // so no record outlives the create without its index (its entry in the phone's hourly count stays, as for any
+    // request that got that far); an index without a record reads as not found, and a phone index member left by a
+    // refused create is only a wasted lookup.
     const [indexed, claimed, created] = await Promise.allSettled([
       this.redis.otpPhoneIndex(this.keys.otpPhoneIndex(rec.phone), rec.accountId, rec.expiresAt, opts.now),
       this.redis.set(index, JSON.stringify([rec.accountId, rec.phone]), 'PX', keep, 'NX'),
