@@ -37,6 +37,29 @@ t.test(`throttle contract (${backendLabel})`, async (t) => {
     t.equal((await th.take(k, 2, 10, 11)).allowed, false, 'more than burst never fits');
   });
 
+  t.test('token bucket: concurrent takes are decided in call order, as one after another', async (t) => {
+    const k = key();
+    const res = await Promise.all([3, 1, 2, 1, 1].map((cost) => th.take(k, 10, 5, cost)));
+    t.same(
+      res,
+      [
+        { allowed: true, remaining: 2, retryAfterMs: 0 },
+        { allowed: true, remaining: 1, retryAfterMs: 0 },
+        { allowed: false, remaining: 1, retryAfterMs: 100 },
+        { allowed: true, remaining: 0, retryAfterMs: 0 },
+        { allowed: false, remaining: 0, retryAfterMs: 100 },
+      ],
+      'a take that does not fit takes nothing and leaves the rest to the ones after it',
+    );
+    const other = key();
+    const mixed = await Promise.all([th.take(other, 10, 2), th.take(k, 10, 5), th.take(other, 10, 2), th.take(other, 10, 2)]);
+    t.same(
+      mixed.map((r) => r.allowed),
+      [true, false, true, false],
+      'takes on different buckets in one turn stay apart',
+    );
+  });
+
   t.test('sliding window: limit, retryAfter, refused hits not counted', async (t) => {
     const k = key();
     const t0 = clock.now;

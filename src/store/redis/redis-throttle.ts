@@ -3,12 +3,32 @@ import type { TakeResult, Throttle, WindowResult } from '../types.js';
 import type { RedisKeys } from './keys.js';
 import type { ScriptedRedis } from './scripts.js';
 
-/** Throttles shared by every instance: token bucket and sliding-window log, each one Lua call. */
+interface PendingTake {
+  cost: number;
+  resolve(r: TakeResult): void;
+  reject(err: unknown): void;
+}
+
+interface TakeGroup {
+  bucket: string;
+  ratePerSec: number;
+  burst: number;
+  takes: PendingTake[];
+}
+
+/**
+ * Throttles shared by every instance: token bucket and sliding-window log, each one Lua call. Token-bucket takes of
+ * one turn of the event loop on the same bucket (every request of an API key, every submit of an account) go as one
+ * call that takes them in order, as the same takes one by one at that instant would: a busy key costs one script per
+ * turn instead of one per request.
+ */
 export class RedisThrottle implements Throttle {
   private readonly clock: () => number;
   // Sliding-window members must be unique across instances: a per-process tag plus a counter.
   private readonly tag = randomBytes(4).toString('hex');
   private seq = 0;
+  private groups = new Map<string, TakeGroup>();
+  private scheduled = false;
 
   constructor(
     private readonly redis: ScriptedRedis,
@@ -18,11 +38,42 @@ export class RedisThrottle implements Throttle {
     this.clock = opts.clock ?? Date.now;
   }
 
-  async take(key: string, ratePerSec: number, burst: number, cost = 1): Promise<TakeResult> {
-    if (!(ratePerSec > 0) || !(burst > 0)) throw new RangeError('ratePerSec and burst must be > 0');
-    const r = (await this.redis.throttleTake(this.keys.throttleBucket(key), ratePerSec, burst, cost, Math.floor(this.clock()))) as number[];
-    return { allowed: r[0] === 1, remaining: r[1], retryAfterMs: r[2] };
+  take(key: string, ratePerSec: number, burst: number, cost = 1): Promise<TakeResult> {
+    if (!(ratePerSec > 0) || !(burst > 0)) return Promise.reject(new RangeError('ratePerSec and burst must be > 0'));
+    const bucket = this.keys.throttleBucket(key);
+    // A bucket's rate and burst are its caller's; takes that disagree on them are not mixed.
+    const id = `${bucket}\u0000${ratePerSec}\u0000${burst}`;
+    let group = this.groups.get(id);
+    if (!group) {
+      group = { bucket, ratePerSec, burst, takes: [] };
+      this.groups.set(id, group);
+      if (!this.scheduled) {
+        this.scheduled = true;
+        setImmediate(this.flush);
+      }
+    }
+    const takes = group.takes;
+    return new Promise<TakeResult>((resolve, reject) => takes.push({ cost, resolve, reject }));
   }
+
+  private readonly flush = (): void => {
+    this.scheduled = false;
+    const groups = this.groups;
+    this.groups = new Map();
+    const now = Math.floor(this.clock());
+    for (const g of groups.values()) {
+      const costs = g.takes.map((p) => p.cost);
+      this.redis.throttleTake(g.bucket, g.ratePerSec, g.burst, now, ...costs).then(
+        (reply) => {
+          const r = reply as number[];
+          for (let i = 0; i < g.takes.length; i++) g.takes[i].resolve({ allowed: r[3 * i] === 1, remaining: r[3 * i + 1], retryAfterMs: r[3 * i + 2] });
+        },
+        (err: unknown) => {
+          for (const p of g.takes) p.reject(err);
+        },
+      );
+    }
+  };
 
   async hit(key: string, limit: number, windowMs: number): Promise<WindowResult> {
     if (!(windowMs > 0)) throw new RangeError('windowMs must be > 0');
