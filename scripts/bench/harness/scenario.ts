@@ -23,6 +23,8 @@ export interface CommonOptions {
   finalTimeoutSeconds: number;
   /** Price per segment for every destination (0: unpriced, no debit), with credit enough for the whole run. */
   price: number;
+  /** Keep the per-key HTTP limit and the per-account submit limit on (set too high to refuse), so their cost counts. */
+  limits: boolean;
 }
 
 export const COMMON_FLAGS = [
@@ -37,6 +39,7 @@ export const COMMON_FLAGS = [
   'upstream-window',
   'final-timeout',
   'price',
+  'limits',
   'help',
 ] as const;
 
@@ -48,6 +51,8 @@ export const COMMON_USAGE = `common options:
   --upstream-binds N --upstream-window W   Ferry's binds to the simulator (default 4 × 200)
   --final-timeout S                   wait at most S seconds for the last receipts (default 120)
   --price P                           bill every segment P (account currency; default 0: unpriced, no debit)
+  --limits                            keep the per-key and per-account rate limits on, as by default (set to
+                                      1,000,000/s, so they cost what they cost but never refuse)
   --profile [DIR]                     run the daemon with --cpu-prof and print the profile path
   --json                              also print one JSON line with every figure`;
 
@@ -79,6 +84,7 @@ export function commonOptions(args: Args): CommonOptions {
     upstreamWindow: args.number('upstream-window', 200, { min: 1, max: 10_000, integer: true }),
     finalTimeoutSeconds: args.number('final-timeout', 120, { min: 1, max: 3600 }),
     price: args.number('price', 0, { min: 0, max: 1 }),
+    limits: args.has('limits'),
   };
 }
 
@@ -178,6 +184,7 @@ export async function runScenario(def: ScenarioDefinition): Promise<never> {
       upstreamBinds: common.upstreamBinds,
       upstreamWindow: common.upstreamWindow,
       price: common.price,
+      limits: common.limits,
       profileDir: common.profileDir,
       daemonEnv: overrides.daemonEnv,
       simArgs: overrides.simArgs,

@@ -40,6 +40,8 @@ export interface StackOptions {
   upstreamWindow: number;
   /** Price per segment for every destination; 0 leaves messages unpriced (no debit at accept). */
   price: number;
+  /** Per-key and per-account rate limits on, at 1,000,000/s (else off). */
+  limits?: boolean;
   /** More environment for the daemon (wins over the harness defaults). */
   daemonEnv?: Record<string, string>;
   /** Run the daemon with --cpu-prof into this folder. */
@@ -90,6 +92,9 @@ function ferryArgs(runtime: Runtime): string[] {
 }
 
 /** The parent's environment without anything that would point a child at other storage or config. */
+/** --limits: a rate every limit allows, so the limits are checked on every request and never refuse. */
+const UNREACHED_LIMIT = 1_000_000;
+
 function cleanEnv(): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = {};
   for (const [k, v] of Object.entries(process.env)) {
@@ -276,8 +281,10 @@ export class Stack {
       FERRY_SMPP_HOST: '127.0.0.1',
       FERRY_LOG_LEVEL: 'warn',
       FERRY_SMPP_SIMULATOR_ENABLED: 'off',
-      // The bench measures the pipeline, not the limits: no per-key or per-account rate limit.
-      FERRY_HTTP_RATE_LIMIT_PER_KEY_PER_SECOND: '0',
+      // The bench measures the pipeline, not the limits: no per-key or per-account rate limit, unless --limits keeps
+      // them on, too high to refuse anything, so that what they cost is measured.
+      FERRY_HTTP_RATE_LIMIT_PER_KEY_PER_SECOND: opts.limits ? String(UNREACHED_LIMIT) : '0',
+      ...(opts.limits ? { FERRY_HTTP_RATE_LIMIT_BURST: String(2 * UNREACHED_LIMIT) } : {}),
       FERRY_MESSAGES_DEFAULT_ACCOUNT_TPS: '0',
       FERRY_SHUTDOWN_DRAIN_TIMEOUT_MS: '5000',
       ...(this.dbUrl ? { DATABASE_URL: this.dbUrl } : {}),
@@ -362,7 +369,7 @@ export class Stack {
    */
   async createAccount(name: string, smppPassword: string, maxBinds: number): Promise<{ systemId: string; token: string }> {
     const account = await this.admin('POST', '/admin/accounts', { name, smppPassword });
-    await this.admin('PATCH', `/admin/accounts/${name}`, { maxTps: 0 });
+    await this.admin('PATCH', `/admin/accounts/${name}`, { maxTps: this.opts.limits ? UNREACHED_LIMIT : 0 });
     // Credit for any run the bench can make (millions of messages of a few segments each).
     if (this.opts.price > 0) await this.admin('POST', `/admin/accounts/${name}/credit`, { amount: Math.ceil(this.opts.price * 100_000_000) });
     const smpp = await this.admin('POST', `/admin/accounts/${name}/smpp-credentials`, { password: smppPassword, maxBinds: Math.max(10, maxBinds) });
