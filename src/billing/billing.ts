@@ -48,15 +48,16 @@ const ORPHANS_SQL = `SELECT t.id, t.account_id, -t.amount_micros AS micros, t.re
   ORDER BY t.id LIMIT 500`;
 
 /**
- * Debits at accept time, atomically: one conditional UPDATE, so concurrent sends can never take the balance below
- * zero. The debit comes before the ledger write; if that write fails the debit is voided at once, and a crash in
- * between is repaired by `voidOrphans` (a debit whose message or batch never appeared is credited back).
+ * Debits at accept time, decided against the locked balance (decideDebits), so concurrent sends can never take it
+ * below zero. A single message's debit is written by the ledger writer in the transaction of its row. A bulk's debit
+ * (`debit`) comes before its ledger write; if that write fails the debit is voided at once, and a crash in between is
+ * repaired by `voidOrphans` (a debit whose message or batch never appeared is credited back).
  */
 export class Billing {
   /**
-   * Debits of concurrent sends share one transaction: an account's row is locked and written once per batch instead
-   * of once per message (one message after the other, each its own commit), which had capped priced traffic at a
-   * fraction of unpriced (see the README's Performance section).
+   * Concurrent debits share one transaction: an account's row is locked and written once per batch instead of once
+   * per debit (one after the other, each its own commit), which had capped priced traffic at a fraction of unpriced
+   * (see the README's Performance section).
    */
   private readonly debits: GroupCommit<Debit, boolean>;
 
