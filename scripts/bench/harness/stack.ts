@@ -91,10 +91,10 @@ function ferryArgs(runtime: Runtime): string[] {
   return runtime === 'dist' ? [join(packageRoot, 'dist/cli/index.js')] : ['--import', 'tsx', join(packageRoot, 'src/cli/index.ts')];
 }
 
-/** The parent's environment without anything that would point a child at other storage or config. */
 /** --limits: a rate every limit allows, so the limits are checked on every request and never refuse. */
 const UNREACHED_LIMIT = 1_000_000;
 
+/** The parent's environment without anything that would point a child at other storage or config. */
 function cleanEnv(): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = {};
   for (const [k, v] of Object.entries(process.env)) {
