@@ -10,6 +10,7 @@ import { fmt, printJson, printTable, verdict, type Row } from './harness/report.
 import { LoadGen } from './harness/ipc.js';
 import type { BulkPhaseResult, RestLoadConfig, SendPhaseResult } from './harness/loadgen-rest.js';
 import { runScenario } from './harness/scenario.js';
+import { EVENTS_PER_MESSAGE, WEBHOOK_DAEMON_ENV, WEBHOOKS_USAGE, WebhookBench } from './harness/webhooks.js';
 
 const TARGET_SENDS = 10_000;
 const TARGET_P99_MS = 20;
@@ -27,14 +28,17 @@ const USAGE = `usage: npm run bench -- rest [options]
   --warmup-seconds S   warm-up sends before measuring (default 8: enough for the JIT to settle)
   --bulk-batches N     /v1/sms/bulk requests after the sends (default 10; 0 skips bulk)
   --bulk-size K        items per bulk request (default 1000)
-  --bulk-concurrency N bulk requests in flight (default 2)`;
+  --bulk-concurrency N bulk requests in flight (default 2)
+${WEBHOOKS_USAGE}`;
 
 await runScenario({
   name: 'rest',
-  flags: ['seconds', 'messages', 'concurrency', 'rate', 'warmup-seconds', 'bulk-batches', 'bulk-size', 'bulk-concurrency'],
+  flags: ['seconds', 'messages', 'concurrency', 'rate', 'warmup-seconds', 'bulk-batches', 'bulk-size', 'bulk-concurrency', 'webhooks'],
   usage: USAGE,
+  stackOverrides: (args) => (args.has('webhooks') ? { daemonEnv: WEBHOOK_DAEMON_ENV } : {}),
   budgetSeconds: (args, common) => args.number('seconds', 10) + args.number('warmup-seconds', 8) + 60 + 3 * common.finalTimeoutSeconds,
-  async run({ args, common, stack, sampler, machine, log, addChild, mark, cpuSince, fail }) {
+  async run(ctx) {
+    const { args, common, stack, sampler, machine, log, addChild, mark, cpuSince, fail } = ctx;
     const config: RestLoadConfig = {
       apiUrl: stack.apiUrl,
       token: '',
@@ -48,6 +52,7 @@ await runScenario({
       bulkConcurrency: args.number('bulk-concurrency', 2, { min: 1, max: 64, integer: true }),
     };
     config.token = (await stack.createAccount('bench', 'bench123', 4)).token;
+    const webhooks = args.has('webhooks') ? await WebhookBench.start(ctx, stack.apiUrl, config.token) : undefined;
     const gen = new LoadGen('loadgen-rest.ts', config, stack.logDir);
     addChild('loadgen', gen.child);
     log(
@@ -57,10 +62,17 @@ await runScenario({
     const finalMs = common.finalTimeoutSeconds * 1000;
     let acceptedSoFar = 0; // 200 answers seen by the load generator
     let cutOff = 0; // requests in flight when a phase stopped: accepted or not, only the ledger knows
-    /** Waits until every accepted message is final; the performance.now() when it was, or null. */
+    /** performance.now() when the last webhook of the phase settled so far arrived (--webhooks). */
+    let hooksDoneAt = NaN;
+    /** Waits until every accepted message is final (and its webhooks are in); the performance.now() when it was final, or null. */
     const settle = async (what: string): Promise<number | null> => {
       const at = await stack.waitFinal(acceptedSoFar, finalMs);
       if (at === null) log(`${what}: not every accepted message was final within ${common.finalTimeoutSeconds} s`);
+      if (!webhooks) return at;
+      // With --webhooks a phase ends when its webhooks are in too (at least three events per accepted message).
+      const hooks = await webhooks.drain(acceptedSoFar * EVENTS_PER_MESSAGE, finalMs);
+      if (hooks.doneAt === null) log(`${what}: ${hooks.stats.distinct} of at least ${acceptedSoFar * EVENTS_PER_MESSAGE} webhook events within ${common.finalTimeoutSeconds} s`);
+      hooksDoneAt = hooks.doneAt ?? NaN;
       return at;
     };
 
@@ -74,14 +86,17 @@ await runScenario({
     const wal0 = await stack.walBytes();
     gen.send({ type: 'go' });
     const sendsStarted = performance.now();
+    const sendsFrom = Date.now();
     const sends = (await gen.next<{ type: string; result: SendPhaseResult }>('sends-done', (config.seconds + 90) * 1000)).result;
     acceptedSoFar += sends.accepted;
     cutOff += sends.cutOff;
     log(`sends: ${sends.accepted} accepted of ${sends.offered}; waiting for their receipts`);
     const sendsFinalAt = await settle('sends');
+    const sendsHooksDoneAt = hooksDoneAt;
     const sendsFinalSeconds = sendsFinalAt === null ? NaN : (sendsFinalAt - sendsStarted) / 1000;
     const sendsCpu = cpuSince(cpu0);
     const wal1 = await stack.walBytes();
+    const sendsHooks = webhooks ? await webhooks.stats(sendsFrom, sendsFrom + sends.seconds * 1000) : undefined;
 
     let bulk: BulkPhaseResult | undefined;
     let bulkCpu: Record<string, number> = {};
@@ -108,7 +123,15 @@ await runScenario({
     if (ledger.total < acceptedSoFar || ledger.total > acceptedSoFar + cutOff) {
       fail(`the ledger holds ${ledger.total} messages; the load generator saw ${acceptedSoFar} accepted and ${cutOff} cut off in flight (warm-up included)`);
     }
-    const counted = ledger.open === 0 && ledger.total >= acceptedSoFar && ledger.total <= acceptedSoFar + cutOff;
+    let hooksCounted = true;
+    const finalHooks = webhooks ? await webhooks.stats() : undefined;
+    if (finalHooks) {
+      const want = ledger.total * EVENTS_PER_MESSAGE;
+      hooksCounted = finalHooks.distinct === want && finalHooks.badSignatures === 0 && finalHooks.badBodies === 0;
+      if (finalHooks.distinct !== want) fail(`the webhook receiver got ${finalHooks.distinct} distinct events; the ledger's ${ledger.total} messages make ${want}`);
+      if (finalHooks.badSignatures || finalHooks.badBodies) fail(`${finalHooks.badSignatures} webhook signatures did not verify, ${finalHooks.badBodies} bodies did not parse`);
+    }
+    const counted = ledger.open === 0 && ledger.total >= acceptedSoFar && ledger.total <= acceptedSoFar + cutOff && hooksCounted;
     const sendsFinalCount = counted ? sends.accepted : NaN;
 
     const per1000 = (cpu: Record<string, number>, name: string, n: number) => (cpu[name] / Math.max(1, n)) * 1000;
@@ -147,6 +170,9 @@ await runScenario({
         : []),
       ...(walPerSend !== null ? [{ figure: 'sends: Postgres WAL bytes per send', value: fmt.int(walPerSend) }] : []),
       { figure: 'sends: machine while measured (every process on it)', value: fmt.load(sendsLoad, machine.cores) },
+      ...(sendsHooks && finalHooks
+        ? WebhookBench.rows({ ...finalHooks, window: sendsHooks.window }, ledger.total * EVENTS_PER_MESSAGE, sends.accepted, (sendsHooksDoneAt - sendsStarted) / 1000, sendsCpu.receiver ?? 0)
+        : []),
     ];
     if (bulk) {
       const bulkRate = bulk.accepted / Math.max(1e-9, bulk.seconds);
@@ -216,6 +242,7 @@ await runScenario({
           : null,
         peakRssMB: Object.fromEntries(Object.entries(sampler.peakRss).map(([k, v]) => [k, v / 2 ** 20])),
         ledger,
+        webhooks: sendsHooks ? { sends: sendsHooks, final: finalHooks } : null,
         simulator: simStats,
         targets: { sendsPerSec: TARGET_SENDS, sendP99Ms: TARGET_P99_MS, atRate: TARGET_P99_AT, bulkPerSec: TARGET_BULK },
         counted,

@@ -11,6 +11,7 @@ import { LoadGen } from './harness/ipc.js';
 import type { SmppLoadConfig, SmppLoadResult } from './harness/loadgen-smpp.js';
 import { runScenario } from './harness/scenario.js';
 import { histogramQuantile, histogramSince } from './harness/stats.js';
+import { EVENTS_PER_MESSAGE, WEBHOOK_DAEMON_ENV, WEBHOOKS_USAGE, WebhookBench } from './harness/webhooks.js';
 
 const TARGET_RATE = 20_000;
 const TARGET_P99_MS = 10;
@@ -27,15 +28,18 @@ const USAGE = `usage: npm run bench -- smpp [options]
   --rate R         offer R msg/s over all binds instead of as fast as the windows allow
                    (the latency target is stated at --rate ${TARGET_P99_AT})
   --warmup N       warm-up submits before measuring (default 40000: enough for the JIT to settle,
-                   so the measured phase sees the daemon as it runs for days)`;
+                   so the measured phase sees the daemon as it runs for days)
+${WEBHOOKS_USAGE}`;
 
 await runScenario({
   name: 'smpp',
-  flags: ['messages', 'seconds', 'binds', 'window', 'rate', 'warmup'],
+  flags: ['messages', 'seconds', 'binds', 'window', 'rate', 'warmup', 'webhooks'],
   usage: USAGE,
+  stackOverrides: (args) => (args.has('webhooks') ? { daemonEnv: WEBHOOK_DAEMON_ENV } : {}),
   // Warm-up submits (at most max(10, T) s) and measured ones (T s), each followed by its receipts.
   budgetSeconds: (args, common) => Math.max(10, args.number('seconds', 20)) + args.number('seconds', 20) + 30 + 2 * common.finalTimeoutSeconds,
-  async run({ args, common, stack, sampler, machine, log, addChild, mark, cpuSince, fail }) {
+  async run(ctx) {
+    const { args, common, stack, sampler, machine, log, addChild, mark, cpuSince, fail } = ctx;
     const binds = args.number('binds', 4, { min: 1, max: 100, integer: true });
     const window = args.number('window', 100, { min: 1, max: 10_000, integer: true });
     const messages = args.number('messages', 200_000, { min: 1, max: 10_000_000, integer: true });
@@ -45,6 +49,7 @@ await runScenario({
 
     const password = 'bench123';
     const account = await stack.createAccount('bench', password, binds);
+    const webhooks = args.has('webhooks') ? await WebhookBench.start(ctx, stack.apiUrl, account.token) : undefined;
     const config: SmppLoadConfig = {
       host: '127.0.0.1',
       port: stack.ports.smpp,
@@ -57,12 +62,22 @@ await runScenario({
       seconds,
       rate,
       finalTimeoutSeconds: common.finalTimeoutSeconds,
+      gated: webhooks !== undefined,
     };
     const gen = new LoadGen('loadgen-smpp.ts', config, stack.logDir);
     addChild('loadgen', gen.child);
     log(`load generator pid ${gen.pid}: ${binds} binds × window ${window}, warm-up ${warmupMessages}, then ${messages} messages or ${seconds} s${rate ? ` at ${rate} msg/s` : ''}`);
 
+    let warmAccepted = 0;
+    if (webhooks) {
+      // The warm-up's webhooks are in before measuring, as its receipts are.
+      warmAccepted = (await gen.next<{ type: string; accepted: number }>('warmup-done', 120_000 + seconds * 1000)).accepted;
+      const warm = await webhooks.drain(warmAccepted * EVENTS_PER_MESSAGE, common.finalTimeoutSeconds * 1000);
+      if (warm.doneAt === null) fail(`warm-up: ${warm.stats.distinct} of ${warmAccepted * EVENTS_PER_MESSAGE} webhook events within ${common.finalTimeoutSeconds} s`);
+      gen.send({ type: 'go' });
+    }
     await gen.next('measure-start', 120_000 + seconds * 1000);
+    const measureStartedAt = performance.now();
     const measureFrom = Date.now();
     const cpu0 = mark();
     // Read together: the measured phase is already running.
@@ -74,7 +89,10 @@ await runScenario({
     const drift = sampler.drift('daemon', measureFrom, measureTo);
     log(`submitted ${submitted.offered}, accepted ${submitted.accepted}; waiting for receipts`);
     await gen.next('measure-end', (common.finalTimeoutSeconds + 30) * 1000);
+    // With --webhooks the phase ends when its webhooks are in, so that the CPU figures include delivering them.
+    const hooks = webhooks ? await webhooks.drain((warmAccepted + submitted.accepted) * EVENTS_PER_MESSAGE, common.finalTimeoutSeconds * 1000) : undefined;
     const cpu = cpuSince(cpu0);
+    const hookStats = hooks && webhooks ? await webhooks.stats(measureFrom, measureTo) : undefined;
     const gc1 = await stack.gc();
     const answer = histogramSince(answer0, await stack.histogram(RECEIPT_ANSWER));
     const wal1 = await stack.walBytes();
@@ -91,7 +109,14 @@ await runScenario({
     if (m.final !== m.accepted) fail(`${m.accepted - m.final} of ${m.accepted} accepted messages got no receipt within ${common.finalTimeoutSeconds} s`);
     if (ledger.total !== acceptedAll) fail(`the ledger holds ${ledger.total} messages; the load generator had ${acceptedAll} accepted (warm-up included)`);
     if (ledger.open !== 0) fail(`${ledger.open} messages in the ledger are not final (${JSON.stringify(ledger.byStatus)})`);
-    const counted = m.final === m.accepted && ledger.total === acceptedAll && ledger.open === 0;
+    let hooksCounted = true;
+    if (hooks) {
+      const want = ledger.total * EVENTS_PER_MESSAGE;
+      hooksCounted = hooks.doneAt !== null && hooks.stats.distinct === want && hooks.stats.badSignatures === 0 && hooks.stats.badBodies === 0;
+      if (hooks.stats.distinct !== want) fail(`the webhook receiver got ${hooks.stats.distinct} distinct events; the ledger's ${ledger.total} messages make ${want}`);
+      if (hooks.stats.badSignatures || hooks.stats.badBodies) fail(`${hooks.stats.badSignatures} webhook signatures did not verify, ${hooks.stats.badBodies} bodies did not parse`);
+    }
+    const counted = m.final === m.accepted && ledger.total === acceptedAll && ledger.open === 0 && hooksCounted;
 
     const n = Math.max(1, m.accepted);
     // Each long message is 3 parts upstream (approximate when some were refused).
@@ -140,6 +165,15 @@ await runScenario({
         : []),
       ...(walPerMessage !== null ? [{ figure: 'Postgres WAL bytes per message', value: fmt.int(walPerMessage) }] : []),
       { figure: 'machine while measured (every process on it)', value: fmt.load(load, machine.cores) },
+      ...(hooks && hookStats
+        ? WebhookBench.rows(
+            hookStats,
+            ledger.total * EVENTS_PER_MESSAGE,
+            m.accepted,
+            hooks.doneAt === null ? NaN : (hooks.doneAt - measureStartedAt) / 1000,
+            cpu.receiver ?? 0,
+          )
+        : []),
       ...(drift
         ? [
             {
@@ -195,7 +229,7 @@ await runScenario({
         rate: { acceptedPerSec: acceptedRate, finalPerSec: finalRate, submitSeconds: m.submitSeconds, finalSeconds: m.finalSeconds },
         latencyMs: { submitResp: m.respLatency, submitToReceipt: m.receiptLatency, receiptAnswer: answerMs },
         cpuSeconds: cpu,
-        cpuSecondsPer1000: { daemon: per1000('daemon'), simulator: per1000('simulator'), loadgen: per1000('loadgen'), postgres: per1000('postgres'), redis: per1000('redis') },
+        cpuSecondsPer1000: Object.fromEntries(Object.keys(cpu).map((p) => [p, per1000(p)])),
         daemonGcPer1000: { young: gcPer1000('minor', 'count'), full: gcPer1000('major', 'count'), pauseSeconds: gcSeconds },
         postgresWalBytesPerMessage: walPerMessage,
         machineLoad: load ?? null,
@@ -203,6 +237,7 @@ await runScenario({
         daemonDrift: drift ?? null,
         receiptStates: m.receiptStates,
         ledger,
+        webhooks: hookStats ? { ...hookStats, allInSeconds: hooks?.doneAt ? (hooks.doneAt - measureStartedAt) / 1000 : null } : null,
         simulator: simStats,
         warmup: { offered: w.offered, accepted: w.accepted, final: w.final },
         unmatchedReceipts: result.unmatchedReceipts,

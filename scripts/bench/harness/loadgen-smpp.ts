@@ -27,6 +27,8 @@ export interface SmppLoadConfig {
   rate: number;
   /** How long to wait for receipts after the last submit_sm_resp. */
   finalTimeoutSeconds: number;
+  /** After the warm-up, report `warmup-done` and wait for the parent's `go` (it waits for the warm-up's webhooks). */
+  gated?: boolean;
 }
 
 export interface SmppPhaseResult {
@@ -291,6 +293,10 @@ runLoadgen(async () => {
     const waitMs = Math.max(30_000, cfg.finalTimeoutSeconds * 1000);
     await waitReceipts(warm, waitMs);
     if (warm.final < warm.accepted) throw new Error(`warm-up: only ${warm.final} of ${warm.accepted} receipts within ${waitMs / 1000} s`);
+  }
+  if (cfg.gated) {
+    await report({ type: 'warmup-done', accepted: warm.accepted });
+    await expectFromParent('go');
   }
   await report({ type: 'measure-start' });
   const measured = new Phase(capacity);

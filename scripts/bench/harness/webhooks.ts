@@ -1,0 +1,106 @@
+/**
+ * `--webhooks` for the smpp and rest scenarios: the bench account gets one webhook endpoint subscribed to every
+ * event (`*`), pointed at the bench's receiver (webhook-receiver.ts, its own process), so each message's three
+ * events (sms.queued, sms.sent, and its final one) are delivered as for a customer who follows every message. A
+ * phase then counts once its webhooks are in too, and its CPU figures include the work of delivering them.
+ */
+import { join } from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { packageRoot } from '../../../src/util/paths.js';
+import { Child, freePort } from './proc.js';
+import { fmt, type Row } from './report.js';
+import type { ScenarioContext } from './scenario.js';
+import type { ReceiverStats } from './webhook-receiver.js';
+
+/** Events per accepted SMS: sms.queued, sms.sent, and one of sms.delivered / undelivered / failed. */
+export const EVENTS_PER_MESSAGE = 3;
+
+export const WEBHOOKS_USAGE = `  --webhooks           a webhook endpoint of the bench account takes every event (a loopback receiver
+                       answering 200 at once); a phase counts once its webhooks are in`;
+
+/** Daemon settings a loopback receiver needs (private targets are refused by default). */
+export const WEBHOOK_DAEMON_ENV: Record<string, string> = { FERRY_WEBHOOKS_ALLOW_PRIVATE_TARGETS: 'true' };
+
+export class WebhookBench {
+  private constructor(
+    private readonly port: number,
+    readonly child: Child,
+  ) {}
+
+  /** Starts the receiver (sampled as `receiver`) and subscribes the account behind `token` to every event. */
+  static async start(ctx: ScenarioContext, apiUrl: string, token: string, authScheme = 'Basic'): Promise<WebhookBench> {
+    const port = await freePort();
+    let listening!: () => void;
+    const ready = new Promise<void>((r) => (listening = r));
+    const child = new Child('receiver', process.execPath, ['--import', 'tsx', join(packageRoot, 'scripts/bench/harness/webhook-receiver.ts'), '--port', String(port)], {
+      cwd: packageRoot,
+      env: process.env,
+      logDir: ctx.stack.logDir,
+      onStdoutLine: (line) => {
+        if (line.startsWith('webhook receiver listening')) listening();
+      },
+    });
+    ctx.addChild('receiver', child);
+    const died = child.exited.then(() => {
+      throw new Error(`webhook receiver exited:\n${child.lastLines()}`);
+    });
+    await Promise.race([ready, died, sleep(30_000).then(() => Promise.reject(new Error('webhook receiver did not start within 30 s')))]);
+    const bench = new WebhookBench(port, child);
+    const res = await fetch(`${apiUrl}/v1/webhooks`, {
+      method: 'POST',
+      headers: { authorization: `${authScheme} ${token}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ url: `http://127.0.0.1:${port}/hook`, events: ['*'], description: 'bench receiver' }),
+    });
+    const body = (await res.json()) as { success: boolean; code: string; message: string; data?: { secret?: string } };
+    if (!body.success || !body.data?.secret) throw new Error(`creating the bench webhook endpoint: HTTP ${res.status} ${body.code}: ${body.message}`);
+    await fetch(`http://127.0.0.1:${port}/secret`, { method: 'PUT', body: body.data.secret });
+    ctx.log(`webhook receiver pid ${child.pid} on 127.0.0.1:${port}, subscribed to every event`);
+    return bench;
+  }
+
+  /** What the receiver has; `from`/`to` (epoch ms) bound its window figures. */
+  async stats(from = 0, to = Number.MAX_SAFE_INTEGER): Promise<ReceiverStats> {
+    return (await (await fetch(`http://127.0.0.1:${this.port}/stats?from=${from}&to=${to}`)).json()) as ReceiverStats;
+  }
+
+  /**
+   * Waits until at least `expected` distinct events are in and no more arrive for a second (or `timeoutMs` passes).
+   * Returns the stats and the performance.now() of the last new event seen (null on a timeout).
+   */
+  async drain(expected: number, timeoutMs: number): Promise<{ stats: ReceiverStats; doneAt: number | null }> {
+    const deadline = performance.now() + timeoutMs;
+    let last = -1;
+    let lastChange = performance.now();
+    for (;;) {
+      const s = await this.stats();
+      const now = performance.now();
+      if (s.distinct !== last) {
+        last = s.distinct;
+        lastChange = now;
+      }
+      if (s.distinct >= expected && now - lastChange >= 1000) return { stats: s, doneAt: lastChange };
+      if (now > deadline) return { stats: s, doneAt: null };
+      await sleep(100);
+    }
+  }
+
+  /**
+   * The table's webhook rows for a phase: `from`/`to` epoch ms of the measured phase, `messages` accepted in it,
+   * `allIn` how many seconds after its start the last of its webhooks arrived.
+   */
+  static rows(s: ReceiverStats, expected: number, messages: number, allInSeconds: number, cpuReceiver: number): Row[] {
+    const w = s.window;
+    return [
+      {
+        figure: 'webhooks: events received (distinct, run total) / expected',
+        value:
+          `${fmt.int(s.distinct)} / ${fmt.int(expected)}` +
+          `${s.duplicates ? `, ${fmt.int(s.duplicates)} sent again` : ''}${s.badSignatures ? `, ${fmt.int(s.badSignatures)} BAD SIGNATURES` : ''}`,
+      },
+      { figure: 'webhooks: delivered rate (events of the phase, start to last one in)', value: fmt.rate((messages * EVENTS_PER_MESSAGE) / Math.max(1e-9, allInSeconds), 'events/s') },
+      { figure: 'webhooks: event created → received, p50 / p95 / p99 / max', value: fmt.latency(w.latency) },
+      { figure: 'CPU s per 1,000 messages: webhook receiver', value: fmt.cpu((cpuReceiver / Math.max(1, messages)) * 1000) },
+    ];
+  }
+}
