@@ -236,3 +236,52 @@ t.test(`pending deliveries survive a restart (${backendLabel})`, async (t) => {
   );
   t.equal(log.json.data[0].status, 'delivered');
 });
+
+t.test(`a backlog for one endpoint is held, not sent round the queue, and each message's events stay in order through a failure (${backendLabel})`, async (t) => {
+  // One request at a time to the endpoint, eight overall: the sender holds at most 32 deliveries. Before, it leased
+  // whenever fewer than eight requests were in flight and deferred whatever found 32 already waiting, so a backlog
+  // for one fast endpoint went round between the queue and the sender.
+  const d = await startDaemon({
+    FERRY_WEBHOOKS_ALLOW_PRIVATE_TARGETS: 'true',
+    FERRY_WEBHOOKS_MAX_CONCURRENCY: '8',
+    FERRY_WEBHOOKS_MAX_CONCURRENCY_PER_ENDPOINT: '1',
+    FERRY_WEBHOOKS_TIMEOUT_MS: '500',
+    FERRY_WEBHOOKS_RETRY_SCHEDULE: '300ms,300ms,300ms',
+    FERRY_SMPP_SIMULATOR_RECEIPT_DELAY_MS: '20',
+  });
+  t.teardown(() => d.stop());
+  const { token } = await accountWithKey(d, 'acme');
+  const rx = await WebhookReceiver.start();
+  t.teardown(() => rx.close());
+  // The first attempt of every sms.queued fails: the message's later events must wait for its retry.
+  const refused = new Set<string>();
+  rx.respond = (r) => {
+    if (r.json.type !== 'sms.queued' || refused.has(r.json.data.messageId)) return 200;
+    refused.add(r.json.data.messageId);
+    return 500;
+  };
+  await call(d.api, 'POST', '/v1/webhooks', { token, body: { url: rx.url, events: ['sms.queued', 'sms.sent', 'sms.delivered', 'sms.undelivered'] } });
+
+  const N = 60;
+  const bulk = await call(d.api, 'POST', '/v1/sms/bulk', {
+    token,
+    body: { from: 'Ferry', messages: Array.from({ length: N }, (_, i) => ({ to: `+23324${String(1_000_000 + i)}`, message: `backlog ${i}` })) },
+  });
+  t.equal(bulk.status, 200, bulk.text);
+  const ids: string[] = bulk.json.data.results.map((m: { messageId: string }) => m.messageId);
+  t.equal(ids.length, N);
+  const final = (type: string) => type === 'sms.delivered' || type === 'sms.undelivered';
+  const events = await until(
+    () => rx.received.filter((r) => final(r.json.type)).length,
+    (n) => n >= N,
+    30_000,
+  );
+  t.equal(events, N, 'every message reached its final event');
+  for (const id of ids) {
+    const types = rx.received.filter((r) => r.json.data.messageId === id).map((r) => r.json.type);
+    t.same(types.slice(0, 3), ['sms.queued', 'sms.queued', 'sms.sent'], `${id}: refused, sent again, then the next event`);
+    t.ok(types.length === 4 && final(types[3]), `${id}: final event last (${types.join(', ')})`);
+  }
+  const metrics = (await call(d.admin, 'GET', '/metrics')).text;
+  t.equal(Number(/^ferry_webhook_endpoint_busy_total\{action="deferred"\} (\d+)/m.exec(metrics)?.[1] ?? 0), 0, 'nothing was deferred');
+});

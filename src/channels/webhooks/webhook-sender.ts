@@ -1,4 +1,6 @@
 import type { Logger } from 'pino';
+import { GroupCommit } from '../../ledger/group-commit.js';
+import { prepared } from '../../store/sql/prepared.js';
 import type { Db, Queue, QueueItem } from '../../store/types.js';
 import { VERSION } from '../../version.js';
 import { signatureHeader } from './signature.js';
@@ -23,34 +25,56 @@ export interface WebhookSenderOptions {
   pollMs?: number;
 }
 
-interface DeliveryRow {
-  id: string;
-  endpoint_id: string;
-  event_id: string;
-  event_seq: string;
-  message_key: string | null;
-  status: string;
-  attempts: number;
+/** What an attempt needs of its endpoint; cached per endpoint, refreshed by every load that touches it. */
+interface EndpointRow {
   url: string;
   enabled: boolean;
+  /** failing_since is set: a success must clear it. */
+  failing: boolean;
   secret_cipher: string;
   previous_secret_cipher: string | null;
   previous_valid_until: unknown;
+}
+
+interface DeliveryRow extends EndpointRow {
+  id: string;
+  endpoint_id: string;
+  event_id: string;
+  status: string;
+  attempts: number;
   type: string;
   payload: unknown;
   account_id: string;
   ev_created_at: unknown;
+  /** The latest earlier event of the same message to the same endpoint that is still open, if any (ordering). */
+  blocker_id: string | null;
+  blocker_due: unknown;
 }
 
-const LOAD_SQL = `SELECT d.id, d.endpoint_id, d.event_id, d.event_seq, d.message_key, d.status, d.attempts,
-    e.url, e.enabled, e.secret_cipher, e.previous_secret_cipher, e.previous_valid_until,
-    ev.type, ev.payload, ev.account_id, ev.created_at AS ev_created_at
-  FROM webhook_deliveries d JOIN webhook_endpoints e ON e.id = d.endpoint_id JOIN webhook_events ev ON ev.id = d.event_id
-  WHERE d.id = $1`;
+// A leased batch in one statement, in event order, each with its ordering blocker.
+const LOAD_SQL = prepared(`SELECT d.id, d.endpoint_id, d.event_id, d.status, d.attempts,
+    e.url, e.enabled, e.failing_since IS NOT NULL AS failing, e.secret_cipher, e.previous_secret_cipher, e.previous_valid_until,
+    ev.type, ev.payload, ev.account_id, ev.created_at AS ev_created_at, b.id AS blocker_id, b.next_attempt_at AS blocker_due
+  FROM webhook_deliveries d
+  JOIN webhook_endpoints e ON e.id = d.endpoint_id
+  JOIN webhook_events ev ON ev.id = d.event_id
+  LEFT JOIN LATERAL (
+    SELECT p.id, p.next_attempt_at FROM webhook_deliveries p
+    WHERE p.endpoint_id = d.endpoint_id AND p.message_key = d.message_key AND p.event_seq < d.event_seq AND p.status IN ('pending', 'failed')
+    ORDER BY p.event_seq DESC LIMIT 1
+  ) b ON true
+  WHERE d.id = ANY($1::text[])
+  ORDER BY d.event_seq`);
 
-// The earliest open delivery of the same message to the same endpoint that comes before this one.
-const BLOCKER_SQL = `SELECT next_attempt_at FROM webhook_deliveries
-  WHERE endpoint_id = $1 AND message_key = $2 AND event_seq < $3 AND status IN ('pending', 'failed') ORDER BY event_seq LIMIT 1`;
+const ENDPOINT_SQL = `SELECT url, enabled, failing_since IS NOT NULL AS failing, secret_cipher, previous_secret_cipher, previous_valid_until
+  FROM webhook_endpoints WHERE id = $1`;
+
+// Successful attempts of many deliveries in one statement.
+const DELIVERED_SQL = prepared(`UPDATE webhook_deliveries d SET status = 'delivered', attempts = d.attempts + 1, last_status_code = u.code,
+    last_latency_ms = u.ms, last_error = NULL, delivered_at = now(), next_attempt_at = NULL
+  FROM unnest($1::text[], $2::int[], $3::int[]) AS u(id, code, ms) WHERE d.id = u.id`);
+
+const RECOVERED_SQL = `UPDATE webhook_endpoints SET failing_since = NULL WHERE id = ANY($1::text[]) AND failing_since IS NOT NULL`;
 
 // Busy endpoint / ordering waits are not failures: the attempt is refunded and comes back shortly.
 const BUSY_DELAY_MS = 200;
@@ -61,6 +85,10 @@ const MAX_DEFER_MS = 60_000;
 /** Per-endpoint attempt-time estimates kept; past this the map starts over (endpoints are few in practice). */
 const MAX_ESTIMATES = 10_000;
 const MAX_ERROR_CHARS = 500;
+/** Deliveries leased per call at most. */
+const LEASE_BATCH = 50;
+/** A delivery that waited uses its endpoint's row as read within this long; older, the row is read again. */
+const ENDPOINT_FRESH_MS = 1000;
 
 function ms(v: unknown): number {
   return v instanceof Date ? v.getTime() : new Date(v as string).getTime();
@@ -71,38 +99,71 @@ function jitter(delay: number): number {
   return Math.max(1, Math.round(delay * (0.8 + Math.random() * 0.4)));
 }
 
+/** How a held delivery ended here: closed (delivered, dead or gone), or back in the queue, due at `due` (epoch ms). */
+type Outcome = { closed: true } | { closed: false; due: number };
+const CLOSED: Outcome = { closed: true };
+
+/** A delivery this sender holds, from its lease until its outcome is written. */
+interface Held {
+  item: QueueItem<DeliveryJob>;
+  outcome: Outcome | null;
+  /** Later events of the same message to the same endpoint, loaded while this one was open: they go after it. */
+  successors: DeliveryRow[];
+}
+
+interface Delivered {
+  id: string;
+  endpointId: string;
+  statusCode: number;
+  latencyMs: number;
+  recovered: boolean;
+}
+
 /**
  * Sends deliveries leased from the webhook queue. Sends run concurrently, capped per endpoint, so a slow or hung
  * receiver only ever holds its own slots (and each attempt ends at the timeout).
  *
+ * The sender holds at most 4 × maxConcurrency deliveries (leased and not yet settled) and leases only when it has
+ * room, so a large backlog stays in the queue instead of going round between queue and sender. A leased batch is
+ * read in one statement, and successful attempts are written in batches (one UPDATE, then one ack) off the
+ * endpoint's slot, which is freed as soon as the receiver has answered.
+ *
  * A delivery leased while its endpoint is at the cap waits here, in order, and takes the endpoint's next free slot, as
  * long as the expected wait (deliveries ahead ÷ cap × the endpoint's recent attempt time) stays under
  * MAX_SLOT_WAIT_MS; past that it is deferred: handed back to the queue until about when a slot should be free. Either
- * way a backlog for a slow endpoint costs queue work in proportion to what the endpoint accepts, not to its length
- * (handing every such delivery back every 200 ms, as before, turned a hung endpoint's backlog into thousands of
- * statements a second, which slowed every other endpoint).
+ * way a backlog for a slow endpoint costs queue work in proportion to what the endpoint accepts, not to its length.
  *
  * Ordering: a delivery waits while an earlier event of the same message (message_key) to the same endpoint is still
- * open; a dead one no longer blocks. The check is at send time, so it holds for one sender at a time per endpoint
- * slot — two instances may race on adjacent events of one message, which at-least-once receivers must tolerate
- * anyway (compare event createdAt).
+ * open; a dead one no longer blocks. When this sender holds that earlier delivery, the later one goes right after it
+ * (or back to the queue with it, if it fails); otherwise it comes back from the queue shortly after the earlier one is
+ * due. The check holds for one sender at a time per message — two instances may race on adjacent events of one
+ * message, and a crash between an attempt and its write sends that event again after later ones, which at-least-once
+ * receivers must tolerate anyway (compare event createdAt).
  */
 export class WebhookSender {
   private readonly inflight = new Map<string, number>();
   private total = 0;
-  /** Leased deliveries waiting for a slot of their endpoint, oldest first. */
-  private readonly waiting = new Map<string, QueueItem<DeliveryJob>[]>();
-  private waitingTotal = 0;
-  /** Every delivery this sender holds (handled or waiting), so that a lease that ran out while it waited is not taken twice. */
-  private readonly held = new Set<string>();
+  /** Deliveries waiting for a slot of their endpoint, oldest first. */
+  private readonly waiting = new Map<string, DeliveryRow[]>();
+  /** Every delivery this sender holds, so that a lease that ran out while it was held is not taken twice. */
+  private readonly held = new Map<string, Held>();
+  private readonly endpoints = new Map<string, { row: EndpointRow; at: number }>();
   /** Recent attempt time per endpoint (ms, moving average); an endpoint not yet tried is assumed to take the timeout. */
   private readonly attemptMs = new Map<string, number>();
   private readonly sends = new Set<Promise<void>>();
+  private readonly delivered: GroupCommit<Delivered, void>;
   private stopped = false;
   private loop: Promise<void> | null = null;
   private wakeUp: (() => void) | null = null;
 
-  constructor(private readonly o: WebhookSenderOptions) {}
+  constructor(private readonly o: WebhookSenderOptions) {
+    this.delivered = new GroupCommit<Delivered, void>(this.writeDelivered, { lingerMs: 1, maxInFlight: 2, maxBatch: 500, maxPending: Number.MAX_SAFE_INTEGER });
+  }
+
+  /** Deliveries held at most: a slot each for maxConcurrency, the rest waiting for a slot or for an earlier event. */
+  private get holdCap(): number {
+    return 4 * this.o.maxConcurrency;
+  }
 
   start(): void {
     this.loop ??= this.run();
@@ -112,16 +173,16 @@ export class WebhookSender {
     this.wakeUp?.();
   }
 
-  /** Stops leasing and waits for sends in flight (each ends within the timeout). */
+  /** Stops leasing and waits for sends in flight (each ends within the timeout) and their writes. */
   async stop(): Promise<void> {
     this.stopped = true;
     // Deliveries waiting for a slot go back to the queue now rather than when their lease ends.
-    for (const list of this.waiting.values()) for (const it of list) this.track(this.handBack(it, 0).finally(() => this.held.delete(it.id)));
+    for (const list of this.waiting.values()) for (const d of list) this.track(this.handBack(d.id, 0));
     this.waiting.clear();
-    this.waitingTotal = 0;
     this.wake();
     await this.loop;
-    await Promise.allSettled([...this.sends]);
+    while (this.sends.size) await Promise.allSettled([...this.sends]);
+    await this.delivered.close();
   }
 
   private sleep(msDelay: number): Promise<void> {
@@ -137,25 +198,29 @@ export class WebhookSender {
 
   private async run(): Promise<void> {
     const pollMs = this.o.pollMs ?? 100;
+    const lowWater = Math.min(LEASE_BATCH, Math.ceil(this.holdCap / 4));
     while (!this.stopped) {
-      const free = this.o.maxConcurrency - this.total;
-      if (free <= 0) {
+      const room = Math.min(this.holdCap - this.held.size, this.o.maxConcurrency - this.total);
+      // Full: wait for deliveries to settle (each wakes the loop) rather than lease a few at a time.
+      if (room < Math.min(lowWater, this.o.maxConcurrency)) {
         await this.sleep(pollMs);
         continue;
       }
       let items: QueueItem<DeliveryJob>[] = [];
       try {
         // The lease covers a wait for a slot and the attempt itself.
-        items = await this.o.queue.lease(Math.min(free, 50), this.o.timeoutMs + MAX_SLOT_WAIT_MS + 30_000);
+        items = await this.o.queue.lease(Math.min(room, LEASE_BATCH), this.o.timeoutMs + MAX_SLOT_WAIT_MS + 30_000);
       } catch (err) {
         this.o.log.warn({ err: (err as Error).message }, 'webhook queue lease failed');
       }
+      const fresh: QueueItem<DeliveryJob>[] = [];
       for (const it of items) {
-        // Already ours: its lease ran out while it waited longer than expected; the waiting copy goes on.
+        // Already ours: its lease ran out while it was held; the held copy goes on.
         if (this.held.has(it.id)) continue;
-        this.held.add(it.id);
-        this.track(this.handle(it));
+        this.held.set(it.id, { item: it, outcome: null, successors: [] });
+        fresh.push(it);
       }
+      if (fresh.length) this.track(this.load(fresh));
       if (!items.length) await this.sleep(pollMs);
     }
   }
@@ -166,46 +231,78 @@ export class WebhookSender {
     void q.finally(() => this.sends.delete(q));
   }
 
-  /**
-   * One leased delivery. `slotOf` is set when it comes from the waiting list with a slot of that endpoint already
-   * taken for it; a slot taken is released here whatever happens.
-   */
-  private async handle(item: QueueItem<DeliveryJob>, slotOf?: string): Promise<void> {
-    let slot = slotOf;
-    let waits = false;
+  /** Reads a leased batch and routes each delivery, in event order. */
+  private async load(items: QueueItem<DeliveryJob>[]): Promise<void> {
+    let rows: DeliveryRow[];
     try {
-      // Read again for a delivery that waited: its endpoint may have been disabled or its secret rotated meanwhile.
-      const { rows } = await this.o.db.query<DeliveryRow>(LOAD_SQL, [item.id]);
-      const d = rows[0];
-      if (!d || d.status === 'delivered' || d.status === 'dead') return await this.o.queue.ack([item.id]);
-      if (!d.enabled) {
-        await this.o.db.query(`UPDATE webhook_deliveries SET status = 'dead', last_error = 'endpoint disabled', next_attempt_at = NULL WHERE id = $1`, [d.id]);
-        this.o.metrics.deliveries.inc({ outcome: 'dead' });
-        return await this.o.queue.ack([item.id]);
+      rows = (await this.o.db.query<DeliveryRow>(LOAD_SQL, [items.map((i) => i.id)])).rows;
+    } catch (err) {
+      // Their leases bring them back; anything waiting behind them goes back to the queue until then.
+      const due = Date.now() + this.o.timeoutMs + MAX_SLOT_WAIT_MS + 30_000;
+      for (const it of items) {
+        this.release(it.id, { closed: false, due });
+        this.drop(it.id);
       }
-      if (slot === undefined) {
-        if ((this.inflight.get(d.endpoint_id) ?? 0) >= this.o.maxConcurrencyPerEndpoint) {
-          waits = this.waitForSlot(d.endpoint_id, item);
-          // While stopping, straight back to the queue (due at once after a restart).
-          if (!waits) await this.handBack(item, this.stopped ? 0 : this.expectedWaitMs(d.endpoint_id));
-          return;
-        }
-        this.takeSlot(d.endpoint_id);
-        slot = d.endpoint_id;
-      }
-      if (d.message_key) {
-        const b = await this.o.db.query<{ next_attempt_at: unknown }>(BLOCKER_SQL, [d.endpoint_id, d.message_key, d.event_seq]);
-        if (b.rows.length) {
-          const due = b.rows[0].next_attempt_at ? ms(b.rows[0].next_attempt_at) - Date.now() : 0;
-          await this.o.queue.retry(item.id, Math.max(BUSY_DELAY_MS, due + BUSY_DELAY_MS), 'waiting for an earlier event of the message', { refund: true });
-          return;
-        }
-      }
-      await this.attempt(item, d);
-    } finally {
-      if (!waits) this.held.delete(item.id);
-      if (slot !== undefined) this.releaseSlot(slot);
+      throw err;
     }
+    const now = Date.now();
+    const found = new Set<string>();
+    for (const d of rows) {
+      found.add(d.id);
+      this.endpoints.set(d.endpoint_id, { row: d, at: now });
+    }
+    const gone = items.filter((i) => !found.has(i.id)).map((i) => i.id);
+    if (gone.length) this.track(this.closeAll(gone));
+    for (const d of rows) this.route(d);
+  }
+
+  private route(d: DeliveryRow): void {
+    if (d.status === 'delivered' || d.status === 'dead') return this.track(this.closeAll([d.id]));
+    if (!d.enabled) return this.track(this.endpointDisabled(d.id));
+    if (d.blocker_id) {
+      const blocker = this.held.get(d.blocker_id);
+      if (!blocker) {
+        const due = d.blocker_due ? ms(d.blocker_due) - Date.now() : 0;
+        return this.track(this.handBack(d.id, Math.max(BUSY_DELAY_MS, due + BUSY_DELAY_MS), 'waiting for an earlier event of the message'));
+      }
+      if (blocker.outcome === null) {
+        blocker.successors.push(d);
+        return;
+      }
+      return this.follow(d, blocker.outcome);
+    }
+    this.dispatch(d);
+  }
+
+  /** A delivery whose earlier event has settled: after it if that one is closed, else back to the queue with it. */
+  private follow(d: DeliveryRow, outcome: Outcome): void {
+    if (outcome.closed) return this.dispatch(d);
+    this.track(this.handBack(d.id, Math.max(BUSY_DELAY_MS, outcome.due - Date.now() + BUSY_DELAY_MS), 'waiting for an earlier event of the message'));
+  }
+
+  /** The outcome of a held delivery is known: what waited behind it follows. Its hold ends with drop(). */
+  private release(id: string, outcome: Outcome): void {
+    const h = this.held.get(id);
+    if (!h || h.outcome) return;
+    h.outcome = outcome;
+    const next = h.successors;
+    h.successors = [];
+    for (const d of next) this.follow(d, outcome);
+  }
+
+  private drop(id: string): void {
+    this.held.delete(id);
+    this.wake();
+  }
+
+  private dispatch(d: DeliveryRow): void {
+    if (this.stopped) return this.track(this.handBack(d.id, 0));
+    if ((this.inflight.get(d.endpoint_id) ?? 0) >= this.o.maxConcurrencyPerEndpoint) {
+      if (this.waitForSlot(d)) return;
+      return this.track(this.handBack(d.id, this.expectedWaitMs(d.endpoint_id)));
+    }
+    this.takeSlot(d.endpoint_id);
+    this.track(this.attempt(d));
   }
 
   private takeSlot(endpointId: string): void {
@@ -223,9 +320,8 @@ export class WebhookSender {
     if (!list || this.stopped) return;
     const next = list.shift()!;
     if (!list.length) this.waiting.delete(endpointId);
-    this.waitingTotal--;
     this.takeSlot(endpointId);
-    this.track(this.handle(next, endpointId));
+    this.track(this.attemptAfterWait(next));
   }
 
   /** How long until a delivery joining the endpoint's waiting list now would get a slot, as far as recent attempts tell. */
@@ -234,25 +330,79 @@ export class WebhookSender {
     return ((ahead + 1) / this.o.maxConcurrencyPerEndpoint) * (this.attemptMs.get(endpointId) ?? this.o.timeoutMs);
   }
 
-  /** Joins the endpoint's waiting list if the wait is expected to be short and there is room; false if not. */
-  private waitForSlot(endpointId: string, item: QueueItem<DeliveryJob>): boolean {
-    if (this.stopped || this.waitingTotal >= 4 * this.o.maxConcurrency || this.expectedWaitMs(endpointId) > MAX_SLOT_WAIT_MS) return false;
-    const list = this.waiting.get(endpointId);
-    if (list) list.push(item);
-    else this.waiting.set(endpointId, [item]);
-    this.waitingTotal++;
+  /** Joins the endpoint's waiting list if the wait is expected to be short; false if not. */
+  private waitForSlot(d: DeliveryRow): boolean {
+    if (this.stopped || this.expectedWaitMs(d.endpoint_id) > MAX_SLOT_WAIT_MS) return false;
+    const list = this.waiting.get(d.endpoint_id);
+    if (list) list.push(d);
+    else this.waiting.set(d.endpoint_id, [d]);
     this.o.metrics.endpointBusy.inc({ action: 'waited' });
     return true;
   }
 
   /**
-   * Back to the queue, due after about `delayMs` (deferred; 0 when the sender stops). Not a failed attempt, so the
-   * attempt is refunded.
+   * A delivery that waited for its slot (which it holds): its endpoint may have been disabled, deleted or its secret
+   * rotated meanwhile, so it uses the endpoint's row as read in the last second, or reads it again.
    */
-  private async handBack(item: QueueItem<DeliveryJob>, delayMs: number): Promise<void> {
-    if (delayMs > 0) this.o.metrics.endpointBusy.inc({ action: 'deferred' });
-    const delay = delayMs <= 0 ? 0 : jitter(Math.min(MAX_DEFER_MS, Math.max(BUSY_DELAY_MS, delayMs)));
-    await this.o.queue.retry(item.id, delay, 'endpoint busy', { refund: true });
+  private async attemptAfterWait(d: DeliveryRow): Promise<void> {
+    const cached = this.endpoints.get(d.endpoint_id);
+    let row: EndpointRow | undefined = cached && Date.now() - cached.at <= ENDPOINT_FRESH_MS ? cached.row : undefined;
+    if (row?.enabled) return this.attempt(d);
+    try {
+      row ??= (await this.o.db.query<EndpointRow>(ENDPOINT_SQL, [d.endpoint_id])).rows[0];
+    } catch (err) {
+      // The lease brings it back; what waits behind it goes back to the queue until then.
+      this.releaseSlot(d.endpoint_id);
+      this.release(d.id, { closed: false, due: Date.now() + this.o.timeoutMs + MAX_SLOT_WAIT_MS + 30_000 });
+      this.drop(d.id);
+      throw err;
+    }
+    if (!row || !row.enabled) {
+      this.releaseSlot(d.endpoint_id);
+      // Deleted: its deliveries went with it.
+      return row ? this.endpointDisabled(d.id) : this.closeAll([d.id]);
+    }
+    this.endpoints.set(d.endpoint_id, { row, at: Date.now() });
+    return this.attempt(d);
+  }
+
+  /**
+   * Back to the queue, due after about `delayMs` (deferred; 0 when the sender stops), or after exactly `delayMs` when
+   * it waits for an earlier event (`reason`). Not a failed attempt, so the attempt is refunded.
+   */
+  private async handBack(id: string, delayMs: number, reason?: string): Promise<void> {
+    let delay = delayMs;
+    if (!reason) {
+      if (delayMs > 0) this.o.metrics.endpointBusy.inc({ action: 'deferred' });
+      delay = delayMs <= 0 ? 0 : jitter(Math.min(MAX_DEFER_MS, Math.max(BUSY_DELAY_MS, delayMs)));
+    }
+    this.release(id, { closed: false, due: Date.now() + delay });
+    try {
+      await this.o.queue.retry(id, delay, reason ?? 'endpoint busy', { refund: true });
+    } finally {
+      this.drop(id);
+    }
+  }
+
+  /** Delivered, dead or gone already: off the queue. */
+  private async closeAll(ids: string[]): Promise<void> {
+    for (const id of ids) this.release(id, CLOSED);
+    try {
+      await this.o.queue.ack(ids);
+    } finally {
+      for (const id of ids) this.drop(id);
+    }
+  }
+
+  private async endpointDisabled(id: string): Promise<void> {
+    this.release(id, CLOSED);
+    try {
+      await this.o.db.query(`UPDATE webhook_deliveries SET status = 'dead', last_error = 'endpoint disabled', next_attempt_at = NULL WHERE id = $1`, [id]);
+      this.o.metrics.deliveries.inc({ outcome: 'dead' });
+      await this.o.queue.ack([id]);
+    } finally {
+      this.drop(id);
+    }
   }
 
   private noteAttempt(endpointId: string, latencyMs: number): void {
@@ -261,81 +411,111 @@ export class WebhookSender {
     this.attemptMs.set(endpointId, prev === undefined ? latencyMs : 0.7 * prev + 0.3 * latencyMs);
   }
 
-  private async attempt(item: QueueItem<DeliveryJob>, d: DeliveryRow): Promise<void> {
+  /** One attempt, on a slot of the endpoint taken for it; the slot is freed as soon as the receiver has answered. */
+  private async attempt(d: DeliveryRow): Promise<void> {
+    const e = this.endpoints.get(d.endpoint_id)?.row ?? d;
     const started = performance.now();
     let statusCode: number | null = null;
     let error: string | null = null;
-    const target = await this.o.guard.check(d.url);
-    if (!target.ok) error = `target refused: ${target.reason}`;
-    else {
-      const body = JSON.stringify({ id: d.event_id, type: d.type, createdAt: new Date(ms(d.ev_created_at)).toISOString(), accountId: d.account_id, data: d.payload });
-      const timestamp = Math.floor(Date.now() / 1000);
-      try {
-        const res = await fetch(target.url, {
-          method: 'POST',
-          // Redirects are not followed: a 3xx could point the request somewhere the guard did not check.
-          redirect: 'manual',
-          signal: AbortSignal.timeout(this.o.timeoutMs),
-          headers: {
-            'content-type': 'application/json',
-            'user-agent': `Ferry-Webhooks/${VERSION}`,
-            'webhook-id': d.event_id,
-            'webhook-timestamp': String(timestamp),
-            'webhook-signature': signatureHeader(this.o.store.signingSecrets(d), d.event_id, timestamp, body),
-          },
-          body,
-        });
-        statusCode = res.status;
-        // The answer's body is not used; cancel it so the connection is released.
-        await res.body?.cancel().catch(() => undefined);
-        if (res.status < 200 || res.status >= 300) error = `HTTP ${res.status}`;
-      } catch (err) {
-        const e = err as Error;
-        error = e.name === 'TimeoutError' || e.name === 'AbortError' ? `timed out after ${this.o.timeoutMs} ms` : `request failed: ${(e.cause as Error | undefined)?.message ?? e.message}`;
+    try {
+      const target = await this.o.guard.check(e.url);
+      if (!target.ok) error = `target refused: ${target.reason}`;
+      else {
+        const body = JSON.stringify({ id: d.event_id, type: d.type, createdAt: new Date(ms(d.ev_created_at)).toISOString(), accountId: d.account_id, data: d.payload });
+        const timestamp = Math.floor(Date.now() / 1000);
+        try {
+          const res = await fetch(target.url, {
+            method: 'POST',
+            // Redirects are not followed: a 3xx could point the request somewhere the guard did not check.
+            redirect: 'manual',
+            signal: AbortSignal.timeout(this.o.timeoutMs),
+            headers: {
+              'content-type': 'application/json',
+              'user-agent': `Ferry-Webhooks/${VERSION}`,
+              'webhook-id': d.event_id,
+              'webhook-timestamp': String(timestamp),
+              'webhook-signature': signatureHeader(this.o.store.signingSecrets(e), d.event_id, timestamp, body),
+            },
+            body,
+          });
+          statusCode = res.status;
+          // The answer's body is not used; cancel it so the connection is released.
+          await res.body?.cancel().catch(() => undefined);
+          if (res.status < 200 || res.status >= 300) error = `HTTP ${res.status}`;
+        } catch (err) {
+          const x = err as Error;
+          error = x.name === 'TimeoutError' || x.name === 'AbortError' ? `timed out after ${this.o.timeoutMs} ms` : `request failed: ${(x.cause as Error | undefined)?.message ?? x.message}`;
+        }
       }
+    } catch (err) {
+      // Signing (a secret that no longer decrypts) or the guard itself: a failed attempt like any other.
+      error = `attempt failed: ${(err as Error).message}`;
+    } finally {
+      this.releaseSlot(d.endpoint_id);
     }
     const latencyMs = Math.round(performance.now() - started);
     this.o.metrics.latency.observe(latencyMs / 1000);
     this.noteAttempt(d.endpoint_id, latencyMs);
-    if (error === null) return this.succeeded(item, d, statusCode!, latencyMs);
-    return this.failed(item, d, statusCode, error.slice(0, MAX_ERROR_CHARS), latencyMs);
+    if (error === null) return this.succeeded(d, statusCode!, latencyMs, e.failing);
+    return this.failed(d, statusCode, error.slice(0, MAX_ERROR_CHARS), latencyMs);
   }
 
-  private async succeeded(item: QueueItem<DeliveryJob>, d: DeliveryRow, statusCode: number, latencyMs: number): Promise<void> {
-    await this.o.db.query(
-      `UPDATE webhook_deliveries SET status = 'delivered', attempts = attempts + 1, last_status_code = $2, last_latency_ms = $3, last_error = NULL,
-         delivered_at = now(), next_attempt_at = NULL WHERE id = $1`,
-      [d.id, statusCode, latencyMs],
-    );
-    await this.o.db.query(`UPDATE webhook_endpoints SET failing_since = NULL WHERE id = $1 AND failing_since IS NOT NULL`, [d.endpoint_id]);
+  private async succeeded(d: DeliveryRow, statusCode: number, latencyMs: number, recovered: boolean): Promise<void> {
     this.o.metrics.deliveries.inc({ outcome: 'delivered' });
-    await this.o.queue.ack([item.id]);
+    const cached = this.endpoints.get(d.endpoint_id);
+    if (cached) cached.row.failing = false;
+    // The next event of the message may go now: it need not wait for this one's write.
+    this.release(d.id, CLOSED);
+    try {
+      await this.delivered.submit({ id: d.id, endpointId: d.endpoint_id, statusCode, latencyMs, recovered });
+    } finally {
+      this.drop(d.id);
+    }
   }
 
-  private async failed(item: QueueItem<DeliveryJob>, d: DeliveryRow, statusCode: number | null, error: string, latencyMs: number): Promise<void> {
+  /** Successful attempts: their rows, endpoints that had been failing, then off the queue. */
+  private readonly writeDelivered = async (items: Delivered[]): Promise<void> => {
+    const ids = items.map((i) => i.id);
+    await this.o.db.query(DELIVERED_SQL, [ids, items.map((i) => i.statusCode), items.map((i) => i.latencyMs)]);
+    const recovered = [...new Set(items.filter((i) => i.recovered).map((i) => i.endpointId))];
+    if (recovered.length) await this.o.db.query(RECOVERED_SQL, [recovered]);
+    await this.o.queue.ack(ids);
+  };
+
+  private async failed(d: DeliveryRow, statusCode: number | null, error: string, latencyMs: number): Promise<void> {
     const attempts = d.attempts + 1;
     const schedule = this.o.retryScheduleMs;
     const dead = attempts > schedule.length;
     const delay = dead ? 0 : jitter(schedule[attempts - 1]);
-    await this.o.db.query(
-      `UPDATE webhook_deliveries SET status = $2, attempts = $3, last_status_code = $4, last_latency_ms = $5, last_error = $6,
-         next_attempt_at = CASE WHEN $2 = 'dead' THEN NULL ELSE now() + make_interval(secs => $7::float8 / 1000.0) END WHERE id = $1`,
-      [d.id, dead ? 'dead' : 'failed', attempts, statusCode, latencyMs, error, delay],
-    );
-    // Failing continuously since failing_since (any success resets it); past disableAfter the endpoint is disabled.
-    const { rows } = await this.o.db.query<{ enabled: boolean }>(
-      `UPDATE webhook_endpoints SET failing_since = COALESCE(failing_since, now()),
-         enabled = CASE WHEN failing_since < now() - make_interval(secs => $2::float8 / 1000.0) THEN false ELSE enabled END,
-         disabled_reason = CASE WHEN failing_since < now() - make_interval(secs => $2::float8 / 1000.0)
-           THEN 'every delivery failed since ' || to_char(failing_since AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"') || '; last error: ' || $3
-           ELSE disabled_reason END,
-         updated_at = CASE WHEN failing_since < now() - make_interval(secs => $2::float8 / 1000.0) THEN now() ELSE updated_at END
-       WHERE id = $1 AND enabled RETURNING enabled`,
-      [d.endpoint_id, this.o.disableAfterMs, error],
-    );
-    if (rows[0] && !rows[0].enabled) this.o.log.warn({ endpoint: d.endpoint_id }, 'webhook endpoint disabled after failing continuously');
-    this.o.metrics.deliveries.inc({ outcome: dead ? 'dead' : 'failed' });
-    if (dead) await this.o.queue.ack([item.id]);
-    else await this.o.queue.retry(item.id, delay, error);
+    const cached = this.endpoints.get(d.endpoint_id);
+    if (cached) cached.row.failing = true;
+    this.release(d.id, dead ? CLOSED : { closed: false, due: Date.now() + delay });
+    try {
+      await this.o.db.query(
+        `UPDATE webhook_deliveries SET status = $2, attempts = $3, last_status_code = $4, last_latency_ms = $5, last_error = $6,
+           next_attempt_at = CASE WHEN $2 = 'dead' THEN NULL ELSE now() + make_interval(secs => $7::float8 / 1000.0) END WHERE id = $1`,
+        [d.id, dead ? 'dead' : 'failed', attempts, statusCode, latencyMs, error, delay],
+      );
+      // Failing continuously since failing_since (any success resets it); past disableAfter the endpoint is disabled.
+      const { rows } = await this.o.db.query<{ enabled: boolean }>(
+        `UPDATE webhook_endpoints SET failing_since = COALESCE(failing_since, now()),
+           enabled = CASE WHEN failing_since < now() - make_interval(secs => $2::float8 / 1000.0) THEN false ELSE enabled END,
+           disabled_reason = CASE WHEN failing_since < now() - make_interval(secs => $2::float8 / 1000.0)
+             THEN 'every delivery failed since ' || to_char(failing_since AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"') || '; last error: ' || $3
+             ELSE disabled_reason END,
+           updated_at = CASE WHEN failing_since < now() - make_interval(secs => $2::float8 / 1000.0) THEN now() ELSE updated_at END
+         WHERE id = $1 AND enabled RETURNING enabled`,
+        [d.endpoint_id, this.o.disableAfterMs, error],
+      );
+      if (rows[0] && !rows[0].enabled) {
+        if (cached) cached.row.enabled = false;
+        this.o.log.warn({ endpoint: d.endpoint_id }, 'webhook endpoint disabled after failing continuously');
+      }
+      this.o.metrics.deliveries.inc({ outcome: dead ? 'dead' : 'failed' });
+      if (dead) await this.o.queue.ack([d.id]);
+      else await this.o.queue.retry(d.id, delay, error);
+    } finally {
+      this.drop(d.id);
+    }
   }
 }
