@@ -6,6 +6,7 @@ import { VERSION } from '../../version.js';
 import { signatureHeader } from './signature.js';
 import type { TargetGuard } from './target-guard.js';
 import type { DeliveryJob } from './webhook-fan-out.js';
+import { WebhookHttp, WebhookTimeoutError } from './webhook-http.js';
 import type { WebhookMetrics } from './webhook-metrics.js';
 import type { WebhookStore } from './webhook-store.js';
 
@@ -152,6 +153,7 @@ export class WebhookSender {
   private readonly attemptMs = new Map<string, number>();
   private readonly sends = new Set<Promise<void>>();
   private readonly delivered: GroupCommit<Delivered, void>;
+  private readonly http = new WebhookHttp();
   private stopped = false;
   private loop: Promise<void> | null = null;
   private wakeUp: (() => void) | null = null;
@@ -183,6 +185,7 @@ export class WebhookSender {
     await this.loop;
     while (this.sends.size) await Promise.allSettled([...this.sends]);
     await this.delivered.close();
+    this.http.close();
   }
 
   private sleep(msDelay: number): Promise<void> {
@@ -424,12 +427,9 @@ export class WebhookSender {
         const body = JSON.stringify({ id: d.event_id, type: d.type, createdAt: new Date(ms(d.ev_created_at)).toISOString(), accountId: d.account_id, data: d.payload });
         const timestamp = Math.floor(Date.now() / 1000);
         try {
-          const res = await fetch(target.url, {
-            method: 'POST',
-            // Redirects are not followed: a 3xx could point the request somewhere the guard did not check.
-            redirect: 'manual',
-            signal: AbortSignal.timeout(this.o.timeoutMs),
-            headers: {
+          statusCode = await this.http.post(
+            target.url,
+            {
               'content-type': 'application/json',
               'user-agent': `Ferry-Webhooks/${VERSION}`,
               'webhook-id': d.event_id,
@@ -437,14 +437,12 @@ export class WebhookSender {
               'webhook-signature': signatureHeader(this.o.store.signingSecrets(e), d.event_id, timestamp, body),
             },
             body,
-          });
-          statusCode = res.status;
-          // The answer's body is not used; cancel it so the connection is released.
-          await res.body?.cancel().catch(() => undefined);
-          if (res.status < 200 || res.status >= 300) error = `HTTP ${res.status}`;
+            this.o.timeoutMs,
+          );
+          if (statusCode < 200 || statusCode >= 300) error = `HTTP ${statusCode}`;
         } catch (err) {
           const x = err as Error;
-          error = x.name === 'TimeoutError' || x.name === 'AbortError' ? `timed out after ${this.o.timeoutMs} ms` : `request failed: ${(x.cause as Error | undefined)?.message ?? x.message}`;
+          error = x instanceof WebhookTimeoutError ? x.message : `request failed: ${x.message}`;
         }
       }
     } catch (err) {
