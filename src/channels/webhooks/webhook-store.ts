@@ -80,6 +80,9 @@ function toDelivery(r: Record<string, unknown>): DeliveryRecord {
   };
 }
 
+/** Decrypted signing secrets kept; past this the cache starts over (endpoints are few in practice). */
+const MAX_DECRYPTED = 10_000;
+
 const NEW_DELIVERY_ID_SQL = `'whd_' || replace(gen_random_uuid()::text, '-', '')`;
 
 /**
@@ -87,6 +90,8 @@ const NEW_DELIVERY_ID_SQL = `'whd_' || replace(gen_random_uuid()::text, '-', '')
  * id is simply not found. Signing secrets are stored encrypted and returned in plain text only by create and rotate.
  */
 export class WebhookStore {
+  private readonly decrypted = new Map<string, string>();
+
   constructor(
     private readonly db: Db,
     private readonly cipher: SecretCipher,
@@ -145,9 +150,20 @@ export class WebhookStore {
 
   /** The secrets a delivery is signed with now: the current one, plus the previous one during a rotation overlap. */
   signingSecrets(row: { secret_cipher: string; previous_secret_cipher: string | null; previous_valid_until: unknown }, now = Date.now()): string[] {
-    const out = [this.cipher.decrypt(row.secret_cipher)];
-    if (row.previous_secret_cipher && row.previous_valid_until && ms(row.previous_valid_until) > now) out.push(this.cipher.decrypt(row.previous_secret_cipher));
+    const out = [this.plain(row.secret_cipher)];
+    if (row.previous_secret_cipher && row.previous_valid_until && ms(row.previous_valid_until) > now) out.push(this.plain(row.previous_secret_cipher));
     return out;
+  }
+
+  /** A secret decrypted once per ciphertext (every delivery is signed; a rotation makes a new ciphertext). */
+  private plain(cipherText: string): string {
+    let secret = this.decrypted.get(cipherText);
+    if (secret === undefined) {
+      secret = this.cipher.decrypt(cipherText);
+      if (this.decrypted.size >= MAX_DECRYPTED) this.decrypted.clear();
+      this.decrypted.set(cipherText, secret);
+    }
+    return secret;
   }
 
   /** The delivery log of an endpoint, newest first. */
