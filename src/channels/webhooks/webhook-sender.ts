@@ -5,7 +5,7 @@ import type { Db, Queue, QueueItem } from '../../store/types.js';
 import { VERSION } from '../../version.js';
 import { signatureHeader } from './signature.js';
 import type { TargetGuard } from './target-guard.js';
-import type { DeliveryJob } from './webhook-fan-out.js';
+import { QUEUE_MAX_ATTEMPTS, type DeliveryJob } from './webhook-fan-out.js';
 import { WebhookHttp, WebhookTimeoutError } from './webhook-http.js';
 import type { WebhookMetrics } from './webhook-metrics.js';
 import type { WebhookStore } from './webhook-store.js';
@@ -86,6 +86,8 @@ const MAX_DEFER_MS = 60_000;
 /** Per-endpoint attempt-time estimates kept; past this the map starts over (endpoints are few in practice). */
 const MAX_ESTIMATES = 10_000;
 const MAX_ERROR_CHARS = 500;
+/** Deliveries deferred before their endpoint's first attempt ended, remembered per endpoint at most. */
+const MAX_DEFERRED_UNTRIED = 10_000;
 /** Deliveries leased per call at most. */
 const LEASE_BATCH = 50;
 /** A delivery that waited uses its endpoint's row as read within this long; older, the row is read again. */
@@ -100,8 +102,11 @@ function jitter(delay: number): number {
   return Math.max(1, Math.round(delay * (0.8 + Math.random() * 0.4)));
 }
 
-/** How a held delivery ended here: closed (delivered, dead or gone), or back in the queue, due at `due` (epoch ms). */
-type Outcome = { closed: true } | { closed: false; due: number };
+/**
+ * How a held delivery ended here: closed (delivered, dead or gone), or back in the queue, due at `due` (epoch ms);
+ * `untried`: deferred while that endpoint had no attempt time yet (so it may be brought forward).
+ */
+type Outcome = { closed: true } | { closed: false; due: number; untried?: string };
 const CLOSED: Outcome = { closed: true };
 
 /** A delivery this sender holds, from its lease until its outcome is written. */
@@ -151,6 +156,11 @@ export class WebhookSender {
   private readonly endpoints = new Map<string, { row: EndpointRow; at: number }>();
   /** Recent attempt time per endpoint (ms, moving average); an endpoint not yet tried is assumed to take the timeout. */
   private readonly attemptMs = new Map<string, number>();
+  /**
+   * Deliveries deferred while their endpoint had no attempt time yet (it is assumed to take the timeout, so most of a
+   * burst is deferred): brought forward when its first attempt shows the wait would be short after all.
+   */
+  private readonly deferredUntried = new Map<string, string[]>();
   private readonly sends = new Set<Promise<void>>();
   private readonly delivered: GroupCommit<Delivered, void>;
   private readonly http = new WebhookHttp();
@@ -280,7 +290,7 @@ export class WebhookSender {
   /** A delivery whose earlier event has settled: after it if that one is closed, else back to the queue with it. */
   private follow(d: DeliveryRow, outcome: Outcome): void {
     if (outcome.closed) return this.dispatch(d);
-    this.track(this.handBack(d.id, Math.max(BUSY_DELAY_MS, outcome.due - Date.now() + BUSY_DELAY_MS), 'waiting for an earlier event of the message'));
+    this.track(this.handBack(d.id, Math.max(BUSY_DELAY_MS, outcome.due - Date.now() + BUSY_DELAY_MS), 'waiting for an earlier event of the message', outcome.untried));
   }
 
   /** The outcome of a held delivery is known: what waited behind it follows. Its hold ends with drop(). */
@@ -302,7 +312,7 @@ export class WebhookSender {
     if (this.stopped) return this.track(this.handBack(d.id, 0));
     if ((this.inflight.get(d.endpoint_id) ?? 0) >= this.o.maxConcurrencyPerEndpoint) {
       if (this.waitForSlot(d)) return;
-      return this.track(this.handBack(d.id, this.expectedWaitMs(d.endpoint_id)));
+      return this.track(this.handBack(d.id, this.expectedWaitMs(d.endpoint_id), undefined, d.endpoint_id));
     }
     this.takeSlot(d.endpoint_id);
     this.track(this.attempt(d));
@@ -371,20 +381,45 @@ export class WebhookSender {
 
   /**
    * Back to the queue, due after about `delayMs` (deferred; 0 when the sender stops), or after exactly `delayMs` when
-   * it waits for an earlier event (`reason`). Not a failed attempt, so the attempt is refunded.
+   * it waits for an earlier event (`reason`). Not a failed attempt, so the attempt is refunded. `deferredFrom`: the
+   * endpoint it was deferred from (or its earlier event was), remembered if it is untried so it can come back early.
    */
-  private async handBack(id: string, delayMs: number, reason?: string): Promise<void> {
+  private async handBack(id: string, delayMs: number, reason?: string, deferredFrom?: string): Promise<void> {
     let delay = delayMs;
     if (!reason) {
       if (delayMs > 0) this.o.metrics.endpointBusy.inc({ action: 'deferred' });
       delay = delayMs <= 0 ? 0 : jitter(Math.min(MAX_DEFER_MS, Math.max(BUSY_DELAY_MS, delayMs)));
     }
-    this.release(id, { closed: false, due: Date.now() + delay });
+    const untried = deferredFrom !== undefined && !this.attemptMs.has(deferredFrom);
+    this.release(id, { closed: false, due: Date.now() + delay, untried: untried ? deferredFrom : undefined });
     try {
       await this.o.queue.retry(id, delay, reason ?? 'endpoint busy', { refund: true });
     } finally {
       this.drop(id);
     }
+    if (!untried) return;
+    // Its first attempt may have ended meanwhile.
+    if (this.attemptMs.has(deferredFrom)) return this.bringForward(deferredFrom, [id]);
+    const list = this.deferredUntried.get(deferredFrom);
+    if (!list) {
+      if (this.deferredUntried.size >= MAX_ESTIMATES) this.deferredUntried.clear();
+      this.deferredUntried.set(deferredFrom, [id]);
+    }
+    else if (list.length < MAX_DEFERRED_UNTRIED) list.push(id);
+  }
+
+  /**
+   * Deliveries deferred on a guess (their endpoint untried) come back now, when the endpoint's attempt time shows
+   * they would not wait long. Taken out of the queue and pushed again due now; a crash in between leaves the
+   * delivery to the recovery sweep.
+   */
+  private async bringForward(endpointId: string, ids: string[]): Promise<void> {
+    if (this.stopped || this.expectedWaitMs(endpointId) > MAX_SLOT_WAIT_MS) return;
+    const taken = await Promise.all(ids.map((id) => this.o.queue.cancel(id)));
+    const back = ids.filter((_, i) => taken[i]);
+    if (!back.length) return;
+    await this.o.queue.push(back.map((id) => ({ id, lane: 'bulk' as const, payload: { deliveryId: id }, maxAttempts: QUEUE_MAX_ATTEMPTS })));
+    this.wake();
   }
 
   /** Delivered, dead or gone already: off the queue. */
@@ -412,6 +447,11 @@ export class WebhookSender {
     const prev = this.attemptMs.get(endpointId);
     if (prev === undefined && this.attemptMs.size >= MAX_ESTIMATES) this.attemptMs.clear();
     this.attemptMs.set(endpointId, prev === undefined ? latencyMs : 0.7 * prev + 0.3 * latencyMs);
+    const deferred = prev === undefined ? this.deferredUntried.get(endpointId) : undefined;
+    if (deferred) {
+      this.deferredUntried.delete(endpointId);
+      this.track(this.bringForward(endpointId, deferred));
+    }
   }
 
   /** One attempt, on a slot of the endpoint taken for it; the slot is freed as soon as the receiver has answered. */
