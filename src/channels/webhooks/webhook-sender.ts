@@ -262,6 +262,7 @@ export class WebhookSender {
     const found = new Set<string>();
     for (const d of rows) {
       found.add(d.id);
+      if (this.endpoints.size >= MAX_ESTIMATES && !this.endpoints.has(d.endpoint_id)) this.endpoints.clear();
       this.endpoints.set(d.endpoint_id, { row: d, at: now });
     }
     const gone = items.filter((i) => !found.has(i.id)).map((i) => i.id);
