@@ -15,6 +15,8 @@ export interface WebhookFanOutOptions {
   log: Logger;
   onPushed: () => void;
   pollMs?: number;
+  /** The next poll after one that found events: events keep coming while messages flow. */
+  busyPollMs?: number;
   batch?: number;
   /** How overdue an open delivery must be before the sweep pushes it again. */
   sweepGraceMs?: number;
@@ -31,6 +33,8 @@ export class WebhookFanOut {
   private sweepTimer: NodeJS.Timeout | undefined;
   private running: Promise<void> | null = null;
   private stopped = false;
+  /** The last drain found events: poll again soon. */
+  private busy = false;
 
   constructor(private readonly o: WebhookFanOutOptions) {}
 
@@ -53,7 +57,9 @@ export class WebhookFanOut {
   wake(): void {
     if (this.stopped || this.running) return;
     clearTimeout(this.timer);
-    this.running = this.drain().finally(() => {
+    this.running = this.drain().then((found) => {
+      this.busy = found;
+    }).finally(() => {
       this.running = null;
       this.schedule();
     });
@@ -62,20 +68,26 @@ export class WebhookFanOut {
   private schedule(): void {
     if (this.stopped) return;
     clearTimeout(this.timer);
-    this.timer = setTimeout(() => this.wake(), this.o.pollMs ?? 200);
+    this.timer = setTimeout(() => this.wake(), this.busy ? (this.o.busyPollMs ?? 10) : (this.o.pollMs ?? 200));
     this.timer.unref();
   }
 
-  private async drain(): Promise<void> {
+  /** Fans out until a batch comes back short; true when it found any event. */
+  private async drain(): Promise<boolean> {
     const batch = this.o.batch ?? 500;
+    let found = false;
     try {
       for (;;) {
         const ids = await this.o.store.fanOut(batch);
-        if (ids.length) await this.push(ids.map((id) => ({ id, runAt: Date.now() })));
-        if (ids.length < batch || this.stopped) return;
+        if (ids.length) {
+          found = true;
+          await this.push(ids.map((id) => ({ id, runAt: Date.now() })));
+        }
+        if (ids.length < batch || this.stopped) return found;
       }
     } catch (err) {
       this.o.log.warn({ err: (err as Error).message }, 'webhook fan-out failed; retrying');
+      return false;
     }
   }
 
