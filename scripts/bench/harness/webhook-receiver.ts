@@ -25,7 +25,7 @@ export interface ReceiverStats {
   badBodies: number;
   byType: Record<string, number>;
   lastArrival: number;
-  window: { arrivals: number; created: number; latency: Percentiles };
+  window: { arrivals: number; created: number; latency: Percentiles; latencyByType: Record<string, Percentiles> };
 }
 
 /** Samples kept: created and arrival time of each delivery (about 16 MB at the cap). */
@@ -36,6 +36,9 @@ const seen = new Set<string>();
 const byType = new Map<string, number>();
 const created = new Float64Array(CAPACITY);
 const arrived = new Float64Array(CAPACITY);
+/** Index of each sample's type in `types`. */
+const typeOf = new Uint8Array(CAPACITY);
+const types: string[] = [];
 let n = 0;
 let received = 0;
 let duplicates = 0;
@@ -78,6 +81,9 @@ function onDelivery(req: http.IncomingMessage, body: string): void {
   if (n < CAPACITY) {
     created[n] = Date.parse(String(event.createdAt));
     arrived[n] = now;
+    let t = types.indexOf(type);
+    if (t < 0) t = types.push(type) - 1;
+    typeOf[n] = t;
     n++;
   }
 }
@@ -85,9 +91,13 @@ function onDelivery(req: http.IncomingMessage, body: string): void {
 function stats(from: number, to: number): ReceiverStats {
   let arrivals = 0;
   const latencies: number[] = [];
+  const perType = types.map((): number[] => []);
   for (let i = 0; i < n; i++) {
     if (arrived[i] >= from && arrived[i] < to) arrivals++;
-    if (created[i] >= from && created[i] < to) latencies.push(arrived[i] - created[i]);
+    if (created[i] >= from && created[i] < to) {
+      latencies.push(arrived[i] - created[i]);
+      perType[typeOf[i]].push(arrived[i] - created[i]);
+    }
   }
   return {
     received,
@@ -97,7 +107,12 @@ function stats(from: number, to: number): ReceiverStats {
     badBodies,
     byType: Object.fromEntries(byType),
     lastArrival,
-    window: { arrivals, created: latencies.length, latency: percentiles(Float64Array.from(latencies)) },
+    window: {
+      arrivals,
+      created: latencies.length,
+      latency: percentiles(Float64Array.from(latencies)),
+      latencyByType: Object.fromEntries(types.map((t, i) => [t, percentiles(Float64Array.from(perType[i]))])),
+    },
   };
 }
 

@@ -100,6 +100,9 @@ export class WebhookBench {
       },
       { figure: 'webhooks: delivered rate (events of the phase, start to last one in)', value: fmt.rate((messages * EVENTS_PER_MESSAGE) / Math.max(1e-9, allInSeconds), 'events/s') },
       { figure: 'webhooks: event created → received, p50 / p95 / p99 / max', value: fmt.latency(w.latency) },
+      ...Object.entries(w.latencyByType)
+        .sort(([a], [b]) => a.localeCompare(b))
+        .map(([type, p]) => ({ figure: `webhooks: … ${type}`, value: fmt.latency(p) })),
       { figure: 'CPU s per 1,000 messages: webhook receiver', value: fmt.cpu((cpuReceiver / Math.max(1, messages)) * 1000) },
     ];
   }
