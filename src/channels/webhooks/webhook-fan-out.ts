@@ -15,7 +15,7 @@ export interface WebhookFanOutOptions {
   log: Logger;
   onPushed: () => void;
   pollMs?: number;
-  /** The next poll after one that found events: events keep coming while messages flow. */
+  /** The next poll after one that found events, as events keep coming while messages flow (default pollMs). */
   busyPollMs?: number;
   batch?: number;
   /** How overdue an open delivery must be before the sweep pushes it again. */
@@ -68,7 +68,7 @@ export class WebhookFanOut {
   private schedule(): void {
     if (this.stopped) return;
     clearTimeout(this.timer);
-    this.timer = setTimeout(() => this.wake(), this.busy ? (this.o.busyPollMs ?? 10) : (this.o.pollMs ?? 200));
+    this.timer = setTimeout(() => this.wake(), (this.busy ? this.o.busyPollMs : undefined) ?? this.o.pollMs ?? 200);
     this.timer.unref();
   }
 

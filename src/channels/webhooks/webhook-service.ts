@@ -60,7 +60,15 @@ export class WebhookService {
       retryScheduleMs: parseSchedule(d.config.retrySchedule),
       disableAfterMs: d.config.disableAfterHours * 3_600_000,
     });
-    this.fanOut = new WebhookFanOut({ store: this.store, queue: d.queue, log: d.log, onPushed: () => this.sender.wake() });
+    this.fanOut = new WebhookFanOut({
+      store: this.store,
+      queue: d.queue,
+      log: d.log,
+      onPushed: () => this.sender.wake(),
+      // On a server a poll is cheap, and polling again soon while events flow takes their delivery from about 200 ms
+      // to 15 ms. Embedded, every statement runs on the daemon's own thread: no faster polling there.
+      busyPollMs: d.db.kind === 'postgres' ? 10 : undefined,
+    });
     this.otpEvents = new GroupCommit<NewEvent, void>(
       async (items) => {
         if ((await this.events.insertMany(d.db, items)) > 0) this.fanOut.wake();
