@@ -405,8 +405,7 @@ export class WebhookSender {
     if (!list) {
       if (this.deferredUntried.size >= MAX_ESTIMATES) this.deferredUntried.clear();
       this.deferredUntried.set(deferredFrom, [id]);
-    }
-    else if (list.length < MAX_DEFERRED_UNTRIED) list.push(id);
+    } else if (list.length < MAX_DEFERRED_UNTRIED) list.push(id);
   }
 
   /**
