@@ -1,7 +1,10 @@
 // The rest of the event catalogue over real HTTP: sms.inbound from an injected MO, otp.requested/verified, the
-// auto-disable of an endpoint that keeps failing, and the SSRF guard's address rules.
+// auto-disable of an endpoint that keeps failing, and the SSRF guard's address rules and pinning.
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import t from 'tap';
 import { TargetGuard } from '../../src/channels/webhooks/target-guard.js';
+import { WebhookHttp } from '../../src/channels/webhooks/webhook-http.js';
 import { accountWithKey, call, startDaemon } from '../helpers/daemon.js';
 import { backendLabel } from '../helpers/env.js';
 import { WebhookReceiver } from '../helpers/webhook-receiver.js';
@@ -99,4 +102,42 @@ t.test('SSRF guard: only public https targets unless private ones are allowed', 
   }
   const open = new TargetGuard(true, async () => [{ address: '127.0.0.1', family: 4 }]);
   t.equal((await open.check('http://127.0.0.1:8080/hook')).ok, true, 'allowed when the operator says so');
+});
+
+t.test('SSRF guard: a name is resolved at most once per cache period, and refused once it points inside', async (t) => {
+  let calls = 0;
+  let answer = '93.184.216.34';
+  const lookup = async () => {
+    calls++;
+    return [{ address: answer, family: 4 }];
+  };
+  const guard = new TargetGuard(false, lookup, 100);
+  for (let i = 0; i < 3; i++) {
+    const r = await guard.check('https://hooks.example/hook');
+    t.ok(r.ok && r.pinned?.address === '93.184.216.34', 'allowed, pinned to the address checked');
+  }
+  t.equal(calls, 1, 'one lookup for three checks within the cache period');
+  answer = '10.9.8.7';
+  t.equal((await guard.check('https://hooks.example/hook')).ok, true, 'the cached answer still holds');
+  await new Promise((r) => setTimeout(r, 120));
+  const later = await guard.check('https://hooks.example/hook');
+  t.equal(later.ok, false, 'resolved again after the cache period: now private, refused');
+  t.equal(calls, 2);
+});
+
+t.test('a webhook POST connects to the address the guard checked, not to a fresh lookup of the name', async (t) => {
+  const server = createServer((req, res) => {
+    req.resume();
+    req.on('end', () => res.writeHead(204).end());
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  t.teardown(() => new Promise<void>((r) => server.close(() => r())));
+  const port = (server.address() as AddressInfo).port;
+  const client = new WebhookHttp();
+  t.teardown(() => client.close());
+  // .invalid never resolves (RFC 6761): only the pinned address can reach the server.
+  const url = new URL(`http://pinned.invalid:${port}/hook`);
+  // Unpinned first: a kept-alive connection is reused for its host whatever the pin.
+  await t.rejects(client.post(url, {}, '{}', 2000), 'without a pin the name is looked up, and does not resolve');
+  t.equal(await client.post(url, {}, '{}', 2000, { address: '127.0.0.1', family: 4 }), 204, 'delivered to the pinned address');
 });

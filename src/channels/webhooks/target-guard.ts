@@ -1,7 +1,13 @@
 import { lookup as dnsLookup } from 'node:dns/promises';
 import { BlockList, isIP } from 'node:net';
 
-export type TargetCheck = { ok: true; url: URL } | { ok: false; reason: string };
+/** The address a POST must connect to: the one the guard checked (absent when private targets are allowed). */
+export interface PinnedAddress {
+  address: string;
+  family: number;
+}
+
+export type TargetCheck = { ok: true; url: URL; pinned?: PinnedAddress } | { ok: false; reason: string };
 
 type Lookup = (host: string) => Promise<{ address: string; family: number }[]>;
 
@@ -45,15 +51,26 @@ function blocked(address: string): boolean {
   return BLOCKED.check(address, 'ipv6');
 }
 
+/** How long a name's checked addresses are used before it is resolved again. */
+const CACHE_MS = 5000;
+/** Names kept; past this the cache starts over (endpoints are few in practice). */
+const MAX_CACHED = 10_000;
+
 /**
  * Decides whether Ferry may POST to a URL: https only and public addresses only, unless the operator allows private
- * targets (webhooks.allowPrivateTargets). Names are resolved on every check (create and each send), so a name that
- * later points inside the network is refused then; a rebinding between this lookup and the connection is not caught.
+ * targets (webhooks.allowPrivateTargets). A name's addresses are checked when it is resolved, at most every 5 s per
+ * name (on create and on sends), so a name that later points inside the network is refused within seconds; the POST
+ * then connects to the address checked (`pinned`), so a name that changes between the check and the connection
+ * (DNS rebinding) cannot lead it elsewhere. Resolving once per name, not once per delivery, also keeps every send off
+ * libuv's small thread pool, where lookups queue behind each other.
  */
 export class TargetGuard {
+  private readonly cache = new Map<string, { at: number; addresses: { address: string; family: number }[] }>();
+
   constructor(
     private readonly allowPrivate: boolean,
     private readonly lookup: Lookup = (host) => dnsLookup(host, { all: true, verbatim: true }),
+    private readonly cacheMs = CACHE_MS,
   ) {}
 
   async check(raw: string): Promise<TargetCheck> {
@@ -68,17 +85,29 @@ export class TargetGuard {
     if (this.allowPrivate) return { ok: true, url };
     if (url.protocol !== 'https:') return { ok: false, reason: 'only https URLs are accepted' };
     const host = url.hostname.replace(/^\[|\]$/g, '');
-    let addresses: string[];
-    if (isIP(host)) addresses = [host];
+    let addresses: { address: string; family: number }[];
+    const family = isIP(host);
+    if (family) addresses = [{ address: host, family }];
     else {
       try {
-        addresses = (await this.lookup(host)).map((a) => a.address);
+        addresses = await this.resolve(host);
       } catch {
         return { ok: false, reason: `host ${host} does not resolve` };
       }
     }
     if (!addresses.length) return { ok: false, reason: `host ${host} does not resolve` };
-    if (addresses.some(blocked)) return { ok: false, reason: 'the target is a private, loopback or reserved address' };
-    return { ok: true, url };
+    if (addresses.some((a) => blocked(a.address))) return { ok: false, reason: 'the target is a private, loopback or reserved address' };
+    return { ok: true, url, pinned: addresses[0] };
+  }
+
+  /** A name's addresses, as resolved within the last cacheMs (failures are not kept: the next check asks again). */
+  private async resolve(host: string): Promise<{ address: string; family: number }[]> {
+    const now = Date.now();
+    const hit = this.cache.get(host);
+    if (hit && now - hit.at < this.cacheMs) return hit.addresses;
+    const addresses = await this.lookup(host);
+    if (this.cache.size >= MAX_CACHED && !this.cache.has(host)) this.cache.clear();
+    this.cache.set(host, { at: now, addresses });
+    return addresses;
   }
 }

@@ -1,5 +1,7 @@
+import type { LookupAddress, LookupOptions } from 'node:dns';
 import http from 'node:http';
 import https from 'node:https';
+import type { PinnedAddress } from './target-guard.js';
 
 /** Bytes of a receiver's answer body read at most (it is not used; a longer one ends the connection). */
 const MAX_ANSWER_BYTES = 64 * 1024;
@@ -20,14 +22,19 @@ export class WebhookHttp {
   private readonly httpAgent = new http.Agent({ keepAlive: true, timeout: 4000, scheduling: 'lifo' });
   private readonly httpsAgent = new https.Agent({ keepAlive: true, timeout: 4000, scheduling: 'lifo' });
 
-  /** Resolves with the status once the whole answer is in; rejects on a network error or after timeoutMs. */
-  post(url: URL, headers: Record<string, string>, body: string, timeoutMs: number): Promise<number> {
+  /**
+   * Resolves with the status once the whole answer is in; rejects on a network error or after timeoutMs. With
+   * `pinned`, a new connection goes to that address instead of resolving the URL's name again (TLS still verifies
+   * the name).
+   */
+  post(url: URL, headers: Record<string, string>, body: string, timeoutMs: number, pinned?: PinnedAddress): Promise<number> {
     return new Promise<number>((resolve, reject) => {
       const secure = url.protocol === 'https:';
       const req = (secure ? https : http).request(url, {
         method: 'POST',
         agent: secure ? this.httpsAgent : this.httpAgent,
         headers: { ...headers, 'content-length': String(Buffer.byteLength(body)) },
+        ...(pinned ? { lookup: pinnedLookup(pinned) } : {}),
       });
       const timer = setTimeout(() => req.destroy(new WebhookTimeoutError(`timed out after ${timeoutMs} ms`)), timeoutMs);
       const fail = (err: Error): void => {
@@ -59,4 +66,14 @@ export class WebhookHttp {
     this.httpAgent.destroy();
     this.httpsAgent.destroy();
   }
+}
+
+type LookupCallback = (err: NodeJS.ErrnoException | null, address: string | LookupAddress[], family?: number) => void;
+
+/** A `lookup` for net.connect that answers the checked address (as a list when asked for all, as Node 20 does). */
+function pinnedLookup(pinned: PinnedAddress): (host: string, options: LookupOptions, callback: LookupCallback) => void {
+  return (_host, options, callback) => {
+    if (options.all) callback(null, [{ address: pinned.address, family: pinned.family }]);
+    else callback(null, pinned.address, pinned.family);
+  };
 }

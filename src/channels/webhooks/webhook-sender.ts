@@ -478,6 +478,7 @@ export class WebhookSender {
             },
             body,
             this.o.timeoutMs,
+            target.pinned,
           );
           if (statusCode < 200 || statusCode >= 300) error = `HTTP ${statusCode}`;
         } catch (err) {
