@@ -71,6 +71,7 @@ export class TargetGuard {
     private readonly allowPrivate: boolean,
     private readonly lookup: Lookup = (host) => dnsLookup(host, { all: true, verbatim: true }),
     private readonly cacheMs = CACHE_MS,
+    private readonly clock: () => number = Date.now,
   ) {}
 
   async check(raw: string): Promise<TargetCheck> {
@@ -102,7 +103,7 @@ export class TargetGuard {
 
   /** A name's addresses, as resolved within the last cacheMs (failures are not kept: the next check asks again). */
   private async resolve(host: string): Promise<{ address: string; family: number }[]> {
-    const now = Date.now();
+    const now = this.clock();
     const hit = this.cache.get(host);
     if (hit && now - hit.at < this.cacheMs) return hit.addresses;
     const addresses = await this.lookup(host);
