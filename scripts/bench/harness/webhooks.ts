@@ -86,8 +86,8 @@ export class WebhookBench {
   }
 
   /**
-   * The table's webhook rows for a phase: `from`/`to` epoch ms of the measured phase, `messages` accepted in it,
-   * `allIn` how many seconds after its start the last of its webhooks arrived.
+   * The table's webhook rows for a phase: `s` with its window set to the phase, `expected` events of the whole run,
+   * `messages` accepted in the phase, `allInSeconds` how long after its start the last of its webhooks arrived.
    */
   static rows(s: ReceiverStats, expected: number, messages: number, allInSeconds: number, cpuReceiver: number): Row[] {
     const w = s.window;

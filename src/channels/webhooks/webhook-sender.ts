@@ -111,7 +111,6 @@ const CLOSED: Outcome = { closed: true };
 
 /** A delivery this sender holds, from its lease until its outcome is written. */
 interface Held {
-  item: QueueItem<DeliveryJob>;
   outcome: Outcome | null;
   /** Later events of the same message to the same endpoint, loaded while this one was open: they go after it. */
   successors: DeliveryRow[];
@@ -230,7 +229,7 @@ export class WebhookSender {
       for (const it of items) {
         // Already ours: its lease ran out while it was held; the held copy goes on.
         if (this.held.has(it.id)) continue;
-        this.held.set(it.id, { item: it, outcome: null, successors: [] });
+        this.held.set(it.id, { outcome: null, successors: [] });
         fresh.push(it);
       }
       if (fresh.length) this.track(this.load(fresh));
