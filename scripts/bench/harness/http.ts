@@ -13,7 +13,7 @@ export interface JsonResponse {
   readonly json: any;
 }
 
-class Response implements JsonResponse {
+class BufferedResponse implements JsonResponse {
   private parsed: unknown = undefined;
 
   constructor(
@@ -110,7 +110,7 @@ class Connection {
     this.buf = this.buf.subarray(rest);
     const req = this.current;
     this.current = null;
-    if (req) req.resolve(new Response(status, body));
+    if (req) req.resolve(new BufferedResponse(status, body));
     if (/\r\nconnection: *close/.test(lower)) this.close(new Error('server closed the connection'));
     else this.onFree(this);
   }
