@@ -12,6 +12,7 @@ import { smsRoutes } from './channels/sms/sms-routes.js';
 import type { DeliveryJob } from './channels/webhooks/webhook-fan-out.js';
 import { webhookRoutes } from './channels/webhooks/webhook-routes.js';
 import { WebhookService } from './channels/webhooks/webhook-service.js';
+import { privateTargetsAllowed } from './channels/webhooks/target-guard.js';
 import { OtpMetrics } from './channels/otp/otp-metrics.js';
 import { otpRoutes } from './channels/otp/otp-routes.js';
 import { OtpService } from './channels/otp/otp-service.js';
@@ -24,7 +25,8 @@ import { openBackends } from './store/backends.js';
 import { openDb, redactUrl } from './store/sql/db.js';
 import { TableMaintenance } from './store/sql/table-maintenance.js';
 import { migrate } from './store/sql/migrate.js';
-import { startEmbeddedUpstream, type EmbeddedUpstream } from './smpp/sim/embedded.js';
+import { EMBEDDED_UPSTREAM_WARNING, startEmbeddedUpstream, type EmbeddedUpstream } from './smpp/sim/embedded.js';
+import { SIMULATOR_UPSTREAM_ID, SimulatorRecord, simulatorDecision } from './smpp/sim/simulator-record.js';
 import { Gateway } from './gateway.js';
 import type { UpstreamConfig } from './config/schema.js';
 import { RouteSwitchStore } from './routing/route-switch-store.js';
@@ -44,6 +46,8 @@ export interface Readiness {
   ready: boolean;
   checks: Record<string, { ok: boolean; detail?: string }>;
   warnings: string[];
+  /** Every upstream, real or the embedded simulator, and whether it takes new traffic. */
+  upstreams: ReturnType<Gateway['upstreamKinds']>;
 }
 
 const API_DESCRIPTION = `Ferry's REST API: one base address and one authentication scheme for every channel.
@@ -72,7 +76,7 @@ async function listen(app: FastifyInstance, name: string, host: string, port: nu
 /** The embedded simulator as an upstream: a couple of binds with room for a real load test. */
 function embeddedUpstreamConfig(e: EmbeddedUpstream): UpstreamConfig {
   return {
-    id: 'embedded',
+    id: SIMULATOR_UPSTREAM_ID,
     host: e.host,
     port: e.port,
     tls: false,
@@ -182,16 +186,6 @@ export class Daemon {
     });
     this.closers.unshift({ name: 'key usage', close: () => this.keys.flushLastUsed() });
 
-    const sim = config.smpp.simulator.enabled;
-    if (sim === 'on' || (sim === 'auto' && config.smpp.upstreams.length === 0)) {
-      this.embeddedUpstream = await startEmbeddedUpstream({
-        logger: log.child({ component: 'embedded-upstream' }),
-        behaviour: { receiptDelayMs: config.smpp.simulator.receiptDelayMs },
-      });
-      this.warnings.push(this.embeddedUpstream.warning);
-      this.closers.unshift({ name: 'embedded upstream', close: () => this.embeddedUpstream!.close() });
-    }
-
     this.metrics.info.set({ version: VERSION, database: this.db.kind, queue: this.backends.kind }, 1);
 
     // Upstreams added through the admin API live in the settings table, their passwords encrypted with a key
@@ -201,7 +195,29 @@ export class Daemon {
       onUnreadable: (id, reason) => this.warnings.push(`runtime upstream ${id} skipped: ${reason}`),
     });
     const upstreams: UpstreamConfig[] = UpstreamStore.merge(config.smpp.upstreams, await this.upstreamStore.load());
-    if (this.embeddedUpstream) upstreams.push(embeddedUpstreamConfig(this.embeddedUpstream));
+    const simulatorRecord = new SimulatorRecord(this.db);
+    const real = upstreams.map((u) => u.id);
+    if (real.includes(SIMULATOR_UPSTREAM_ID)) throw new StartupError(`upstream id ${SIMULATOR_UPSTREAM_ID} is reserved for the embedded SMSC simulator; rename that upstream`);
+    let retired = await simulatorRecord.read();
+    if (real.length && !retired) {
+      await simulatorRecord.retire(real[0]);
+      retired = await simulatorRecord.read();
+    }
+    const simMode = config.smpp.simulator.enabled;
+    const decision = simulatorDecision(simMode, real, retired);
+    if (decision.start) {
+      this.embeddedUpstream = await startEmbeddedUpstream({
+        logger: log.child({ component: 'embedded-upstream' }),
+        behaviour: { receiptDelayMs: config.smpp.simulator.receiptDelayMs },
+        warn: !real.length,
+      });
+      if (!real.length) this.warnings.push(this.embeddedUpstream.warning);
+      this.closers.unshift({ name: 'embedded upstream', close: () => this.embeddedUpstream!.close() });
+      upstreams.push(embeddedUpstreamConfig(this.embeddedUpstream));
+    } else if (!real.length) {
+      this.warnings.push(`NO UPSTREAM: the embedded simulator is not started (${decision.reason}); messages are refused with NO_ROUTE until an upstream is added`);
+    }
+    log.info({ simulator: decision.start ? 'running' : 'off', reason: decision.reason }, 'embedded SMSC simulator');
     try {
       this.gateway = await Gateway.start({
         config,
@@ -216,6 +232,13 @@ export class Daemon {
         })(),
         // Sessions arriving before the OTP service exists (start-up) get no answer.
         onUssd: (mo) => this.ussdOtp?.handle(mo),
+        simulator: this.embeddedUpstream ? { id: SIMULATOR_UPSTREAM_ID, explicit: simMode === 'on' } : null,
+        onSimulatorRetired: (upstreamId) => {
+          const i = this.warnings.indexOf(EMBEDDED_UPSTREAM_WARNING);
+          if (i >= 0) this.warnings.splice(i, 1);
+          this.warnings.push(`the embedded simulator was retired when real upstream ${upstreamId} was added: it takes no new messages and is not started again`);
+          void simulatorRecord.retire(upstreamId).catch((err: Error) => log.error({ err: err.message }, 'could not record that a real upstream exists; a restart may start the simulator again'));
+        },
       }, (g) => this.restoreOperatorState(g));
     } catch (err) {
       const e = err as NodeJS.ErrnoException;
@@ -242,11 +265,18 @@ export class Daemon {
       metrics: otpMetrics,
     });
     this.closers.unshift({ name: 'otp', close: async () => (await this.ussdOtp.close(), this.otp.close()) });
+    const privateTargets = privateTargetsAllowed(config.webhooks.allowPrivateTargets, {
+      httpHost: config.http.host,
+      embeddedDatabase: this.db.kind !== 'postgres',
+      trustProxy: config.http.trustProxy,
+      publicUrl: config.http.publicUrl,
+    });
+    log.info({ allowed: privateTargets.allowed, reason: privateTargets.reason }, privateTargets.allowed ? 'webhook targets: private and loopback addresses allowed' : 'webhook targets: public https only (SSRF guard on)');
     this.webhooks = new WebhookService({
       db: this.db,
       queue: this.backends.queue<DeliveryJob>('webhooks'),
       masterKey: master,
-      config: config.webhooks,
+      config: { ...config.webhooks, allowPrivateTargets: privateTargets.allowed },
       log: log.child({ component: 'webhooks' }),
       registry: this.metrics.registry,
     });
@@ -277,7 +307,8 @@ export class Daemon {
         smppTls: this.addresses.smppTls,
         database: config.database.url ? redactUrl(config.database.url) : `embedded (${config.dataDir}/pg)`,
         redis: config.redis.url ? redactUrl(config.redis.url) : 'embedded',
-        upstream: this.embeddedUpstream ? `embedded simulator on 127.0.0.1:${this.embeddedUpstream.port}` : config.smpp.upstreams.map((u) => u.id),
+        upstreams: this.gateway.upstreamKinds().map(({ id, kind, routable }) => ({ id, kind, routable })),
+        simulator: this.embeddedUpstream ? `127.0.0.1:${this.embeddedUpstream.port}` : 'off',
       },
       'ferry started',
     );
@@ -293,6 +324,7 @@ export class Daemon {
     // Route switches survive restarts and reach every instance sharing the database.
     this.routeSwitches = new RouteSwitchStore(this.db, g.router, this.log.child({ component: 'routing' }));
     await this.routeSwitches.restore();
+    g.clearSimulatorSwitches('restore');
   }
 
   private async buildApi(): Promise<FastifyInstance> {
@@ -371,6 +403,7 @@ export class Daemon {
         onOwed: () => g.delivery.wake(),
       },
       pricing: { prices: g.prices, store: this.pricing },
+      sim: { simulator: () => this.embeddedUpstream?.simulator ?? null },
     });
     return app;
   }
@@ -389,7 +422,7 @@ export class Daemon {
     await probe('database', () => this.db.ping());
     await probe(this.backends.kind === 'redis' ? 'redis' : 'embedded-stores', () => this.backends.ping());
     const ready = !this.stopping && Object.values(checks).every((c) => c.ok);
-    return { ready, checks, warnings: this.warnings };
+    return { ready, checks, warnings: this.warnings, upstreams: this.gateway?.upstreamKinds() ?? [] };
   }
 
   /** Registers something to close on shutdown; later registrations close first. */

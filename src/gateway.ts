@@ -39,12 +39,25 @@ export interface GatewayDeps {
   sealer: { encrypt(plain: string): string; decrypt(sealed: string): string };
   /** USSD dialogue messages from upstreams (the OTP USSD fallback). */
   onUssd?: (mo: UpstreamMo) => void | Promise<void>;
+  /**
+   * The embedded SMSC simulator among `upstreams`, when it runs: its id, and whether the operator enabled it by name
+   * (`smpp.simulator.enabled: on`) rather than it standing in for missing upstreams (`auto`).
+   */
+  simulator?: { id: string; explicit: boolean } | null;
+  /** A real upstream was added while the stand-in simulator ran: it takes no new traffic from now on. */
+  onSimulatorRetired?: (upstreamId: string) => void;
 }
 
-/** Without rules, every message goes to the upstreams in the order they are configured (primary, then failover). */
-export function defaultRules(config: FerryConfig, upstreams: readonly UpstreamConfig[]): RouteRuleConfig[] {
+/**
+ * Without rules, every message goes to the real upstreams in the order they are configured (primary, then
+ * failover). The simulator is the default route only while it is the sole upstream: it never stands beside a real
+ * one, so a carrier outage cannot fail over to it and look like delivery.
+ */
+export function defaultRules(config: FerryConfig, upstreamIds: readonly string[], simulatorId: string | null = null): RouteRuleConfig[] {
   if (config.routing.rules.length) return config.routing.rules;
-  return upstreams.length ? [{ id: 'default', match: {}, upstreams: upstreams.map((u) => u.id) }] : [];
+  const real = upstreamIds.filter((id) => id !== simulatorId);
+  const ids = real.length ? real : upstreamIds;
+  return ids.length ? [{ id: 'default', match: {}, upstreams: [...ids] }] : [];
 }
 
 /**
@@ -72,6 +85,8 @@ export class Gateway {
   server!: CustomerServer;
   private busy = false;
   private pressureTimer: NodeJS.Timeout | undefined;
+  /** The simulator stood in for missing upstreams and a real one came: it takes no new traffic in this life. */
+  private simulatorRetired = false;
 
   private constructor(private readonly d: GatewayDeps) {
     const { config, log, metrics, backends } = d;
@@ -94,7 +109,8 @@ export class Gateway {
       prevOnChange(id);
       this.policies.invalidate(id);
     };
-    this.router = new Router(defaultRules(config, d.upstreams), { knowsUpstream: (id) => this.pool.has(id) });
+    const simulatorId = d.simulator?.id ?? null;
+    this.router = new Router(defaultRules(config, d.upstreams.map((u) => u.id), simulatorId), { knowsUpstream: (id) => this.routable(id) });
     this.receipts = new ReceiptService({
       db,
       ledger: this.ledger,
@@ -117,6 +133,8 @@ export class Gateway {
       onMo: this.receipts.onMo,
     });
     this.pool.on('bindState', (upstreamId, bindIndex, state) => log.info({ upstream: upstreamId, bind: bindIndex, state }, 'upstream bind state'));
+    this.pool.on('changed', (upstreamId, change) => this.upstreamChanged(upstreamId, change));
+    for (const u of d.upstreams) metrics.upstreamSimulated.set({ upstream: u.id }, u.id === simulatorId ? 1 : 0);
     this.pool.on('correlationError', (err, messageId) => log.error({ messageId, err: (err as Error).message }, 'receipt correlation not recorded'));
     this.dispatcher = new Dispatcher({
       queue: this.queue,
@@ -162,6 +180,45 @@ export class Gateway {
       maxAttempts: config.messages.maxAttempts,
       isBusy: () => this.busy,
     });
+  }
+
+  /** Upstreams by kind, for /readyz and the start-up log: which are real, and whether each takes new traffic. */
+  upstreamKinds(): Array<{ id: string; kind: 'real' | 'simulator'; routable: boolean; up: boolean }> {
+    const simulatorId = this.d.simulator?.id;
+    return this.pool.ids().map((id) => ({ id, kind: id === simulatorId ? 'simulator' : 'real', routable: this.routable(id), up: this.pool.isUp(id) }));
+  }
+
+  /** Whether a route may send to this upstream: the simulator only while it is the sole upstream, or named alone by the operator. */
+  routable(id: string): boolean {
+    if (!this.pool.has(id)) return false;
+    const simulatorId = this.d.simulator?.id;
+    if (id !== simulatorId) return true;
+    if (this.simulatorRetired) return false;
+    return this.pool.ids().every((other) => other === simulatorId);
+  }
+
+  /** Drops route switches that point at the simulator while it may not take traffic (a stored one, or one made before a real upstream came). */
+  clearSimulatorSwitches(origin: string): void {
+    const simulatorId = this.d.simulator?.id;
+    if (!simulatorId || this.routable(simulatorId)) return;
+    for (const r of this.router.rules()) if (r.override === simulatorId) this.router.clearSwitch(r.id, origin);
+  }
+
+  private upstreamChanged(upstreamId: string, change: 'added' | 'replaced' | 'removed'): void {
+    const { config, log, metrics, simulator } = this.d;
+    if (change === 'removed') metrics.upstreamSimulated.remove({ upstream: upstreamId });
+    else metrics.upstreamSimulated.set({ upstream: upstreamId }, upstreamId === simulator?.id ? 1 : 0);
+    if (simulator && !simulator.explicit && !this.simulatorRetired && upstreamId !== simulator.id && change !== 'removed') {
+      // The simulator keeps its binds so receipts of what it already took come back; it gets nothing new.
+      this.simulatorRetired = true;
+      log.warn({ upstream: upstreamId, simulator: simulator.id }, 'real upstream added: the embedded simulator takes no new messages from now on');
+      this.d.onSimulatorRetired?.(upstreamId);
+    }
+    if (!config.routing.rules.length) {
+      const ids = this.pool.ids().filter((id) => this.routable(id));
+      this.router.setRules(defaultRules(config, ids, simulator?.id ?? null));
+    }
+    this.clearSimulatorSwitches('simulator-retired');
   }
 
   /** `beforeTraffic` runs once everything exists and before any listener or worker starts (restore stored state). */

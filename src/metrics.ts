@@ -47,6 +47,13 @@ export class Metrics {
     registers: [this.registry],
   });
 
+  readonly upstreamSimulated = new Gauge({
+    name: 'ferry_upstream_simulated',
+    help: 'Each upstream: 1 for the embedded SMSC simulator (nothing it takes leaves the machine), 0 for a real one',
+    labelNames: ['upstream'] as const,
+    registers: [this.registry],
+  });
+
   readonly info = new Gauge({
     name: 'ferry_info',
     help: 'Build and backend information',

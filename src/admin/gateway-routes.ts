@@ -9,6 +9,7 @@ import type { Router, SwitchResult } from '../routing/router.js';
 import { RoutingError } from '../routing/routing-error.js';
 import type { UpstreamPool } from '../smpp/upstream/upstream-pool.js';
 import { UpstreamStore } from '../smpp/upstream/upstream-store.js';
+import { SIMULATOR_UPSTREAM_ID } from '../smpp/sim/simulator-record.js';
 
 export interface GatewayAdminDeps {
   router: Router;
@@ -132,6 +133,7 @@ export function registerGatewayRoutes(app: FastifyInstance, deps: GatewayAdminDe
     async (req, reply) => {
       const { id } = req.params;
       const body = req.body;
+      if (id === SIMULATOR_UPSTREAM_ID) throw invalidField('id', `${id} is reserved for the embedded SMSC simulator`);
       if (body.id !== undefined && body.id !== id) throw invalidField('id', `must be ${id} (the id in the path) or left out`);
       let password = body.password;
       // Leaving the password out (or sending back the mask a GET showed) keeps the current one.

@@ -3,6 +3,7 @@ import { resolve } from 'node:path';
 import AjvModule, { type ErrorObject } from 'ajv';
 import { parse as parseYaml } from 'yaml';
 import { configSchema, type FerryConfig } from './schema.js';
+import { SIMULATOR_UPSTREAM_ID } from '../smpp/sim/simulator-record.js';
 
 // ajv ships CommonJS; under NodeNext its default export sits one level down.
 const Ajv = ((AjvModule as unknown as { default?: typeof AjvModule }).default ?? AjvModule) as unknown as typeof AjvModule.default;
@@ -147,14 +148,21 @@ function crossChecks(c: FerryConfig): string[] {
   const ids = new Set<string>();
   c.smpp.upstreams.forEach((u, i) => {
     if (ids.has(u.id)) out.push(`smpp.upstreams.${i}.id: duplicate upstream id ${u.id}`);
+    if (u.id === SIMULATOR_UPSTREAM_ID) out.push(`smpp.upstreams.${i}.id: ${u.id} is reserved for the embedded SMSC simulator`);
     ids.add(u.id);
   });
+  // The simulator is a routing target only when the operator names it (enabled: on), and only on its own: a rule
+  // that lists it beside a real upstream would fail a carrier's traffic over to it and report it delivered.
+  const simulatorNamed = c.smpp.simulator.enabled === 'on';
   const ruleIds = new Set<string>();
   c.routing.rules.forEach((r, i) => {
     if (ruleIds.has(r.id)) out.push(`routing.rules.${i}.id: duplicate rule id ${r.id}`);
     ruleIds.add(r.id);
     r.upstreams.forEach((u, j) => {
-      if (!ids.has(u)) out.push(`routing.rules.${i}.upstreams.${j}: unknown upstream ${u}`);
+      if (u === SIMULATOR_UPSTREAM_ID) {
+        if (!simulatorNamed) out.push(`routing.rules.${i}.upstreams.${j}: ${u} is the embedded simulator, a routing target only with smpp.simulator.enabled: on`);
+        else if (r.upstreams.length > 1) out.push(`routing.rules.${i}.upstreams: the embedded simulator may be a rule's only upstream, never beside others`);
+      } else if (!ids.has(u)) out.push(`routing.rules.${i}.upstreams.${j}: unknown upstream ${u}`);
     });
     if (r.weights && r.weights.length !== r.upstreams.length) out.push(`routing.rules.${i}.weights: must have one weight per upstream`);
   });

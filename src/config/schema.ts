@@ -146,7 +146,12 @@ export const configSchema = {
           additionalProperties: false,
           default: {},
           properties: {
-            enabled: { enum: ['auto', 'on', 'off'], default: 'auto', description: 'auto: run an embedded simulated upstream when no upstream is configured' },
+            enabled: {
+              enum: ['auto', 'on', 'off'],
+              default: 'auto',
+              description:
+                'auto: run the embedded SMSC simulator as the upstream only while no real upstream exists and none ever did (config file or admin API); on: run it by name (only rules naming "embedded" alone send to it once real upstreams exist); off: never',
+            },
             receiptDelayMs: { type: 'integer', minimum: 0, default: 200 },
           },
         },
@@ -310,7 +315,13 @@ export const configSchema = {
       additionalProperties: false,
       default: {},
       properties: {
-        allowPrivateTargets: { type: 'boolean', default: false, description: 'allow http:// and private or loopback webhook targets' },
+        allowPrivateTargets: {
+          type: ['boolean', 'string'],
+          enum: ['auto', true, false],
+          default: 'auto',
+          description:
+            'allow http:// and private or loopback webhook targets. auto: only with the embedded database and the API on loopback with no proxy (a developer machine); true/false decide by name',
+        },
         timeoutMs: { type: 'integer', minimum: 100, default: 10000, description: 'per-attempt timeout of a webhook POST' },
         maxConcurrencyPerEndpoint: { type: 'integer', minimum: 1, maximum: 100, default: 4, description: 'requests in flight to one endpoint' },
         maxConcurrency: { type: 'integer', minimum: 1, maximum: 10000, default: 64, description: 'requests in flight to all endpoints (per instance)' },
@@ -393,7 +404,7 @@ export interface FerryConfig {
   auth: { failureLimit: number; failureWindowSeconds: number; rotationGraceSeconds: number; cacheSeconds: number };
   shutdown: { drainTimeoutMs: number };
   webhooks: {
-    allowPrivateTargets: boolean;
+    allowPrivateTargets: boolean | 'auto';
     timeoutMs: number;
     maxConcurrencyPerEndpoint: number;
     maxConcurrency: number;

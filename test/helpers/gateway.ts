@@ -46,7 +46,7 @@ export async function startGatewayDaemon(
     }));
     writeFileSync(file, stringify({ smpp: { upstreams }, routing: { rules: opts.rules ?? [] } }));
     env.FERRY_CONFIG = file;
-    env.FERRY_SMPP_SIMULATOR_ENABLED = 'off';
+    env.FERRY_SMPP_SIMULATOR_ENABLED ??= 'off';
   }
   const d = await startDaemon(env, opts.reuse);
   const smppPort = Number(d.daemon.addresses.smpp.split(':').pop());

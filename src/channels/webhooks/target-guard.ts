@@ -52,6 +52,32 @@ function blocked(address: string): boolean {
 }
 
 /** How long a name's checked addresses are used before it is resolved again. */
+/** `webhooks.allowPrivateTargets` as configured: yes, no, or decided from where the API listens. */
+export type PrivateTargetsSetting = boolean | 'auto';
+
+/**
+ * Whether private and loopback webhook targets (and plain http) are allowed. `auto` allows them only on a
+ * developer's machine: the embedded database, the API on a loopback address, no proxy in front (trustProxy off, no
+ * publicUrl). Anything that looks deployed keeps the SSRF guard unless the operator turns it off by name.
+ */
+export function privateTargetsAllowed(
+  setting: PrivateTargetsSetting,
+  where: { httpHost: string; embeddedDatabase: boolean; trustProxy: boolean; publicUrl: string | null },
+): { allowed: boolean; reason: string } {
+  if (setting === true) return { allowed: true, reason: 'webhooks.allowPrivateTargets is true' };
+  if (setting === false) return { allowed: false, reason: 'webhooks.allowPrivateTargets is false' };
+  const host = where.httpHost.replace(/^\[|\]$/g, '');
+  const loopback = host === 'localhost' || (isIP(host) !== 0 && (BLOCKED_LOOPBACK.check(host, isIP(host) === 6 ? 'ipv6' : 'ipv4')));
+  if (!loopback) return { allowed: false, reason: `the API listens on ${where.httpHost}, not loopback only` };
+  if (!where.embeddedDatabase) return { allowed: false, reason: 'a database server is configured (a deployment, not a developer machine)' };
+  if (where.trustProxy || where.publicUrl) return { allowed: false, reason: 'the API is published through a proxy (http.trustProxy or http.publicUrl)' };
+  return { allowed: true, reason: 'the API listens on loopback only with the embedded database' };
+}
+
+const BLOCKED_LOOPBACK = new BlockList();
+BLOCKED_LOOPBACK.addSubnet('127.0.0.0', 8, 'ipv4');
+BLOCKED_LOOPBACK.addAddress('::1', 'ipv6');
+
 const CACHE_MS = 5000;
 /** Names kept; past this the cache starts over (endpoints are few in practice). */
 const MAX_CACHED = 10_000;

@@ -27,7 +27,8 @@ export interface WebhookServiceDeps {
   db: Db;
   queue: Queue<DeliveryJob>;
   masterKey: Buffer;
-  config: FerryConfig['webhooks'];
+  /** The webhooks config with `allowPrivateTargets` decided (see privateTargetsAllowed). */
+  config: Omit<FerryConfig['webhooks'], 'allowPrivateTargets'> & { allowPrivateTargets: boolean };
   log: Logger;
   registry: Registry;
 }

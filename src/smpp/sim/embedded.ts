@@ -21,7 +21,12 @@ export interface EmbeddedUpstream {
  * end to end. Credentials are random per start; the warning is logged loudly.
  */
 export async function startEmbeddedUpstream(
-  options: { logger?: SimulatorLogger; behaviour?: Omit<SimulatorOptions, 'host' | 'systemId' | 'password' | 'logger'> } = {},
+  options: {
+    logger?: SimulatorLogger;
+    behaviour?: Omit<SimulatorOptions, 'host' | 'systemId' | 'password' | 'logger'>;
+    /** Log the loud warning (default true); false when real upstreams exist and the operator enabled it by name. */
+    warn?: boolean;
+  } = {},
 ): Promise<EmbeddedUpstream> {
   const systemId = 'ferry-embedded';
   const password = randomBytes(4).toString('hex'); // password is at most 8 characters in SMPP v3.4
@@ -33,7 +38,7 @@ export async function startEmbeddedUpstream(
     password,
     logger: options.logger,
   });
-  options.logger?.warn({ port: simulator.port, embeddedUpstream: true }, EMBEDDED_UPSTREAM_WARNING);
+  if (options.warn !== false) options.logger?.warn({ port: simulator.port, embeddedUpstream: true }, EMBEDDED_UPSTREAM_WARNING);
   return {
     host: '127.0.0.1',
     port: simulator.port,

@@ -47,6 +47,8 @@ export interface UpstreamPoolEvents {
   correlationError: [error: unknown, messageId: string];
   /** A receipt deliver_sm without any id. */
   unreadableReceipt: [upstreamId: string, pdu: DeliverSm];
+  /** An upstream was added, replaced or removed at runtime (routes built from the pool's list follow it). */
+  changed: [upstreamId: string, change: 'added' | 'replaced' | 'removed'];
 }
 
 /**
@@ -100,7 +102,9 @@ export class UpstreamPool extends EventEmitter<UpstreamPoolEvents> {
     this.upstreams.set(config.id, up);
     up.start();
     if (old) this.retire(old);
-    return old ? 'replaced' : 'added';
+    const change = old ? 'replaced' : 'added';
+    this.emit('changed', config.id, change);
+    return change;
   }
 
   /** Removes an upstream (drained like a replacement). False when there was none. */
@@ -109,6 +113,7 @@ export class UpstreamPool extends EventEmitter<UpstreamPoolEvents> {
     if (!up) return false;
     this.upstreams.delete(id);
     this.retire(up);
+    this.emit('changed', id, 'removed');
     return true;
   }
 
