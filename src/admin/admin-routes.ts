@@ -7,6 +7,7 @@ import { ApiError } from '../http/errors.js';
 import { ok } from '../http/envelope.js';
 import { registerGatewayRoutes, type GatewayAdminDeps } from './gateway-routes.js';
 import { registerPricingRoutes, type PricingAdminDeps } from './pricing-routes.js';
+import { registerSimRoutes, type SimAdminDeps } from './sim-routes.js';
 
 export interface AdminDeps {
   token: string;
@@ -15,6 +16,7 @@ export interface AdminDeps {
   /** Routes, upstreams, messages, receipts, account numbers; absent when the gateway is not running. */
   gateway?: GatewayAdminDeps;
   pricing?: PricingAdminDeps;
+  sim?: SimAdminDeps;
 }
 
 function tokenMatches(header: string | undefined, token: string): boolean {
@@ -165,4 +167,5 @@ export async function adminRoutes(app: FastifyInstance, deps: AdminDeps): Promis
 
   if (deps.gateway) registerGatewayRoutes(app, deps.gateway);
   if (deps.pricing) registerPricingRoutes(app, deps.pricing);
+  if (deps.sim) registerSimRoutes(app, deps.sim);
 }

@@ -50,6 +50,7 @@ export const ERROR_CATALOGUE = {
   NOT_FINAL: { status: 409, message: 'The message has no final status yet' },
   NOT_SMPP: { status: 409, message: 'Receipts are replayed only for messages submitted over SMPP' },
   NUMBER_NOT_FOUND: { status: 404, message: 'The account does not own that number' },
+  SIMULATOR_NOT_RUNNING: { status: 404, message: 'The embedded SMSC simulator is not running in this daemon' },
   // webhooks
   WEBHOOK_NOT_FOUND: { status: 404, message: 'No such webhook endpoint' },
   INVALID_WEBHOOK_URL: { status: 400, message: 'The webhook URL is not accepted (https and a public address are required)' },

@@ -2,6 +2,9 @@ import { Command, InvalidArgumentError } from 'commander';
 import { pino } from 'pino';
 import { startSimulator, type SimulatorOptions } from '../../smpp/sim/simulator.js';
 import { serveUntilSignal } from '../../smpp/sim/serve-until-signal.js';
+import type { SimMessage } from '../../admin/sim-routes.js';
+import { adminCall, adminTarget } from '../admin-client.js';
+import { print } from '../output.js';
 
 function int(value: string): number {
   const n = Number(value);
@@ -35,10 +38,36 @@ interface SimCliOptions {
   logLevel: string;
 }
 
-/** `ferry sim`: runs the SMSC simulator in the foreground, logging JSON lines, until SIGINT/SIGTERM. */
+/** `ferry sim messages`: what the daemon's embedded simulator received, newest first (e.g. to read an OTP code). */
+function simMessagesCommand(parent: () => Command): Command {
+  return new Command('messages')
+    .description("what the running daemon's embedded SMSC simulator received, newest first (read an OTP code without a handset)")
+    .option('--to <number>', 'only messages to this number (international digits)')
+    .option('--limit <n>', 'at most this many (1-500)', int, 20)
+    .option('--json', 'print JSON')
+    .action(async (o: { to?: string; limit: number; json?: boolean }) => {
+      const q = new URLSearchParams({ limit: String(o.limit) });
+      if (o.to) q.set('to', o.to);
+      const target = adminTarget(parent().parent?.opts().config);
+      const data = await adminCall<{ messages: SimMessage[] }>(target, 'GET', `/admin/sim/messages?${q}`);
+      if (o.json) return print(data.messages, true);
+      if (!data.messages.length) return void process.stdout.write('(none)\n');
+      for (const m of data.messages) {
+        const parts = m.parts > 1 ? ` (${m.parts} parts${m.complete ? '' : ', incomplete'})` : '';
+        process.stdout.write(`${m.receivedAt}  ${m.from} -> ${m.to.join(', ')}${parts}\n  ${m.text}\n`);
+      }
+    });
+}
+
+/**
+ * `ferry sim`: runs the SMSC simulator in the foreground, logging JSON lines, until SIGINT/SIGTERM;
+ * `ferry sim messages` reads what the daemon's embedded one received.
+ */
 export function simCommand(): Command {
-  return new Command('sim')
+  const cmd: Command = new Command('sim');
+  return cmd
     .description('run a standalone SMSC simulator (SMPP v3.4) for tests and demos; nothing is delivered anywhere')
+    .addCommand(simMessagesCommand(() => cmd))
     .option('--host <host>', 'address to listen on', '127.0.0.1')
     .option('--port <port>', 'port to listen on (0 picks a free one)', int, 2776)
     .option('--system-id <id>', 'accept only this system_id (default: any)')
