@@ -24,7 +24,7 @@ const query = {
   additionalProperties: false,
   properties: {
     to: { type: 'string', minLength: 1, maxLength: 21, pattern: '^\\+?[0-9]+$', description: 'only messages to this number (digits, international form)' },
-    limit: { type: 'integer', minimum: 1, maximum: 500, default: 20 },
+    limit: { type: 'string', pattern: '^(?:[1-9][0-9]?|[1-4][0-9]{2}|500)$', description: 'at most this many, 1-500 (default 20)' },
   },
 } as const;
 
@@ -84,9 +84,9 @@ function joined(g: { first: ReceivedMessage; parts: (string | undefined)[]; last
  * read an OTP code or check a text without a handset. Only the simulator's own traffic; nothing real is shown.
  */
 export function registerSimRoutes(app: FastifyInstance, deps: SimAdminDeps): void {
-  app.get<{ Querystring: { to?: string; limit: number } }>('/admin/sim/messages', { schema: { querystring: query } }, async (req) => {
+  app.get<{ Querystring: { to?: string; limit?: string } }>('/admin/sim/messages', { schema: { querystring: query } }, async (req) => {
     const sim = deps.simulator();
     if (!sim) throw new ApiError('SIMULATOR_NOT_RUNNING', { message: 'This daemon runs no embedded SMSC simulator (real upstreams are configured, or smpp.simulator.enabled is off)' });
-    return ok(req, 'SIM_MESSAGES', { messages: simMessages(sim.received(), req.query.to, req.query.limit) });
+    return ok(req, 'SIM_MESSAGES', { messages: simMessages(sim.received(), req.query.to, req.query.limit ? Number(req.query.limit) : 20) });
   });
 }

@@ -3,7 +3,7 @@ import { pino } from 'pino';
 import { startSimulator, type SimulatorOptions } from '../../smpp/sim/simulator.js';
 import { serveUntilSignal } from '../../smpp/sim/serve-until-signal.js';
 import type { SimMessage } from '../../admin/sim-routes.js';
-import { adminCall, adminTarget } from '../admin-client.js';
+import { CliError, adminCall, adminTarget } from '../admin-client.js';
 import { print } from '../output.js';
 
 function int(value: string): number {
@@ -44,12 +44,19 @@ function simMessagesCommand(parent: () => Command): Command {
     .description("what the running daemon's embedded SMSC simulator received, newest first (read an OTP code without a handset)")
     .option('--to <number>', 'only messages to this number (international digits)')
     .option('--limit <n>', 'at most this many (1-500)', int, 20)
+    .option('--wait <seconds>', 'wait up to this long for at least one message (scripts: the SMS is sent a moment after the API answers)', int, 0)
     .option('--json', 'print JSON')
-    .action(async (o: { to?: string; limit: number; json?: boolean }) => {
+    .action(async (o: { to?: string; limit: number; wait: number; json?: boolean }) => {
       const q = new URLSearchParams({ limit: String(o.limit) });
       if (o.to) q.set('to', o.to);
       const target = adminTarget(parent().parent?.opts().config);
-      const data = await adminCall<{ messages: SimMessage[] }>(target, 'GET', `/admin/sim/messages?${q}`);
+      const until = Date.now() + o.wait * 1000;
+      let data = await adminCall<{ messages: SimMessage[] }>(target, 'GET', `/admin/sim/messages?${q}`);
+      while (!data.messages.length && Date.now() < until) {
+        await new Promise((r) => setTimeout(r, 200));
+        data = await adminCall<{ messages: SimMessage[] }>(target, 'GET', `/admin/sim/messages?${q}`);
+      }
+      if (!data.messages.length && o.wait > 0) throw new CliError(`no message${o.to ? ` to ${o.to}` : ''} reached the simulator within ${o.wait} s`);
       if (o.json) return print(data.messages, true);
       if (!data.messages.length) return void process.stdout.write('(none)\n');
       for (const m of data.messages) {
