@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# The documented production install, as written: the README's production-install block (and the same commands in
+# the systemd unit's comment) run on a fresh clone of this commit; the result must start with dev dependencies gone.
+set -euo pipefail
+root="$(cd "$(dirname "$0")/../.." && pwd)"
+work="$(mktemp -d /tmp/ferry-production-install.XXXXXX)"
+daemon=""
+cleanup() {
+  [ -n "$daemon" ] && kill "$daemon" 2>/dev/null && wait "$daemon" 2>/dev/null
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+commands="$(awk '/<!-- production-install:start -->/{on=1;next} /<!-- production-install:end -->/{on=0} on && !/^```/' "$root/README.md")"
+[ -n "$commands" ] || { echo "production install: no production-install block in README.md" >&2; exit 1; }
+# The unit's comment must give the same commands, joined by &&.
+joined="$(printf '%s\n' "$commands" | paste -sd'&' - | sed 's/&/ \&\& /g')"
+grep -qF "$joined" "$root/systemd/ferry.service" || { echo "production install: systemd/ferry.service does not give: $joined" >&2; exit 1; }
+
+git clone -q "$root" "$work/ferry"
+cd "$work/ferry"
+echo "$commands" | sed 's/^/+ /'
+bash -euo pipefail -c "$commands"
+
+[ ! -e node_modules/typescript ] || { echo "production install: dev dependencies are still installed" >&2; exit 1; }
+[ -f dist/cli/index.js ] || { echo "production install: dist/cli/index.js was not built" >&2; exit 1; }
+
+# The unit's ExecStart, on the embedded default with ephemeral loopback ports.
+log="$work/daemon.log"
+env -u DATABASE_URL -u REDIS_URL FERRY_DATA_DIR="$work/data" FERRY_HTTP_PORT=0 FERRY_ADMIN_PORT=0 FERRY_SMPP_PORT=0 NODE_ENV=production \
+  node --enable-source-maps --max-semi-space-size=32 dist/cli/index.js start >"$log" 2>&1 &
+daemon=$!
+for _ in $(seq 1 60); do
+  grep -q '"msg":"ferry started"' "$log" && break
+  kill -0 "$daemon" 2>/dev/null || { cat "$log" >&2; echo "production install: the daemon exited" >&2; exit 1; }
+  sleep 1
+done
+grep -q '"msg":"ferry started"' "$log" || { cat "$log" >&2; echo "production install: the daemon did not start in 60 s" >&2; exit 1; }
+admin="$(grep '"msg":"ferry started"' "$log" | node -pe 'JSON.parse(require("fs").readFileSync(0, "utf8")).admin')"
+curl -sf "$admin/readyz" >/dev/null || { echo "production install: /readyz did not answer 200" >&2; exit 1; }
+kill -TERM "$daemon"
+wait "$daemon" || { cat "$log" >&2; echo "production install: the daemon did not stop cleanly" >&2; exit 1; }
+daemon=""
+echo "production install: built, pruned, started and stopped cleanly"
