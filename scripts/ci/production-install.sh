@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The documented production install, as written: the README's production-install block (and the same commands in
+# The documented production install, as written: the production-install block of docs/operations.md (and the same commands in
 # the systemd unit's comment) run on a fresh clone of this commit; the result must start with dev dependencies gone.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
@@ -11,8 +11,8 @@ cleanup() {
 }
 trap cleanup EXIT
 
-commands="$(awk '/<!-- production-install:start -->/{on=1;next} /<!-- production-install:end -->/{on=0} on && !/^```/' "$root/README.md")"
-[ -n "$commands" ] || { echo "production install: no production-install block in README.md" >&2; exit 1; }
+commands="$(awk '/<!-- production-install:start -->/{on=1;next} /<!-- production-install:end -->/{on=0} on && !/^```/' "$root/docs/operations.md")"
+[ -n "$commands" ] || { echo "production install: no production-install block in docs/operations.md" >&2; exit 1; }
 # The unit's comment must give the same commands, joined by &&.
 joined="$(printf '%s\n' "$commands" | paste -sd'&' - | sed 's/&/ \&\& /g')"
 grep -qF "$joined" "$root/systemd/ferry.service" || { echo "production install: systemd/ferry.service does not give: $joined" >&2; exit 1; }

@@ -57,7 +57,7 @@ export class Billing {
   /**
    * Concurrent debits share one transaction: an account's row is locked and written once per batch instead of once
    * per debit (one after the other, each its own commit), which had capped priced traffic at a fraction of unpriced
-   * (see the README's Performance section).
+   * (see docs/performance.md).
    */
   private readonly debits: GroupCommit<Debit, boolean>;
 

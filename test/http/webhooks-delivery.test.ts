@@ -4,7 +4,7 @@ import { accountWithKey, call, startDaemon } from '../helpers/daemon.js';
 import { backendLabel } from '../helpers/env.js';
 import { WebhookReceiver, type Received } from '../helpers/webhook-receiver.js';
 
-/** The receiver recipe from the README, verbatim. */
+/** The receiver recipe from docs/webhooks.md, verbatim. */
 function verifyWebhook(secret: string, headers: Record<string, string | string[] | undefined>, rawBody: string, toleranceSec = 300): boolean {
   const id = String(headers['webhook-id']);
   const timestamp = String(headers['webhook-timestamp']);

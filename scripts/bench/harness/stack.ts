@@ -291,7 +291,7 @@ export class Stack {
       ...(this.redisPrefix ? { REDIS_URL: this.opts.redisUrl, FERRY_REDIS_KEY_PREFIX: this.redisPrefix } : {}),
       ...(opts.daemonEnv ?? {}),
     };
-    // As `npm start` and the systemd unit run it (a larger young generation; see the README's Performance section).
+    // As `npm start` and the systemd unit run it (a larger young generation; see docs/performance.md).
     const nodeFlags: string[] = ['--max-semi-space-size=32'];
     if (opts.profileDir) {
       mkdirSync(opts.profileDir, { recursive: true });
