@@ -3,36 +3,26 @@ import type { Logger } from 'pino';
 import { AccountService } from './accounts/account-service.js';
 import { KeyService } from './accounts/key-service.js';
 import { adminRoutes } from './admin/admin-routes.js';
+import { CHANNEL_MODULES } from './channels/index.js';
+import type { OtpService } from './channels/otp/otp-service.js';
+import type { SmsGateway } from './channels/sms/sms-gateway.js';
+import type { WebhookService } from './channels/webhooks/webhook-service.js';
 import type { FerryConfig } from './config/schema.js';
+import type { Gateway } from './gateway.js';
 import { createApp, errorCatalogueMarkdown } from './http/app.js';
 import authPlugin from './http/auth.js';
 import { registerOpenApiRoute } from './http/openapi.js';
 import { accountRoutes } from './http/routes/account.js';
-import { smsRoutes } from './channels/sms/sms-routes.js';
-import type { DeliveryJob } from './channels/webhooks/webhook-fan-out.js';
-import { webhookRoutes } from './channels/webhooks/webhook-routes.js';
-import { WebhookService } from './channels/webhooks/webhook-service.js';
-import { privateTargetsAllowed } from './channels/webhooks/target-guard.js';
-import { OtpMetrics } from './channels/otp/otp-metrics.js';
-import { otpRoutes } from './channels/otp/otp-routes.js';
-import { OtpService } from './channels/otp/otp-service.js';
-import { UssdOtpFallback } from './channels/otp/ussd-otp-fallback.js';
-import { IdempotencyStore } from './http/idempotency.js';
 import { healthRoutes } from './http/routes/health.js';
 import { Metrics } from './metrics.js';
+import type { ChannelModule } from './platform/channel-module.js';
+import { ModuleHost } from './platform/module-host.js';
 import { deriveKey, loadAdminToken, loadSecretKey } from './security/secrets.js';
+import type { EmbeddedUpstream } from './smpp/sim/embedded.js';
 import { openBackends } from './store/backends.js';
+import { loadMigrations, migrate } from './store/sql/migrate.js';
 import { openDb, redactUrl } from './store/sql/db.js';
 import { TableMaintenance } from './store/sql/table-maintenance.js';
-import { migrate } from './store/sql/migrate.js';
-import { EMBEDDED_UPSTREAM_WARNING, startEmbeddedUpstream, type EmbeddedUpstream } from './smpp/sim/embedded.js';
-import { SIMULATOR_UPSTREAM_ID, SimulatorRecord, simulatorDecision } from './smpp/sim/simulator-record.js';
-import { Gateway } from './gateway.js';
-import type { UpstreamConfig } from './config/schema.js';
-import { RouteSwitchStore } from './routing/route-switch-store.js';
-import { PricingStore } from './billing/pricing-store.js';
-import { SecretCipher } from './security/cipher.js';
-import { UpstreamStore } from './smpp/upstream/upstream-store.js';
 import type { Backends, Db } from './store/types.js';
 import { lockDataDir } from './util/lock.js';
 import { VERSION } from './version.js';
@@ -73,31 +63,6 @@ async function listen(app: FastifyInstance, name: string, host: string, port: nu
   }
 }
 
-/** The embedded simulator as an upstream: a couple of binds with room for a real load test. */
-function embeddedUpstreamConfig(e: EmbeddedUpstream): UpstreamConfig {
-  return {
-    id: SIMULATOR_UPSTREAM_ID,
-    host: e.host,
-    port: e.port,
-    tls: false,
-    systemId: e.systemId,
-    password: e.password,
-    systemType: '',
-    bindMode: 'transceiver',
-    binds: 2,
-    window: 200,
-    maxTps: 0,
-    enquireLinkSeconds: 30,
-    responseTimeoutMs: 10_000,
-    reconnect: { initialMs: 200, maxMs: 5000 },
-    destTon: 1,
-    destNpi: 1,
-    defaultDataCoding: 0,
-    usePayloadTlv: false,
-    receiptIdFormat: 'as-is',
-  };
-}
-
 /** The whole process: storage, services, listeners, and the order they stop in. */
 export class Daemon {
   readonly metrics = new Metrics();
@@ -108,16 +73,9 @@ export class Daemon {
   keys!: KeyService;
   api!: FastifyInstance;
   admin!: FastifyInstance;
-  gateway!: Gateway;
-  upstreamStore!: UpstreamStore;
-  routeSwitches!: RouteSwitchStore;
-  pricing!: PricingStore;
-  otp!: OtpService;
-  webhooks!: WebhookService;
-  ussdOtp!: UssdOtpFallback;
+  /** The products (src/channels/*), booted in dependency order. */
+  modules!: ModuleHost;
   addresses: { http: string; admin: string; smpp: string; smppTls: string | null } = { http: '', admin: '', smpp: '', smppTls: null };
-  /** The simulated upstream started when no real upstream is configured (nothing leaves the machine). */
-  embeddedUpstream: EmbeddedUpstream | null = null;
   private unlock: (() => void) | null = null;
   private stopping: Promise<void> | null = null;
   private readonly closers: { name: string; close: () => Promise<unknown> }[] = [];
@@ -127,8 +85,35 @@ export class Daemon {
     readonly log: Logger,
   ) {}
 
-  static async start(config: FerryConfig, log: Logger): Promise<Daemon> {
+  /** The SMS module's gateway (SMPP server, upstream pool, ledger, dispatcher). */
+  get sms(): SmsGateway {
+    return this.modules.service<SmsGateway>('sms');
+  }
+
+  get gateway(): Gateway {
+    return this.sms.gateway;
+  }
+
+  /** The simulated upstream, when it runs (nothing it takes leaves the machine). */
+  get embeddedUpstream(): EmbeddedUpstream | null {
+    return this.sms.embeddedUpstream;
+  }
+
+  get otp(): OtpService {
+    return this.modules.service<OtpService>('otp');
+  }
+
+  get webhooks(): WebhookService {
+    return this.modules.service<WebhookService>('webhooks');
+  }
+
+  static async start(config: FerryConfig, log: Logger, modules: readonly ChannelModule[] = CHANNEL_MODULES): Promise<Daemon> {
     const d = new Daemon(config, log);
+    try {
+      d.modules = new ModuleHost(modules);
+    } catch (err) {
+      throw new StartupError((err as Error).message);
+    }
     try {
       await d.boot();
     } catch (err) {
@@ -156,7 +141,7 @@ export class Daemon {
       throw new StartupError((err as Error).message);
     }
     this.closers.unshift({ name: 'database', close: () => this.db.close() });
-    const applied = await migrate(this.db).catch((err: Error) => {
+    const applied = await migrate(this.db, loadMigrations(this.modules.migrationFolders())).catch((err: Error) => {
       throw new StartupError(`database migration failed: ${err.message}`);
     });
     if (applied.length) log.info({ versions: applied.map((m) => m.version) }, 'migrations applied');
@@ -188,105 +173,29 @@ export class Daemon {
 
     this.metrics.info.set({ version: VERSION, database: this.db.kind, queue: this.backends.kind }, 1);
 
-    // Upstreams added through the admin API live in the settings table, their passwords encrypted with a key
-    // derived from the secret key; they override config-file entries of the same id.
-    const upstreamKey = deriveKey(master, 'upstream-password');
-    this.upstreamStore = new UpstreamStore(this.db, new SecretCipher({ current: { id: SecretCipher.keyIdOf(upstreamKey), key: upstreamKey } }), {
-      onUnreadable: (id, reason) => this.warnings.push(`runtime upstream ${id} skipped: ${reason}`),
-    });
-    const upstreams: UpstreamConfig[] = UpstreamStore.merge(config.smpp.upstreams, await this.upstreamStore.load());
-    const simulatorRecord = new SimulatorRecord(this.db);
-    const real = upstreams.map((u) => u.id);
-    if (real.includes(SIMULATOR_UPSTREAM_ID)) throw new StartupError(`upstream id ${SIMULATOR_UPSTREAM_ID} is reserved for the embedded SMSC simulator; rename that upstream`);
-    let retired = await simulatorRecord.read();
-    if (real.length && !retired) {
-      await simulatorRecord.retire(real[0]);
-      retired = await simulatorRecord.read();
-    }
-    const simMode = config.smpp.simulator.enabled;
-    const decision = simulatorDecision(simMode, real, retired);
-    if (decision.start) {
-      this.embeddedUpstream = await startEmbeddedUpstream({
-        logger: log.child({ component: 'embedded-upstream' }),
-        behaviour: { receiptDelayMs: config.smpp.simulator.receiptDelayMs },
-        warn: !real.length,
-      });
-      if (!real.length) this.warnings.push(this.embeddedUpstream.warning);
-      this.closers.unshift({ name: 'embedded upstream', close: () => this.embeddedUpstream!.close() });
-      upstreams.push(embeddedUpstreamConfig(this.embeddedUpstream));
-    } else if (!real.length) {
-      this.warnings.push(`NO UPSTREAM: the embedded simulator is not started (${decision.reason}); messages are refused with NO_ROUTE until an upstream is added`);
-    }
-    log.info({ simulator: decision.start ? 'running' : 'off', reason: decision.reason }, 'embedded SMSC simulator');
     try {
-      this.gateway = await Gateway.start({
+      await this.modules.create({
         config,
-        log,
+        rootLog: log,
         metrics: this.metrics,
+        db: this.db,
         backends: this.backends,
         accounts: this.accounts,
-        upstreams,
-        sealer: (() => {
-          const key = deriveKey(master, 'message-body');
-          return new SecretCipher({ current: { id: SecretCipher.keyIdOf(key), key } });
-        })(),
-        // Sessions arriving before the OTP service exists (start-up) get no answer.
-        onUssd: (mo) => this.ussdOtp?.handle(mo),
-        simulator: this.embeddedUpstream ? { id: SIMULATOR_UPSTREAM_ID, explicit: simMode === 'on' } : null,
-        onSimulatorRetired: (upstreamId) => {
-          const i = this.warnings.indexOf(EMBEDDED_UPSTREAM_WARNING);
+        masterKey: master,
+        deriveKey: (purpose) => deriveKey(master, purpose),
+        warn: (message) => void this.warnings.push(message),
+        unwarn: (message) => {
+          const i = this.warnings.indexOf(message);
           if (i >= 0) this.warnings.splice(i, 1);
-          this.warnings.push(`the embedded simulator was retired when real upstream ${upstreamId} was added: it takes no new messages and is not started again`);
-          void simulatorRecord.retire(upstreamId).catch((err: Error) => log.error({ err: err.message }, 'could not record that a real upstream exists; a restart may start the simulator again'));
         },
-      }, (g) => this.restoreOperatorState(g));
+      });
     } catch (err) {
-      const e = err as NodeJS.ErrnoException;
-      if (e.code === 'EADDRINUSE') throw new StartupError(`smpp listener: ${config.smpp.host}:${config.smpp.port} is already in use`);
-      throw new StartupError(`SMPP gateway: ${e.message}`);
+      throw new StartupError((err as Error).message);
+    } finally {
+      // Whatever was created stops on shutdown, even when a later module failed to start.
+      for (const step of this.modules.stopSteps().reverse()) this.closers.unshift(step);
     }
-    this.closers.unshift({ name: 'gateway', close: () => this.gateway.stop(config.shutdown.drainTimeoutMs) });
-    const otpMetrics = new OtpMetrics(this.metrics.registry);
-    this.otp = new OtpService({
-      store: this.backends.otp,
-      sms: this.gateway.sms,
-      masterKey: master,
-      metrics: otpMetrics,
-      log: log.child({ component: 'otp' }),
-      resendCooldownMs: config.otp.resendCooldownSeconds * 1000,
-      requestsPerHour: config.otp.requestsPerHour,
-      retainMs: config.otp.expiredRetentionMinutes * 60_000,
-    });
-    this.ussdOtp = new UssdOtpFallback({
-      otp: this.otp,
-      pool: this.gateway.pool,
-      serviceCode: config.otp.ussdServiceCode,
-      log: log.child({ component: 'ussd-otp' }),
-      metrics: otpMetrics,
-    });
-    this.closers.unshift({ name: 'otp', close: async () => (await this.ussdOtp.close(), this.otp.close()) });
-    const privateTargets = privateTargetsAllowed(config.webhooks.allowPrivateTargets, {
-      httpHost: config.http.host,
-      embeddedDatabase: this.db.kind !== 'postgres',
-      trustProxy: config.http.trustProxy,
-      publicUrl: config.http.publicUrl,
-    });
-    log.info({ allowed: privateTargets.allowed, reason: privateTargets.reason }, privateTargets.allowed ? 'webhook targets: private and loopback addresses allowed' : 'webhook targets: public https only (SSRF guard on)');
-    this.webhooks = new WebhookService({
-      db: this.db,
-      queue: this.backends.queue<DeliveryJob>('webhooks'),
-      masterKey: master,
-      config: { ...config.webhooks, allowPrivateTargets: privateTargets.allowed },
-      log: log.child({ component: 'webhooks' }),
-      registry: this.metrics.registry,
-    });
-    this.otp.onEvent = this.webhooks.otpHook;
-    await this.webhooks.start();
-    this.closers.unshift({ name: 'webhooks', close: () => this.webhooks.stop() });
-    this.pricing.start();
-    this.closers.unshift({ name: 'pricing', close: async () => this.pricing.stop() });
-    this.routeSwitches.start();
-    this.closers.unshift({ name: 'route switches', close: () => this.routeSwitches.stop() });
+    await this.modules.start();
     const ports = this.gateway.server.ports;
     this.addresses.smpp = `${config.smpp.host}:${ports.plain}`;
     this.addresses.smppTls = ports.tls ? `${config.smpp.host}:${ports.tls}` : null;
@@ -314,19 +223,6 @@ export class Daemon {
     );
   }
 
-  /**
-   * The stored price table and route switches, applied before the gateway takes its first message: a restart must
-   * not price or route even one message by the config file's defaults.
-   */
-  private async restoreOperatorState(g: Gateway): Promise<void> {
-    this.pricing = new PricingStore(this.db, g.prices, this.log.child({ component: 'pricing' }));
-    await this.pricing.restore();
-    // Route switches survive restarts and reach every instance sharing the database.
-    this.routeSwitches = new RouteSwitchStore(this.db, g.router, this.log.child({ component: 'routing' }));
-    await this.routeSwitches.restore();
-    g.clearSimulatorSwitches('restore');
-  }
-
   private async buildApi(): Promise<FastifyInstance> {
     const { config } = this;
     const app = await createApp({
@@ -348,27 +244,7 @@ export class Daemon {
     });
     await app.register(healthRoutes);
     await app.register(accountRoutes, { accounts: this.accounts });
-    const idempotency = new IdempotencyStore(this.db);
-    const purge = setInterval(() => void idempotency.purge().catch(() => undefined), 3_600_000);
-    purge.unref();
-    this.closers.unshift({ name: 'idempotency purge', close: async () => clearInterval(purge) });
-    await app.register(smsRoutes, {
-      sms: this.gateway.sms,
-      ledger: this.gateway.ledger,
-      idempotency,
-      db: this.db,
-      showUpstreams: config.sms.showUpstreams,
-      scheduleHorizonDays: config.sms.scheduleHorizonDays,
-    });
-    await app.register(webhookRoutes, { webhooks: this.webhooks });
-    await app.register(otpRoutes, {
-      otp: this.otp,
-      defaultCountry: config.sms.defaultCountry,
-      defaultSender: config.otp.defaultSender,
-      resendCooldownSeconds: config.otp.resendCooldownSeconds,
-      requestsPerHour: config.otp.requestsPerHour,
-      ussdServiceCode: config.otp.ussdServiceCode,
-    });
+    await this.modules.routes(app);
     return app;
   }
 
@@ -385,8 +261,9 @@ export class Daemon {
       reply.type(this.metrics.registry.contentType);
       return this.metrics.registry.metrics();
     });
-    const g = this.gateway;
-    const fromFile = new Map(this.config.smpp.upstreams.map((u) => [u.id, u]));
+    const sms = this.sms;
+    const g = sms.gateway;
+    const fromFile = sms.configUpstreams;
     await app.register(adminRoutes, {
       token,
       accounts: this.accounts,
@@ -397,12 +274,12 @@ export class Daemon {
         ledger: g.ledger,
         outbox: g.outbox,
         accounts: this.accounts,
-        upstreamStore: this.upstreamStore,
+        upstreamStore: sms.upstreamStore,
         configUpstreamIds: new Set(fromFile.keys()),
         configUpstream: (id) => fromFile.get(id),
         onOwed: () => g.delivery.wake(),
       },
-      pricing: { prices: g.prices, store: this.pricing },
+      pricing: { prices: g.prices, store: sms.pricing },
       sim: { simulator: () => this.embeddedUpstream?.simulator ?? null },
     });
     return app;
@@ -422,7 +299,7 @@ export class Daemon {
     await probe('database', () => this.db.ping());
     await probe(this.backends.kind === 'redis' ? 'redis' : 'embedded-stores', () => this.backends.ping());
     const ready = !this.stopping && Object.values(checks).every((c) => c.ok);
-    return { ready, checks, warnings: this.warnings, upstreams: this.gateway?.upstreamKinds() ?? [] };
+    return { ready, checks, warnings: this.warnings, upstreams: this.modules?.has('sms') ? this.gateway.upstreamKinds() : [] };
   }
 
   /** Registers something to close on shutdown; later registrations close first. */

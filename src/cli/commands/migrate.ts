@@ -3,6 +3,8 @@ import { loadConfig } from '../../config/load.js';
 import { openDb } from '../../store/sql/db.js';
 import { appliedVersions, loadMigrations, migrate } from '../../store/sql/migrate.js';
 import { lockDataDir } from '../../util/lock.js';
+import { CHANNEL_MODULES } from '../../channels/index.js';
+import { migrationFolders } from '../../platform/module-order.js';
 import { print } from '../output.js';
 
 export function migrateCommand(): Command {
@@ -18,9 +20,9 @@ export function migrateCommand(): Command {
       try {
         if (o.status) {
           const done = new Set(await appliedVersions(db));
-          print(loadMigrations().map((m) => ({ version: m.version, name: m.name, applied: done.has(m.version) })), !!o.json);
+          print(loadMigrations(migrationFolders(CHANNEL_MODULES)).map((m) => ({ version: m.version, name: m.name, applied: done.has(m.version) })), !!o.json);
         } else {
-          const applied = await migrate(db);
+          const applied = await migrate(db, loadMigrations(migrationFolders(CHANNEL_MODULES)));
           print({ applied: applied.map((m) => `${m.version} ${m.name}`) }, !!o.json);
         }
       } finally {

@@ -12,14 +12,24 @@ const MIGRATION_FILE = /^(\d{4})_([a-z0-9_]+)\.sql$/;
 // Arbitrary constant shared by every Ferry instance: only one of them migrates at a time.
 const MIGRATION_LOCK = 7_246_001;
 
-export function loadMigrations(dir = assetPath('store', 'sql', 'migrations')): Migration[] {
-  return readdirSync(dir)
-    .filter((f) => MIGRATION_FILE.test(f))
-    .sort()
-    .map((f) => {
-      const [, v, name] = MIGRATION_FILE.exec(f)!;
-      return { version: Number(v), name, sql: readFileSync(`${dir}/${f}`, 'utf8') };
-    });
+/**
+ * The core's migrations plus those of any extra folders (a module's own), as one sequence: versions are unique
+ * across every folder, so the one schema_migrations table orders them all.
+ */
+export function loadMigrations(extraDirs: readonly string[] = [], coreDir = assetPath('store', 'sql', 'migrations')): Migration[] {
+  const all = [coreDir, ...extraDirs].flatMap((dir) =>
+    readdirSync(dir)
+      .filter((f) => MIGRATION_FILE.test(f))
+      .map((f) => {
+        const [, v, name] = MIGRATION_FILE.exec(f)!;
+        return { version: Number(v), name, sql: readFileSync(`${dir}/${f}`, 'utf8'), file: `${dir}/${f}` };
+      }),
+  );
+  all.sort((a, b) => a.version - b.version);
+  for (let i = 1; i < all.length; i++) {
+    if (all[i].version === all[i - 1].version) throw new Error(`migration version ${all[i].version} is used twice: ${all[i - 1].file} and ${all[i].file}`);
+  }
+  return all.map(({ version, name, sql }) => ({ version, name, sql }));
 }
 
 /** Applies pending migrations in order, each in its own transaction. Returns the versions applied. */

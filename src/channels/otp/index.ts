@@ -1,0 +1,58 @@
+import type { ChannelModule } from '../../platform/channel-module.js';
+import type { SmsGateway } from '../sms/sms-gateway.js';
+import type { WebhookService } from '../webhooks/webhook-service.js';
+import { OtpMetrics } from './otp-metrics.js';
+import { otpRoutes } from './otp-routes.js';
+import { OtpService } from './otp-service.js';
+import { UssdOtpFallback } from './ussd-otp-fallback.js';
+
+/** OTP: codes sent as SMS on the priority lane, verify and resend under /v1/otp, and the USSD fallback. */
+export const otpModule: ChannelModule<OtpService> = {
+  name: 'otp',
+  maturity: 'stable',
+  tag: { name: 'otp', description: 'One-time passwords: request, verify, resend (SMS, with a USSD fallback)' },
+  scopes: ['otp:send', 'otp:verify'],
+  configKey: 'otp',
+  dependsOn: ['sms', 'webhooks'],
+  async create(ctx) {
+    const { config } = ctx;
+    const sms = ctx.use<SmsGateway>('sms');
+    const metrics = new OtpMetrics(ctx.metrics.registry);
+    const otp = new OtpService({
+      store: ctx.backends.otp,
+      sms: sms.gateway.sms,
+      masterKey: ctx.masterKey,
+      metrics,
+      log: ctx.log,
+      resendCooldownMs: config.otp.resendCooldownSeconds * 1000,
+      requestsPerHour: config.otp.requestsPerHour,
+      retainMs: config.otp.expiredRetentionMinutes * 60_000,
+    });
+    otp.onEvent = ctx.use<WebhookService>('webhooks').otpHook;
+    const ussd = new UssdOtpFallback({
+      otp,
+      pool: sms.gateway.pool,
+      serviceCode: config.otp.ussdServiceCode,
+      log: ctx.rootLog.child({ component: 'ussd-otp' }),
+      metrics,
+    });
+    sms.setUssdHandler((mo) => ussd.handle(mo));
+    return {
+      service: otp,
+      async routes(app) {
+        await app.register(otpRoutes, {
+          otp,
+          defaultCountry: config.sms.defaultCountry,
+          defaultSender: config.otp.defaultSender,
+          resendCooldownSeconds: config.otp.resendCooldownSeconds,
+          requestsPerHour: config.otp.requestsPerHour,
+          ussdServiceCode: config.otp.ussdServiceCode,
+        });
+      },
+      async stop() {
+        await ussd.close();
+        otp.close();
+      },
+    };
+  },
+};

@@ -1,0 +1,49 @@
+import type { ChannelModule } from '../../platform/channel-module.js';
+import { IdempotencyStore } from '../../http/idempotency.js';
+import { smsRoutes } from './sms-routes.js';
+import { startSmsGateway, type SmsGateway } from './sms-gateway.js';
+
+/**
+ * SMS: the SMPP gateway (customer binds, the upstream pool, routing, receipts) and its REST face under /v1/sms.
+ * Its service is the gateway; OTP sends through it.
+ */
+export const smsModule: ChannelModule<SmsGateway> = {
+  name: 'sms',
+  maturity: 'stable',
+  tag: { name: 'sms', description: 'SMS over REST: send, bulk, status, resend, inbound' },
+  scopes: ['sms:send', 'sms:read'],
+  configKey: 'sms',
+  async create(ctx) {
+    const closers: { name: string; close: () => Promise<unknown> }[] = [];
+    const sms = await startSmsGateway(ctx, (name, close) => closers.unshift({ name, close }));
+    const { gateway, pricing, routeSwitches } = sms;
+    const idempotency = new IdempotencyStore(ctx.db);
+    let purge: NodeJS.Timeout | undefined;
+    return {
+      service: sms,
+      async routes(app) {
+        await app.register(smsRoutes, {
+          sms: gateway.sms,
+          ledger: gateway.ledger,
+          idempotency,
+          db: ctx.db,
+          showUpstreams: ctx.config.sms.showUpstreams,
+          scheduleHorizonDays: ctx.config.sms.scheduleHorizonDays,
+        });
+      },
+      async start() {
+        pricing.start();
+        routeSwitches.start();
+        purge = setInterval(() => void idempotency.purge().catch(() => undefined), 3_600_000);
+        purge.unref();
+      },
+      async stop() {
+        clearInterval(purge);
+        await routeSwitches.stop();
+        pricing.stop();
+        await gateway.stop(ctx.config.shutdown.drainTimeoutMs);
+        for (const c of closers) await c.close();
+      },
+    };
+  },
+};

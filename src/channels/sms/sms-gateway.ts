@@ -1,0 +1,149 @@
+import type { UpstreamConfig } from '../../config/schema.js';
+import { PricingStore } from '../../billing/pricing-store.js';
+import { Gateway } from '../../gateway.js';
+import { RouteSwitchStore } from '../../routing/route-switch-store.js';
+import { SecretCipher } from '../../security/cipher.js';
+import { EMBEDDED_UPSTREAM_WARNING, startEmbeddedUpstream, type EmbeddedUpstream } from '../../smpp/sim/embedded.js';
+import { SIMULATOR_UPSTREAM_ID, SimulatorRecord, simulatorDecision } from '../../smpp/sim/simulator-record.js';
+import type { UpstreamMo } from '../../smpp/upstream/outbound.js';
+import { UpstreamStore } from '../../smpp/upstream/upstream-store.js';
+import type { ModuleContext } from '../../platform/channel-module.js';
+
+/** A start-up problem of the SMS gateway, reported as the daemon's one-line cause. */
+export class SmsStartupError extends Error {
+  override readonly name = 'SmsStartupError';
+}
+
+/** What the SMS module gives the daemon (admin API) and the modules that depend on it (OTP). */
+export interface SmsGateway {
+  gateway: Gateway;
+  upstreamStore: UpstreamStore;
+  pricing: PricingStore;
+  routeSwitches: RouteSwitchStore;
+  /** The simulated upstream, when it runs (nothing it takes leaves the machine). */
+  embeddedUpstream: EmbeddedUpstream | null;
+  /** Config-file upstreams by id (the admin API reverts runtime overrides to these). */
+  configUpstreams: ReadonlyMap<string, UpstreamConfig>;
+  /** Where USSD dialogue messages from upstreams go (the OTP module's fallback); none until one is set. */
+  setUssdHandler(handler: (mo: UpstreamMo) => void | Promise<void>): void;
+}
+
+/** The embedded simulator as an upstream: a couple of binds with room for a real load test. */
+function embeddedUpstreamConfig(e: EmbeddedUpstream): UpstreamConfig {
+  return {
+    id: SIMULATOR_UPSTREAM_ID,
+    host: e.host,
+    port: e.port,
+    tls: false,
+    systemId: e.systemId,
+    password: e.password,
+    systemType: '',
+    bindMode: 'transceiver',
+    binds: 2,
+    window: 200,
+    maxTps: 0,
+    enquireLinkSeconds: 30,
+    responseTimeoutMs: 10_000,
+    reconnect: { initialMs: 200, maxMs: 5000 },
+    destTon: 1,
+    destNpi: 1,
+    defaultDataCoding: 0,
+    usePayloadTlv: false,
+    receiptIdFormat: 'as-is',
+  };
+}
+
+/**
+ * The upstreams (config file, then runtime ones from the admin API), the embedded simulator when no real upstream
+ * exists, and the gateway on them. The stored price table and route switches are applied before the gateway takes
+ * its first message: a restart must not price or route even one message by the config file's defaults.
+ */
+export async function startSmsGateway(ctx: ModuleContext, onClose: (name: string, close: () => Promise<unknown>) => void): Promise<SmsGateway> {
+  const { config, log, db } = ctx;
+  // Upstreams added through the admin API live in the settings table, their passwords encrypted with a key
+  // derived from the secret key; they override config-file entries of the same id.
+  const upstreamKey = ctx.deriveKey('upstream-password');
+  const upstreamStore = new UpstreamStore(db, new SecretCipher({ current: { id: SecretCipher.keyIdOf(upstreamKey), key: upstreamKey } }), {
+    onUnreadable: (id, reason) => ctx.warn(`runtime upstream ${id} skipped: ${reason}`),
+  });
+  const upstreams: UpstreamConfig[] = UpstreamStore.merge(config.smpp.upstreams, await upstreamStore.load());
+  const real = upstreams.map((u) => u.id);
+  if (real.includes(SIMULATOR_UPSTREAM_ID)) throw new SmsStartupError(`upstream id ${SIMULATOR_UPSTREAM_ID} is reserved for the embedded SMSC simulator; rename that upstream`);
+  const simulatorRecord = new SimulatorRecord(db);
+  let retired = await simulatorRecord.read();
+  if (real.length && !retired) {
+    await simulatorRecord.retire(real[0]);
+    retired = await simulatorRecord.read();
+  }
+  const simMode = config.smpp.simulator.enabled;
+  const decision = simulatorDecision(simMode, real, retired);
+  let embeddedUpstream: EmbeddedUpstream | null = null;
+  if (decision.start) {
+    embeddedUpstream = await startEmbeddedUpstream({
+      logger: log.child({ component: 'embedded-upstream' }),
+      behaviour: { receiptDelayMs: config.smpp.simulator.receiptDelayMs },
+      warn: !real.length,
+    });
+    const sim = embeddedUpstream;
+    onClose('embedded upstream', () => sim.close());
+    if (!real.length) ctx.warn(sim.warning);
+    upstreams.push(embeddedUpstreamConfig(sim));
+  } else if (!real.length) {
+    ctx.warn(`NO UPSTREAM: the embedded simulator is not started (${decision.reason}); messages are refused with NO_ROUTE until an upstream is added`);
+  }
+  log.info({ simulator: decision.start ? 'running' : 'off', reason: decision.reason }, 'embedded SMSC simulator');
+
+  let ussdHandler: ((mo: UpstreamMo) => void | Promise<void>) | null = null;
+  let pricing!: PricingStore;
+  let routeSwitches!: RouteSwitchStore;
+  let gateway: Gateway;
+  try {
+    gateway = await Gateway.start(
+      {
+        config,
+        log: ctx.rootLog,
+        metrics: ctx.metrics,
+        backends: ctx.backends,
+        accounts: ctx.accounts,
+        upstreams,
+        sealer: (() => {
+          const key = ctx.deriveKey('message-body');
+          return new SecretCipher({ current: { id: SecretCipher.keyIdOf(key), key } });
+        })(),
+        // Sessions arriving before a handler is set (start-up) get no answer.
+        onUssd: (mo) => ussdHandler?.(mo),
+        simulator: embeddedUpstream ? { id: SIMULATOR_UPSTREAM_ID, explicit: simMode === 'on' } : null,
+        onSimulatorRetired: (upstreamId) => {
+          ctx.unwarn(EMBEDDED_UPSTREAM_WARNING);
+          ctx.warn(`the embedded simulator was retired when real upstream ${upstreamId} was added: it takes no new messages and is not started again`);
+          void simulatorRecord.retire(upstreamId).catch((err: Error) => log.error({ err: err.message }, 'could not record that a real upstream exists; a restart may start the simulator again'));
+        },
+      },
+      async (g) => {
+        pricing = new PricingStore(db, g.prices, ctx.rootLog.child({ component: 'pricing' }));
+        await pricing.restore();
+        // Route switches survive restarts and reach every instance sharing the database.
+        routeSwitches = new RouteSwitchStore(db, g.router, ctx.rootLog.child({ component: 'routing' }));
+        await routeSwitches.restore();
+        g.clearSimulatorSwitches('restore');
+      },
+    );
+  } catch (err) {
+    await embeddedUpstream?.close().catch(() => undefined);
+    const e = err as NodeJS.ErrnoException;
+    if (e.code === 'EADDRINUSE') throw new SmsStartupError(`smpp listener: ${config.smpp.host}:${config.smpp.port} is already in use`);
+    throw new SmsStartupError(`SMPP gateway: ${e.message}`);
+  }
+  return {
+    gateway,
+    upstreamStore,
+    pricing,
+    routeSwitches,
+    embeddedUpstream,
+    configUpstreams: new Map(config.smpp.upstreams.map((u) => [u.id, u])),
+    setUssdHandler: (h) => {
+      ussdHandler = h;
+    },
+  };
+}
+

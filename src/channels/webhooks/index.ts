@@ -1,0 +1,43 @@
+import type { ChannelModule } from '../../platform/channel-module.js';
+import type { DeliveryJob } from './webhook-fan-out.js';
+import { webhookRoutes } from './webhook-routes.js';
+import { WebhookService } from './webhook-service.js';
+import { privateTargetsAllowed } from './target-guard.js';
+
+/** Webhooks: endpoints under /v1/webhooks, and the fan-out and sender that deliver every product's events. */
+export const webhooksModule: ChannelModule<WebhookService> = {
+  name: 'webhooks',
+  maturity: 'stable',
+  tag: { name: 'webhooks', description: 'Webhook endpoints, signing secrets, deliveries and replay' },
+  scopes: ['webhooks:manage'],
+  configKey: 'webhooks',
+  async create(ctx) {
+    const { config } = ctx;
+    const privateTargets = privateTargetsAllowed(config.webhooks.allowPrivateTargets, {
+      httpHost: config.http.host,
+      embeddedDatabase: ctx.db.kind !== 'postgres',
+      trustProxy: config.http.trustProxy,
+      publicUrl: config.http.publicUrl,
+    });
+    ctx.log.info(
+      { allowed: privateTargets.allowed, reason: privateTargets.reason },
+      privateTargets.allowed ? 'webhook targets: private and loopback addresses allowed' : 'webhook targets: public https only (SSRF guard on)',
+    );
+    const webhooks = new WebhookService({
+      db: ctx.db,
+      queue: ctx.backends.queue<DeliveryJob>('webhooks'),
+      masterKey: ctx.masterKey,
+      config: { ...config.webhooks, allowPrivateTargets: privateTargets.allowed },
+      log: ctx.log,
+      registry: ctx.metrics.registry,
+    });
+    return {
+      service: webhooks,
+      async routes(app) {
+        await app.register(webhookRoutes, { webhooks });
+      },
+      start: () => webhooks.start(),
+      stop: () => webhooks.stop(),
+    };
+  },
+};
