@@ -4,6 +4,10 @@
  * and the documentation in config/ferry.example.yaml.
  */
 
+import { otpConfigSchema, type OtpConfig } from '../channels/otp/config.js';
+import { smsConfigSchema, type SmsConfig } from '../channels/sms/config.js';
+import { webhooksConfigSchema, type WebhooksConfig } from '../channels/webhooks/config.js';
+
 const port = (def: number) => ({ type: 'integer', minimum: 0, maximum: 65535, default: def }) as const;
 const host = { type: 'string', minLength: 1, default: '127.0.0.1' } as const;
 const nullableString = { type: ['string', 'null'], default: null } as const;
@@ -206,28 +210,8 @@ export const configSchema = {
         refundOnFailure: { type: 'boolean', default: true, description: 'credit back messages that end failed or rejected (never delivered upstream)' },
       },
     },
-    sms: {
-      type: 'object',
-      additionalProperties: false,
-      default: {},
-      properties: {
-        defaultCountry: { type: ['string', 'null'], pattern: '^[A-Z]{2}$', default: null, description: 'country for local numbers when the account sets none' },
-        scheduleHorizonDays: { type: 'integer', minimum: 1, default: 30, description: 'how far ahead scheduledAt may be' },
-        showUpstreams: { type: 'boolean', default: false, description: 'name the upstream in the REST status API' },
-      },
-    },
-    otp: {
-      type: 'object',
-      additionalProperties: false,
-      default: {},
-      properties: {
-        ussdServiceCode: { type: 'string', pattern: '^[*#0-9]{2,32}$', default: '*889*142#', description: 'USSD service code a phone dials to read its pending OTP' },
-        resendCooldownSeconds: { type: 'integer', minimum: 0, default: 60, description: 'wait between sends of one OTP (POST /v1/otp/resend)' },
-        requestsPerHour: { type: 'integer', minimum: 1, default: 3, description: 'new OTPs per phone (per account) in any hour' },
-        expiredRetentionMinutes: { type: 'integer', minimum: 1, default: 60, description: 'how long after expiry verify still says OTP_EXPIRED (then OTP_NOT_FOUND)' },
-        defaultSender: { ...nullableString, description: 'sender ID when a request gives no from; null: from is required' },
-      },
-    },
+    sms: smsConfigSchema,
+    otp: otpConfigSchema,
     dispatch: {
       type: 'object',
       additionalProperties: false,
@@ -310,30 +294,7 @@ export const configSchema = {
         drainTimeoutMs: { type: 'integer', minimum: 0, default: 10000 },
       },
     },
-    webhooks: {
-      type: 'object',
-      additionalProperties: false,
-      default: {},
-      properties: {
-        allowPrivateTargets: {
-          type: ['boolean', 'string'],
-          enum: ['auto', true, false],
-          default: 'auto',
-          description:
-            'allow http:// and private or loopback webhook targets. auto: only with the embedded database and the API on loopback with no proxy (a developer machine); true/false decide by name',
-        },
-        timeoutMs: { type: 'integer', minimum: 100, default: 10000, description: 'per-attempt timeout of a webhook POST' },
-        maxConcurrencyPerEndpoint: { type: 'integer', minimum: 1, maximum: 100, default: 4, description: 'requests in flight to one endpoint' },
-        maxConcurrency: { type: 'integer', minimum: 1, maximum: 10000, default: 64, description: 'requests in flight to all endpoints (per instance)' },
-        disableAfterHours: { type: 'number', exclusiveMinimum: 0, default: 72, description: 'an endpoint failing continuously this long is disabled' },
-        retrySchedule: {
-          type: 'string',
-          pattern: '^\\s*\\d+(ms|s|m|h)(\\s*,\\s*\\d+(ms|s|m|h))*\\s*$',
-          default: '5s,30s,2m,10m,1h,6h,24h',
-          description: 'delays before each retry (ms, s, m, h); after the last one a delivery is dead. Each delay gets ±20% jitter',
-        },
-      },
-    },
+    webhooks: webhooksConfigSchema,
   },
 } as const;
 
@@ -394,21 +355,14 @@ export interface FerryConfig {
   routing: { rules: RouteRuleConfig[] };
   messages: { defaultAccountTps: number; maxAttempts: number; maxQueueHours: number; receiptTimeoutHours: number; maxBacklog: number };
   dispatch: { batch: number; leaseSeconds: number; reconcileSeconds: number; reconcileStaleSeconds: number };
-  otp: { ussdServiceCode: string; resendCooldownSeconds: number; requestsPerHour: number; expiredRetentionMinutes: number; defaultSender: string | null };
+  otp: OtpConfig;
   pricing: { defaultPrice: number | null; entries: Array<{ prefix: string; price: number; route?: string }> };
   billing: { refundOnFailure: boolean };
-  sms: { defaultCountry: string | null; scheduleHorizonDays: number; showUpstreams: boolean };
+  sms: SmsConfig;
   database: { url: string | null; poolSize: number; commitsInFlight: number; preparedStatements: boolean; pipeline: boolean; maintenanceSeconds: number };
   redis: { url: string | null; keyPrefix: string };
   security: { secretKey: string | null };
   auth: { failureLimit: number; failureWindowSeconds: number; rotationGraceSeconds: number; cacheSeconds: number };
   shutdown: { drainTimeoutMs: number };
-  webhooks: {
-    allowPrivateTargets: boolean | 'auto';
-    timeoutMs: number;
-    maxConcurrencyPerEndpoint: number;
-    maxConcurrency: number;
-    disableAfterHours: number;
-    retrySchedule: string;
-  };
+  webhooks: WebhooksConfig;
 }
