@@ -2,6 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import { AccountService } from './accounts/account-service.js';
 import { KeyService } from './accounts/key-service.js';
+import { SCOPE_DESCRIPTIONS } from './accounts/scopes.js';
 import { adminRoutes } from './admin/admin-routes.js';
 import { CHANNEL_MODULES } from './channels/index.js';
 import type { OtpService } from './channels/otp/otp-service.js';
@@ -46,10 +47,22 @@ Every response, success or error, is the envelope { success, code, message, data
 (prefix req_) is also in the X-Request-Id header. Authenticate with \`Authorization: Basic base64(keyId:secret)\`
 (or \`Bearer\` with the same token). Rate limits answer 429 with a Retry-After header.
 
+## Scopes
+
+An API key carries scopes; each operation names the one it requires (a key without it gets 403 INSUFFICIENT_SCOPE).
+\`all\` grants every scope, including those added by later versions. Scopes of planned products are accepted on keys
+today so that keys need not change when those products arrive.
+
+${scopeTableMarkdown()}
+
 ## Error codes
 
 ${errorCatalogueMarkdown()}
 `;
+
+function scopeTableMarkdown(): string {
+  return ['| scope | grants |', '|---|---|', ...Object.entries(SCOPE_DESCRIPTIONS).map(([scope, what]) => `| \`${scope}\` | ${what} |`)].join('\n');
+}
 
 async function listen(app: FastifyInstance, name: string, host: string, port: number): Promise<string> {
   try {

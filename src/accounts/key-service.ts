@@ -3,7 +3,7 @@ import { hashApiSecret, safeEqualHex } from '../security/secrets.js';
 import type { Db } from '../store/types.js';
 import { newSecret, randomFrom } from '../util/ids.js';
 import type { AccountService } from './account-service.js';
-import { parseScopes, type Scope } from './scopes.js';
+import { grantedScopes, isAllScopes, parseScopes, type Scope } from './scopes.js';
 
 export interface ApiKey {
   keyId: string;
@@ -69,7 +69,7 @@ function toKey(r: KeyRow): ApiKey {
     accountId: r.account_id,
     name: r.name,
     environment: r.environment,
-    scopes: r.scopes as Scope[],
+    scopes: grantedScopes(r.scopes as string[]),
     allowedRecipients: r.allowed_recipients,
     createdAt: iso(r.created_at)!,
     rotatedAt: iso(r.rotated_at),
@@ -129,7 +129,8 @@ export class KeyService {
     const { rows } = await this.db.query<KeyRow>(
       `INSERT INTO api_keys AS k (id, account_id, name, environment, scopes, secret_hash, expires_at, allowed_recipients)
        VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING ${KEY_COLUMNS}`,
-      [keyId, account.id, input.name ?? null, environment, scopes, hashApiSecret(this.hashKey, secret), expiresAt, input.allowedRecipients ?? null],
+      // "all" is stored as such: a key made with every scope also gets the scopes of later versions.
+      [keyId, account.id, input.name ?? null, environment, isAllScopes(input.scopes) ? ['all'] : scopes, hashApiSecret(this.hashKey, secret), expiresAt, input.allowedRecipients ?? null],
     );
     return { key: toKey(rows[0]), secret, token: basicToken(keyId, secret) };
   }
@@ -200,7 +201,7 @@ export class KeyService {
         currency: row.currency,
         defaultCountry: row.default_country,
         environment: row.environment,
-        scopes: new Set(row.scopes as Scope[]),
+        scopes: new Set(grantedScopes(row.scopes as string[])),
         allowedRecipients: row.allowed_recipients,
       },
     };
