@@ -57,6 +57,15 @@ export class RedisKeys {
     return `${this.prefix}{t:${key}}:sw`;
   }
 
+  /**
+   * Rate-window counters of one key (hash: per window its index and count). A key that carries its own hash tag
+   * (`recipient:{acc_1}:233201234567`) keeps it, so the keys of one RateWindows.takeAll can share a Cluster slot;
+   * any other key is its own tag.
+   */
+  rateWindows(key: string): string {
+    return hasHashTag(key) ? `${this.prefix}rw:${key}` : `${this.prefix}{rw:${key}}`;
+  }
+
   otpPhone(accountId: string, phone: string): OtpPhoneKeys {
     const base = this.otpTagBase(accountId, phone);
     return { active: base + 'active', rate: base + 'rate' };
@@ -81,4 +90,12 @@ export class RedisKeys {
   private otpTagBase(accountId: string, phone: string): string {
     return `${this.prefix}{o:${accountId.length}:${accountId}:${phone}}:`;
   }
+}
+
+/** Whether Redis Cluster would hash the key by a tag: a `{` followed later by a `}` with something between them. */
+export function hasHashTag(key: string): boolean {
+  const open = key.indexOf('{');
+  if (open < 0) return false;
+  const close = key.indexOf('}', open + 1);
+  return close > open + 1;
 }
