@@ -174,7 +174,8 @@ export interface RateWindows {
    * Several keys at once, all or nothing (an account's limit and a recipient's). Entries naming the same key are
    * merged: their costs add up and the smallest limit of each window applies. On Redis the keys of one call should
    * share a hash tag (write it in the key, as in `recipient:{acc_1}:233201234567`) so that the call stays on one
-   * Cluster slot; a key without braces is its own tag.
+   * Cluster slot; a key without braces is its own tag. Concurrent takes whose keys share a tag are decided in call
+   * order, as one after another (on Redis the takes of one turn of the event loop that share a tag go as one call).
    */
   takeAll(entries: readonly RateLimitEntry[], cost?: number): Promise<RateWindowResult>;
 }

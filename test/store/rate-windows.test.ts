@@ -1,7 +1,7 @@
 import t from 'tap';
 import { Redis } from 'ioredis';
 import { MemoryRateWindows } from '../../src/store/local/memory-rate-windows.js';
-import { hasHashTag, RedisKeys } from '../../src/store/redis/keys.js';
+import { hashTagOf, hasHashTag, RedisKeys } from '../../src/store/redis/keys.js';
 import { RedisRateWindows } from '../../src/store/redis/redis-rate-windows.js';
 import { defineScripts } from '../../src/store/redis/scripts.js';
 import type { RateWindowResult, RateWindows } from '../../src/store/types.js';
@@ -157,12 +157,36 @@ t.test(`rate windows contract (${backendLabel})`, async (t) => {
   t.test('parallel takes never exceed the limit', async (t) => {
     const k = key();
     midnight();
-    const res = await Promise.all(Array.from({ length: 200 }, () => rw.take(k, { second: 1000, minute: 37, day: 1000 })));
+    const res = await Promise.all(Array.from({ length: 600 }, () => rw.take(k, { second: 1000, minute: 37, day: 1000 })));
     t.equal(res.filter((r) => r.allowed).length, 37);
     t.same(
       res.flatMap((r) => (r.allowed ? [r.remaining.minute] : [])).sort((x, y) => x! - y!),
       Array.from({ length: 37 }, (_, i) => i),
       'each allowed take saw its own count',
+    );
+  });
+
+  t.test('concurrent takes on keys of one hash tag are decided in call order, as one after another', async (t) => {
+    midnight();
+    const tag = key();
+    const k = `a:{${tag}}`;
+    const other = `b:{${tag}}`;
+    const res = await Promise.all([
+      rw.take(k, { minute: 5 }, 3),
+      rw.take(other, { minute: 1 }),
+      rw.take(k, { minute: 5 }, 1),
+      rw.take(k, { minute: 5 }, 2),
+      rw.takeAll([
+        { key: k, limits: { minute: 5 } },
+        { key: other, limits: { minute: 1 } },
+      ]),
+      rw.take(k, { minute: 5 }, 1),
+      rw.take(k, { minute: 5 }, 1),
+    ]);
+    t.same(
+      res.map((r) => (r.allowed ? r.remaining : r.key === k ? 'refused by k' : 'refused by other')),
+      [{ minute: 2 }, { minute: 0 }, { minute: 1 }, 'refused by k', 'refused by other', { minute: 0 }, 'refused by k'],
+      'a take that does not fit takes nothing and leaves the rest to the ones after it',
     );
   });
 
@@ -219,6 +243,8 @@ t.test('redis keys: a key with its own hash tag keeps it', async (t) => {
   t.equal(hasHashTag('plain'), false);
   t.equal(hasHashTag('a{}b{c}'), false, 'Redis takes the first { and the first } after it: an empty tag is no tag');
   t.equal(hasHashTag('a}b{'), false);
+  t.equal(hashTagOf('recipient:{acc_1}:233'), 'acc_1');
+  t.equal(hashTagOf('a{}b{c}'), 'a{}b{c}');
   const keys = new RedisKeys('p:');
   t.equal(keys.rateWindows('recipient:{acc_1}:233'), 'p:rw:recipient:{acc_1}:233');
   t.equal(keys.rateWindows('account:{acc_1}'), 'p:rw:account:{acc_1}', 'same tag, same slot');

@@ -92,10 +92,18 @@ export class RedisKeys {
   }
 }
 
-/** Whether Redis Cluster would hash the key by a tag: a `{` followed later by a `}` with something between them. */
-export function hasHashTag(key: string): boolean {
+/**
+ * What Redis Cluster hashes a key by: the text between the first `{` and the first `}` after it when that is not
+ * empty, else the whole key. Keys with the same tag live on the same slot.
+ */
+export function hashTagOf(key: string): string {
   const open = key.indexOf('{');
-  if (open < 0) return false;
+  if (open < 0) return key;
   const close = key.indexOf('}', open + 1);
-  return close > open + 1;
+  return close > open + 1 ? key.slice(open + 1, close) : key;
+}
+
+/** Whether the key carries a hash tag of its own. */
+export function hasHashTag(key: string): boolean {
+  return hashTagOf(key) !== key;
 }
