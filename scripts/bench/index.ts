@@ -14,13 +14,14 @@ const SCENARIOS: Record<string, { script: string; about: string }> = {
   smpp: { script: 'smpp.ts', about: 'SMPP binds → Ferry → simulator → receipts: msg/s, latency, CPU per 1,000, RSS' },
   rest: { script: 'rest.ts', about: 'REST /v1/sms/send at concurrency C, then /v1/sms/bulk: req/s, latency, CPU per 1,000' },
   otp: { script: 'otp.ts', about: 'OTP request + verify pairs/s, codes read from the simulator' },
+  ratewindows: { script: 'ratewindows.ts', about: 'rate-window takes/s in process: embedded, and Redis when REDIS_URL is set' },
 };
 
 const [scenario, ...rest] = process.argv.slice(2);
 const usage = () => {
   const lines = Object.entries(SCENARIOS)
     .filter(([, s]) => existsSync(join(packageRoot, 'scripts/bench', s.script)))
-    .map(([name, s]) => `  ${name.padEnd(8)} ${s.about}`);
+    .map(([name, s]) => `  ${name.padEnd(11)} ${s.about}`);
   return `usage: npm run bench -- <scenario> [options]\n\nscenarios:\n${lines.join('\n')}\n`;
 };
 

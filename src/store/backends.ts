@@ -1,18 +1,20 @@
 import { Redis } from 'ioredis';
+import { MemoryRateWindows } from './local/memory-rate-windows.js';
 import { MemoryThrottle } from './local/memory-throttle.js';
 import { SqlOtpStore } from './local/sql-otp-store.js';
 import { SqlQueue } from './local/sql-queue.js';
 import { RedisKeys } from './redis/keys.js';
 import { RedisOtpStore } from './redis/redis-otp-store.js';
 import { RedisQueue } from './redis/redis-queue.js';
+import { RedisRateWindows } from './redis/redis-rate-windows.js';
 import { RedisThrottle } from './redis/redis-throttle.js';
 import { defineScripts } from './redis/scripts.js';
 import { redactUrl, StorageUnavailableError } from './sql/db.js';
-import type { Backends, Db, OtpStore, Queue, Throttle } from './types.js';
+import type { Backends, Db, OtpStore, Queue, RateWindows, Throttle } from './types.js';
 
 export interface BackendOptions {
   db: Db;
-  /** Redis for the queue, throttles and OTPs; absent → embedded (SQL queue and OTP store, in-process throttle). */
+  /** Redis for the queue, throttles, rate windows and OTPs; absent → embedded (SQL queue and OTP store, in-process throttle and rate windows). */
   redisUrl?: string | null;
   /** Prefix of every Redis key (default "ferry:"). */
   keyPrefix?: string;
@@ -31,7 +33,7 @@ export async function openBackends(opts: BackendOptions): Promise<Backends> {
       if (!q) queues.set(name, (q = new SqlQueue(opts.db, name, { clock })));
       return q;
     };
-    return new StoreBackends('local', opts.db, new MemoryThrottle({ clock }), new SqlOtpStore(opts.db, { clock }), queueOf, null);
+    return new StoreBackends('local', opts.db, new MemoryThrottle({ clock }), new MemoryRateWindows({ clock }), new SqlOtpStore(opts.db, { clock }), queueOf, null);
   }
 
   const redis = await connectRedis(opts.redisUrl, opts.onRedisError);
@@ -43,7 +45,15 @@ export async function openBackends(opts: BackendOptions): Promise<Backends> {
     if (!q) queues.set(name, (q = new RedisQueue(scripted, keys, name, { clock })));
     return q;
   };
-  return new StoreBackends('redis', opts.db, new RedisThrottle(scripted, keys, { clock }), new RedisOtpStore(scripted, keys, { clock }), queueOf, redis);
+  return new StoreBackends(
+    'redis',
+    opts.db,
+    new RedisThrottle(scripted, keys, { clock }),
+    new RedisRateWindows(scripted, keys, { clock }),
+    new RedisOtpStore(scripted, keys, { clock }),
+    queueOf,
+    redis,
+  );
 }
 
 /**
@@ -92,6 +102,7 @@ class StoreBackends implements Backends {
     readonly kind: 'redis' | 'local',
     readonly db: Db,
     readonly throttle: Throttle,
+    readonly rateWindows: RateWindows,
     readonly otp: OtpStore,
     private readonly queueOf: (name: string) => Queue<unknown>,
     private readonly redis: Redis | null,

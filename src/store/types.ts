@@ -135,6 +135,51 @@ export interface Throttle {
   reset(key: string): Promise<void>;
 }
 
+/** The fixed windows a RateWindows limiter counts in, aligned to the clock (UTC): second, minute, day. */
+export type RateWindow = 'second' | 'minute' | 'day';
+export const RATE_WINDOWS: readonly RateWindow[] = ['second', 'minute', 'day'];
+
+/** At most this many per window; a window left out is not limited (and not counted). */
+export type WindowLimits = { readonly [W in RateWindow]?: number };
+
+/** One keyed limit of a RateWindows.takeAll call. */
+export interface RateLimitEntry {
+  key: string;
+  limits: WindowLimits;
+  /** What this take counts against the key; default the call's cost. */
+  cost?: number;
+}
+
+export type RateWindowResult =
+  /** Counted in every window of every key. `remaining`: per limited window, the least any key has left. */
+  | { allowed: true; remaining: { [W in RateWindow]?: number } }
+  /** Counted nowhere. The window (and its key) that keeps the take out longest: retryAfterMs until it resets. */
+  | { allowed: false; key: string; window: RateWindow; limit: number; retryAfterMs: number };
+
+/**
+ * "N per second, M per minute, K per day" limits by key, shared by every instance (Redis: one script, one round
+ * trip) or in-process (embedded). Fixed windows aligned to the clock: second, minute, UTC day (epoch-ms arithmetic).
+ * A take is checked against every limited window of every key and counted in all of them or, refused, in none: a
+ * burst refused by the second window does not eat the day's quota. Exact: across instances sharing Redis a window
+ * never lets more than its limit through (while instance clocks agree within seconds: NTP). The price of fixed
+ * windows is the burst at a boundary: a full window's limit at its last instant and another at the next one's first,
+ * so up to twice a limit in any span as long as the window (and 2 x limit within a few ms at worst). A smaller window
+ * bounds that burst for the larger: 80/s with 3,000/min lets at most 160 through in the second around a minute's end.
+ * Memory is O(1) per key (a counter per window), where an exact sliding log would hold every hit.
+ */
+export interface RateWindows {
+  /** One key. `cost` (default 1, a positive integer) is what the take counts, e.g. the segments of a message. */
+  take(key: string, limits: WindowLimits, cost?: number): Promise<RateWindowResult>;
+  /**
+   * Several keys at once, all or nothing (an account's limit and a recipient's). Entries naming the same key are
+   * merged: their costs add up and the smallest limit of each window applies. On Redis the keys of one call should
+   * share a hash tag (write it in the key, as in `recipient:{acc_1}:233201234567`) so that the call stays on one
+   * Cluster slot; a key without braces is its own tag. Concurrent takes whose keys share a tag are decided in call
+   * order, as one after another (on Redis the takes of one turn of the event loop that share a tag go as one call).
+   */
+  takeAll(entries: readonly RateLimitEntry[], cost?: number): Promise<RateWindowResult>;
+}
+
 export interface OtpRecord {
   id: string;
   accountId: string;
@@ -199,6 +244,7 @@ export interface Backends {
   readonly kind: 'redis' | 'local';
   readonly db: Db;
   readonly throttle: Throttle;
+  readonly rateWindows: RateWindows;
   readonly otp: OtpStore;
   queue<P = unknown>(name: string): Queue<P>;
   /** Throws when a backend is unreachable (readiness). */

@@ -57,6 +57,15 @@ export class RedisKeys {
     return `${this.prefix}{t:${key}}:sw`;
   }
 
+  /**
+   * Rate-window counters of one key (hash: per window its index and count). A key that carries its own hash tag
+   * (`recipient:{acc_1}:233201234567`) keeps it, so the keys of one RateWindows.takeAll can share a Cluster slot;
+   * any other key is its own tag.
+   */
+  rateWindows(key: string): string {
+    return hasHashTag(key) ? `${this.prefix}rw:${key}` : `${this.prefix}{rw:${key}}`;
+  }
+
   otpPhone(accountId: string, phone: string): OtpPhoneKeys {
     const base = this.otpTagBase(accountId, phone);
     return { active: base + 'active', rate: base + 'rate' };
@@ -81,4 +90,20 @@ export class RedisKeys {
   private otpTagBase(accountId: string, phone: string): string {
     return `${this.prefix}{o:${accountId.length}:${accountId}:${phone}}:`;
   }
+}
+
+/**
+ * What Redis Cluster hashes a key by: the text between the first `{` and the first `}` after it when that is not
+ * empty, else the whole key. Keys with the same tag live on the same slot.
+ */
+export function hashTagOf(key: string): string {
+  const open = key.indexOf('{');
+  if (open < 0) return key;
+  const close = key.indexOf('}', open + 1);
+  return close > open + 1 ? key.slice(open + 1, close) : key;
+}
+
+/** Whether the key carries a hash tag of its own. */
+export function hasHashTag(key: string): boolean {
+  return hashTagOf(key) !== key;
 }

@@ -5,7 +5,10 @@ import { assetPath } from '../../util/paths.js';
 type Arg = string | number;
 type ScriptFn = (...args: Arg[]) => Promise<unknown>;
 
-/** Every Lua script, by file name under src/store/redis/lua, with its number of KEYS. */
+/**
+ * Every Lua script, by file name under src/store/redis/lua, with its number of KEYS (null: a variable number,
+ * which the caller passes as the first argument).
+ */
 const SCRIPTS = {
   queuePush: { file: 'queue-push.lua', keys: 8 },
   queueLease: { file: 'queue-lease.lua', keys: 8 },
@@ -14,6 +17,7 @@ const SCRIPTS = {
   queueCancel: { file: 'queue-cancel.lua', keys: 8 },
   throttleTake: { file: 'throttle-take.lua', keys: 1 },
   throttleHit: { file: 'throttle-hit.lua', keys: 1 },
+  rateWindows: { file: 'rate-windows.lua', keys: null },
   otpCreate: { file: 'otp-create.lua', keys: 3 },
   otpVerify: { file: 'otp-verify.lua', keys: 2 },
   otpResend: { file: 'otp-resend.lua', keys: 1 },
@@ -38,7 +42,7 @@ export function defineScripts(redis: Redis): ScriptedRedis {
     for (const [name, def] of Object.entries(SCRIPTS) as [ScriptName, (typeof SCRIPTS)[ScriptName]][]) sources.set(name, loadScript(def.file));
   }
   for (const [name, def] of Object.entries(SCRIPTS) as [ScriptName, (typeof SCRIPTS)[ScriptName]][]) {
-    if (typeof (redis as unknown as Record<string, unknown>)[name] !== 'function') redis.defineCommand(name, { lua: sources.get(name)!, numberOfKeys: def.keys });
+    if (typeof (redis as unknown as Record<string, unknown>)[name] !== 'function') redis.defineCommand(name, { lua: sources.get(name)!, numberOfKeys: def.keys ?? undefined });
   }
   return redis as ScriptedRedis;
 }

@@ -1,0 +1,116 @@
+import { normalize, toResult, windowEnd, windowIndexes, type NormalEntry, type WindowCount } from '../rate-windows.js';
+import type { RateLimitEntry, RateWindowResult, RateWindows, WindowLimits } from '../types.js';
+import { hashTagOf, type RedisKeys } from './keys.js';
+import type { ScriptedRedis } from './scripts.js';
+
+/**
+ * How long a key's counters outlive the end of their longest window. An instance whose clock lags behind the others
+ * by less than this still finds the counter of the window it thinks is current; beyond it, that window could count
+ * again from zero. Instances run NTP, which keeps them within milliseconds.
+ */
+export const RATE_WINDOW_GRACE_MS = 5000;
+
+/** Takes per script call at most: a script blocks Redis while it runs, so a huge turn is cut into several calls. */
+const MAX_TAKES_PER_CALL = 256;
+
+interface PendingTake {
+  entries: NormalEntry[];
+  keys: string[];
+  resolve(r: RateWindowResult): void;
+  reject(err: unknown): void;
+}
+
+/**
+ * Rate windows shared by every instance: one hash per key holding, per window, the window counted and its count,
+ * updated by one script (src/store/redis/lua/rate-windows.lua) that checks and counts a take over all its keys at
+ * once. As for the token bucket, the takes of one turn of the event loop whose keys share a hash tag (every request
+ * of an account, when the keys carry the account as their tag) go as one call that takes them in order, as the
+ * same takes one after another at that instant would: a busy account costs one script per turn, not one per
+ * request. Every take is still one round trip.
+ *
+ * Time is the caller's clock, as for the throttle scripts (tests drive it; instances agree on it through NTP). A
+ * window a take counts in is never older than one another instance has already counted in, so a lagging clock
+ * counts in the newer window instead of reopening a closed one.
+ */
+export class RedisRateWindows implements RateWindows {
+  private readonly clock: () => number;
+  private groups = new Map<string, PendingTake[]>();
+  private scheduled = false;
+
+  constructor(
+    private readonly redis: ScriptedRedis,
+    private readonly keys: RedisKeys,
+    opts: { clock?: () => number } = {},
+  ) {
+    this.clock = opts.clock ?? Date.now;
+  }
+
+  take(key: string, limits: WindowLimits, cost = 1): Promise<RateWindowResult> {
+    return this.takeAll([{ key, limits }], cost);
+  }
+
+  takeAll(list: readonly RateLimitEntry[], cost = 1): Promise<RateWindowResult> {
+    let entries: NormalEntry[];
+    try {
+      entries = normalize(list, cost);
+    } catch (err) {
+      return Promise.reject(err);
+    }
+    if (entries.length === 0) return Promise.resolve({ allowed: true, remaining: {} });
+    const keys = entries.map((e) => this.keys.rateWindows(e.key));
+    // One script per hash tag (a Cluster slot). A take whose keys span tags goes on its own: it only works on a
+    // single Redis, not on Cluster.
+    const tags = [...new Set(keys.map(hashTagOf))];
+    const group = tags.length === 1 ? tags[0] : `\u0000${tags.join('\u0000')}`;
+    let takes = this.groups.get(group);
+    if (!takes) {
+      this.groups.set(group, (takes = []));
+      if (!this.scheduled) {
+        this.scheduled = true;
+        setImmediate(this.flush);
+      }
+    }
+    const pending = takes;
+    return new Promise<RateWindowResult>((resolve, reject) => pending.push({ entries, keys, resolve, reject }));
+  }
+
+  private readonly flush = (): void => {
+    this.scheduled = false;
+    const groups = this.groups;
+    this.groups = new Map();
+    const now = Math.floor(this.clock());
+    for (const takes of groups.values()) {
+      for (let i = 0; i < takes.length; i += MAX_TAKES_PER_CALL) this.call(takes.slice(i, i + MAX_TAKES_PER_CALL), now);
+    }
+  };
+
+  private call(takes: PendingTake[], now: number): void {
+    const current = windowIndexes(now);
+    const keyIndex = new Map<string, number>();
+    const args: number[] = [current[0], current[1], current[2], takes.length];
+    for (const t of takes) {
+      args.push(t.entries.length);
+      t.entries.forEach((e, j) => {
+        let k = keyIndex.get(t.keys[j]);
+        if (k === undefined) keyIndex.set(t.keys[j], (k = keyIndex.size + 1));
+        let end = now;
+        for (let w = 0; w < 3; w++) if (e.limits[w] >= 0) end = Math.max(end, windowEnd(w, current[w]));
+        args.push(k, e.cost, e.limits[0], e.limits[1], e.limits[2], end - now + RATE_WINDOW_GRACE_MS);
+      });
+    }
+    this.redis.rateWindows(keyIndex.size, ...keyIndex.keys(), ...args).then(
+      (reply) => {
+        const r = reply as number[];
+        let p = 0;
+        for (const t of takes) {
+          const allowed = r[p++] === 1;
+          const counts: WindowCount[][] = t.entries.map(() => [0, 1, 2].map(() => ({ index: r[p++], count: r[p++] })));
+          t.resolve(toResult(t.entries, counts, allowed, now));
+        }
+      },
+      (err: unknown) => {
+        for (const t of takes) t.reject(err);
+      },
+    );
+  }
+}
