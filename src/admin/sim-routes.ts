@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify';
-import type { ReceivedMessage, SmscSimulator } from '../smpp/sim/simulator.js';
+import type { ReceivedMessage, SimulatorBehaviour, SmscSimulator } from '../smpp/sim/simulator.js';
 import { ApiError } from '../http/errors.js';
 import { ok } from '../http/envelope.js';
 
@@ -25,6 +25,36 @@ const query = {
   properties: {
     to: { type: 'string', minLength: 1, maxLength: 21, pattern: '^\\+?[0-9]+$', description: 'only messages to this number (digits, international form)' },
     limit: { type: 'string', pattern: '^(?:[1-9][0-9]?|[1-4][0-9]{2}|500)$', description: 'at most this many, 1-500 (default 20)' },
+  },
+} as const;
+
+const STAT = { type: 'string', enum: ['DELIVRD', 'UNDELIV', 'REJECTD', 'EXPIRED', 'DELETED', 'UNKNOWN', 'ACCEPTD'] } as const;
+const ratio = { type: 'number', minimum: 0, maximum: 1 } as const;
+const ms = { type: 'integer', minimum: 0, maximum: 600_000 } as const;
+
+/** What an operator or a test may change in the embedded simulator at runtime (the rest would break its binds). */
+export const behaviourPatchSchema = {
+  type: 'object',
+  additionalProperties: false,
+  minProperties: 1,
+  properties: {
+    acceptLatencyMs: ms,
+    receiptDelayMs: ms,
+    receiptJitterMs: ms,
+    outcomes: { type: 'object', minProperties: 1, propertyNames: STAT, additionalProperties: { type: 'number', minimum: 0 } },
+    outcomeRules: {
+      type: 'array',
+      maxItems: 100,
+      items: {
+        type: 'object',
+        additionalProperties: false,
+        required: ['destination', 'stat'],
+        properties: { destination: { type: 'string', pattern: '^\\+?[0-9]{1,20}\\*?$' }, stat: STAT },
+      },
+    },
+    duplicateReceiptRatio: ratio,
+    throttleRatio: ratio,
+    neverRespond: { type: 'boolean' },
   },
 } as const;
 
@@ -85,8 +115,21 @@ function joined(g: { first: ReceivedMessage; parts: (string | undefined)[]; last
  */
 export function registerSimRoutes(app: FastifyInstance, deps: SimAdminDeps): void {
   app.get<{ Querystring: { to?: string; limit?: string } }>('/admin/sim/messages', { schema: { querystring: query } }, async (req) => {
-    const sim = deps.simulator();
-    if (!sim) throw new ApiError('SIMULATOR_NOT_RUNNING', { message: 'This daemon runs no embedded SMSC simulator (real upstreams are configured, or smpp.simulator.enabled is off)' });
+    const sim = running(deps);
     return ok(req, 'SIM_MESSAGES', { messages: simMessages(sim.received(), req.query.to, req.query.limit ? Number(req.query.limit) : 20) });
   });
+
+  // Scripting the embedded simulator: outcomes by recipient, latency, throttling, duplicate and reordered receipts.
+  app.get('/admin/sim/behaviour', async (req) => ok(req, 'SIM_BEHAVIOUR', running(deps).getBehaviour()));
+  app.patch<{ Body: Partial<SimulatorBehaviour> }>('/admin/sim/behaviour', { schema: { body: behaviourPatchSchema } }, async (req) => {
+    const sim = running(deps);
+    sim.setBehaviour(req.body);
+    return ok(req, 'SIM_BEHAVIOUR', sim.getBehaviour(), 'Simulator behaviour changed');
+  });
+}
+
+function running(deps: SimAdminDeps): SmscSimulator {
+  const sim = deps.simulator();
+  if (!sim) throw new ApiError('SIMULATOR_NOT_RUNNING', { message: 'This daemon runs no embedded SMSC simulator (real upstreams are configured, or smpp.simulator.enabled is off)' });
+  return sim;
 }

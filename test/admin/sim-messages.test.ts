@@ -88,3 +88,50 @@ t.test('parts are joined per reference; a reused reference starts a new message;
     ],
   );
 });
+
+t.test('the embedded simulator is scriptable: outcomes by recipient, duplicate and reordered receipts, from the admin API and the CLI', async (t) => {
+  const d = await startDaemon({ FERRY_SMPP_SIMULATOR_RECEIPT_DELAY_MS: '10' });
+  t.teardown(() => d.stop());
+  const { token } = await accountWithKey(d, 'sim-script');
+  const auth = { authorization: `Bearer ${d.adminToken}` };
+  const patch = await call(d.admin, 'PATCH', '/admin/sim/behaviour', {
+    headers: auth,
+    body: { outcomeRules: [{ destination: '23320*', stat: 'UNDELIV' }], duplicateReceiptRatio: 1, receiptJitterMs: 200 },
+  });
+  t.equal(patch.status, 200, JSON.stringify(patch.json));
+  t.same(patch.json.data.outcomeRules, [{ destination: '23320*', stat: 'UNDELIV' }]);
+  const bad = await call(d.admin, 'PATCH', '/admin/sim/behaviour', { headers: auth, body: { outcomeRules: [{ destination: '233*', stat: 'LOST' }] } });
+  t.equal(bad.json.code, 'VALIDATION_ERROR', 'an unknown stat word is refused');
+
+  const send = async (to: string, i: number) => (await call(d.api, 'POST', '/v1/sms/send', { token, body: { to, from: 'Acme', message: `m${i}` } })).json.data.messageId as string;
+  const toFail = await Promise.all(Array.from({ length: 5 }, (_, i) => send('233201234567', i)));
+  const toPass = await Promise.all(Array.from({ length: 5 }, (_, i) => send('233241234567', i)));
+  const final = async (id: string) => {
+    const until = Date.now() + 15_000;
+    for (;;) {
+      const rec = await d.daemon.gateway.ledger.get(id);
+      if (rec && ['delivered', 'undelivered'].includes(rec.status)) return rec.status;
+      if (Date.now() > until) throw new Error(`${id} not final`);
+      await new Promise((r) => setTimeout(r, 25));
+    }
+  };
+  t.same(await Promise.all(toFail.map(final)), Array(5).fill('undelivered'), 'the rule decides for its prefix');
+  t.same(await Promise.all(toPass.map(final)), Array(5).fill('delivered'), 'the others follow the weights');
+  const sim = d.daemon.embeddedUpstream!.simulator;
+  const until = Date.now() + 10_000;
+  while (sim.stats.receiptsDuplicated < 10 && Date.now() < until) await new Promise((r) => setTimeout(r, 25));
+  t.equal(sim.stats.receiptsDuplicated, 10, 'every receipt was sent twice');
+  const history = await d.daemon.gateway.ledger.history(toPass[0]);
+  t.equal(history.filter((h) => h.status === 'delivered').length, 1, 'a duplicate receipt changes nothing');
+
+  const env = { FERRY_ADMIN_URL: d.admin, FERRY_ADMIN_TOKEN: d.adminToken };
+  const cli = await ferryRun(['sim', 'behaviour', '--outcome', '23324*=rejectd', '--outcome', '233200000000=EXPIRED', '--json'], env);
+  t.equal(cli.code, 0, cli.stderr);
+  t.same(JSON.parse(cli.stdout).outcomeRules, [
+    { destination: '23324*', stat: 'REJECTD' },
+    { destination: '233200000000', stat: 'EXPIRED' },
+  ]);
+  const wrong = await ferryRun(['sim', 'behaviour', '--outcome', '23324'], env);
+  t.not(wrong.code, 0);
+  t.match(wrong.stderr, /expected NUMBER=STAT/);
+});

@@ -1,6 +1,6 @@
 import { Command, InvalidArgumentError } from 'commander';
 import { pino } from 'pino';
-import { startSimulator, type SimulatorOptions } from '../../smpp/sim/simulator.js';
+import { startSimulator, type OutcomeRule, type SimulatorBehaviour, type SimulatorOptions } from '../../smpp/sim/simulator.js';
 import { serveUntilSignal } from '../../smpp/sim/serve-until-signal.js';
 import type { SimMessage } from '../../admin/sim-routes.js';
 import { CliError, adminCall, adminTarget } from '../admin-client.js';
@@ -10,6 +10,13 @@ function int(value: string): number {
   const n = Number(value);
   if (!Number.isInteger(n) || n < 0) throw new InvalidArgumentError('expected a non-negative integer');
   return n;
+}
+
+/** `PATTERN=STAT`, repeatable: the receipt outcome for recipients matching an exact number or a prefix ending in `*`. */
+function outcomeRule(value: string, previous: OutcomeRule[] = []): OutcomeRule[] {
+  const m = /^(\+?[0-9]{1,20}\*?)=([A-Za-z]+)$/.exec(value);
+  if (!m) throw new InvalidArgumentError('expected NUMBER=STAT or PREFIX*=STAT, e.g. 23320*=UNDELIV');
+  return [...previous, { destination: m[1], stat: m[2].toUpperCase() }];
 }
 
 function ratio(value: string): number {
@@ -26,6 +33,9 @@ interface SimCliOptions {
   acceptLatencyMs: number;
   receiptDelayMs: number;
   deliveredRatio: number;
+  outcome?: OutcomeRule[];
+  receiptJitterMs: number;
+  duplicateReceipts: number;
   throttleRatio: number;
   disconnectAfter: number;
   neverRespond?: boolean;
@@ -66,15 +76,53 @@ function simMessagesCommand(parent: () => Command): Command {
     });
 }
 
+/** `ferry sim behaviour`: shows or changes what the daemon's embedded simulator does (outcomes by recipient, …). */
+function simBehaviourCommand(parent: () => Command): Command {
+  return new Command('behaviour')
+    .description("show or change what the running daemon's embedded SMSC simulator does; no option shows it")
+    .option('--outcome <pattern=stat>', 'receipt outcome for recipients matching NUMBER or PREFIX* (repeatable; replaces the rules)', outcomeRule)
+    .option('--clear-outcomes', 'drop every recipient rule')
+    .option('--delivered-ratio <ratio>', 'share of other receipts that are DELIVRD (the rest UNDELIV)', ratio)
+    .option('--accept-latency-ms <ms>', 'delay before each submit_sm_resp', int)
+    .option('--receipt-delay-ms <ms>', 'delay before each delivery receipt', int)
+    .option('--receipt-jitter-ms <ms>', 'up to this much extra random delay per receipt (reorders them)', int)
+    .option('--duplicate-receipts <ratio>', 'share of receipts sent twice', ratio)
+    .option('--throttle-ratio <ratio>', 'share of submits answered ESME_RTHROTTLED', ratio)
+    .option('--json', 'print JSON')
+    .action(async (o: Record<string, unknown>) => {
+      const patch: Partial<SimulatorBehaviour> = {};
+      if (o.outcome) patch.outcomeRules = o.outcome as OutcomeRule[];
+      if (o.clearOutcomes) patch.outcomeRules = [];
+      if (o.deliveredRatio !== undefined) patch.outcomes = { DELIVRD: o.deliveredRatio as number, UNDELIV: 1 - (o.deliveredRatio as number) };
+      if (o.acceptLatencyMs !== undefined) patch.acceptLatencyMs = o.acceptLatencyMs as number;
+      if (o.receiptDelayMs !== undefined) patch.receiptDelayMs = o.receiptDelayMs as number;
+      if (o.receiptJitterMs !== undefined) patch.receiptJitterMs = o.receiptJitterMs as number;
+      if (o.duplicateReceipts !== undefined) patch.duplicateReceiptRatio = o.duplicateReceipts as number;
+      if (o.throttleRatio !== undefined) patch.throttleRatio = o.throttleRatio as number;
+      const target = adminTarget(parent().parent?.opts().config);
+      const data = Object.keys(patch).length
+        ? await adminCall(target, 'PATCH', '/admin/sim/behaviour', patch)
+        : await adminCall(target, 'GET', '/admin/sim/behaviour');
+      print(data, !!o.json);
+    });
+}
+
 /**
- * `ferry sim`: runs the SMSC simulator in the foreground, logging JSON lines, until SIGINT/SIGTERM;
- * `ferry sim messages` reads what the daemon's embedded one received.
+ * `ferry sim` (`ferry sim run`): runs the SMSC simulator in the foreground, logging JSON lines, until
+ * SIGINT/SIGTERM; `ferry sim messages` and `ferry sim behaviour` read and script the daemon's embedded one.
  */
 export function simCommand(): Command {
-  const cmd: Command = new Command('sim');
-  return cmd
-    .description('run a standalone SMSC simulator (SMPP v3.4) for tests and demos; nothing is delivered anywhere')
-    .addCommand(simMessagesCommand(() => cmd))
+  const cmd: Command = new Command('sim').description('SMSC simulator (SMPP v3.4): run one standalone, or read and script the daemon’s embedded one');
+  cmd.addCommand(simRunCommand(), { isDefault: true });
+  cmd.addCommand(simMessagesCommand(() => cmd));
+  cmd.addCommand(simBehaviourCommand(() => cmd));
+  return cmd;
+}
+
+/** The standalone simulator; the default of `ferry sim`, so `ferry sim --port 2776` runs it. */
+function simRunCommand(): Command {
+  return new Command('run')
+    .description('run a standalone SMSC simulator (SMPP v3.4) for tests and demos; nothing is delivered anywhere (the default of ferry sim)')
     .option('--host <host>', 'address to listen on', '127.0.0.1')
     .option('--port <port>', 'port to listen on (0 picks a free one)', int, 2776)
     .option('--system-id <id>', 'accept only this system_id (default: any)')
@@ -82,6 +130,9 @@ export function simCommand(): Command {
     .option('--accept-latency-ms <ms>', 'delay before each submit_sm_resp', int, 0)
     .option('--receipt-delay-ms <ms>', 'delay before each delivery receipt', int, 1000)
     .option('--delivered-ratio <ratio>', 'share of receipts that are DELIVRD (the rest UNDELIV)', ratio, 0.95)
+    .option('--outcome <pattern=stat>', 'receipt outcome for recipients matching NUMBER or PREFIX*, before the ratio (repeatable)', outcomeRule)
+    .option('--receipt-jitter-ms <ms>', 'up to this much extra random delay per receipt (reorders them)', int, 0)
+    .option('--duplicate-receipts <ratio>', 'share of receipts sent twice', ratio, 0)
     .option('--throttle-ratio <ratio>', 'share of submits answered ESME_RTHROTTLED', ratio, 0)
     .option('--disconnect-after <n>', 'drop a connection at its Nth submit (0 never)', int, 0)
     .option('--never-respond', 'never answer submits (for timeout tests)')
@@ -103,6 +154,9 @@ export function simCommand(): Command {
         acceptLatencyMs: opts.acceptLatencyMs,
         receiptDelayMs: opts.receiptDelayMs,
         outcomes: { DELIVRD: opts.deliveredRatio, UNDELIV: 1 - opts.deliveredRatio },
+        outcomeRules: opts.outcome ?? [],
+        receiptJitterMs: opts.receiptJitterMs,
+        duplicateReceiptRatio: opts.duplicateReceipts,
         throttleRatio: opts.throttleRatio,
         disconnectAfterSubmits: opts.disconnectAfter,
         neverRespond: opts.neverRespond ?? false,

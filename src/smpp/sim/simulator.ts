@@ -17,6 +17,15 @@ export interface SimulatorBehaviour {
   receiptDelayMs: number;
   /** Receipt outcome weights by stat word, e.g. { DELIVRD: 0.95, UNDELIV: 0.05 }. */
   outcomes: Record<string, number>;
+  /**
+   * Outcomes by recipient, checked before the weights: the first rule whose pattern matches the destination decides
+   * (`233241234567` exactly, or a prefix ending in `*`, e.g. `23320*`).
+   */
+  outcomeRules: OutcomeRule[];
+  /** Share of receipts sent twice (0..1), as SMSCs do after a lost deliver_sm_resp. */
+  duplicateReceiptRatio: number;
+  /** Up to this much random extra delay per receipt (ms), so receipts arrive out of submit order. */
+  receiptJitterMs: number;
   /** Share of submits answered ESME_RTHROTTLED (0..1). */
   throttleRatio: number;
   /** Swallow submits without answering (for timeout tests). */
@@ -31,6 +40,21 @@ export interface SimulatorBehaviour {
   idFormat: 'hex' | 'dec';
   /** Id written in receipts: the same as the response, its decimal form, or upper case with leading zeros. */
   receiptIdStyle: 'same' | 'decimal' | 'padded-upper';
+}
+
+/** A receipt outcome for the recipients a pattern matches. */
+export interface OutcomeRule {
+  /** An exact number, or a prefix ending in `*`. */
+  destination: string;
+  /** The receipt's stat word (DELIVRD, UNDELIV, REJECTD, EXPIRED, …). */
+  stat: string;
+}
+
+/** Whether a rule's pattern matches a destination (a trailing `*` matches any rest, a leading `+` is ignored). */
+export function destinationMatches(pattern: string, destination: string): boolean {
+  const p = pattern.replace(/^\+/, '');
+  const d = destination.replace(/^\+/, '');
+  return p.endsWith('*') ? d.startsWith(p.slice(0, -1)) : d === p;
 }
 
 export interface SimulatorLogger {
@@ -94,6 +118,8 @@ export interface SimulatorStats {
   receiptsFailed: number;
   receiptsPending: number;
   receiptsDropped: number;
+  /** Receipts sent a second time (duplicateReceiptRatio). */
+  receiptsDuplicated: number;
   moSent: number;
   disconnectsInjected: number;
   queries: number;
@@ -138,6 +164,9 @@ const DEFAULT_BEHAVIOUR: SimulatorBehaviour = {
   acceptLatencyMs: 0,
   receiptDelayMs: 0,
   outcomes: { DELIVRD: 1 },
+  outcomeRules: [],
+  duplicateReceiptRatio: 0,
+  receiptJitterMs: 0,
   throttleRatio: 0,
   neverRespond: false,
   receiptsBeforeResponse: false,
@@ -190,6 +219,7 @@ export class SmscSimulator {
     receiptsFailed: 0,
     receiptsPending: 0,
     receiptsDropped: 0,
+    receiptsDuplicated: 0,
     moSent: 0,
     disconnectsInjected: 0,
     queries: 0,
@@ -402,7 +432,7 @@ export class SmscSimulator {
     const messageId = this.issueId();
     const stored = this.store(pdu, session, messageId);
     this.stats.accepted++;
-    const stat = this.pickOutcome();
+    const stat = this.pickOutcome(stored.destinations[0] ?? '');
     const wantsReceipt = this.wantsReceipt(pdu.registered_delivery, stat);
     this.messages.set(messageId, { state: MessageState.ENROUTE, source: stored.source, finalDate: '' });
     this.trimMessages();
@@ -415,7 +445,8 @@ export class SmscSimulator {
     }
     if (wantsReceipt) {
       const systemId = session.systemId ?? '';
-      after(b.acceptLatencyMs + b.receiptDelayMs, () => this.sendReceipt(systemId, stored, stat));
+      const jitter = b.receiptJitterMs > 0 ? Math.floor(this.random.next() * b.receiptJitterMs) : 0;
+      after(b.acceptLatencyMs + b.receiptDelayMs + jitter, () => this.sendReceipt(systemId, stored, stat));
     }
     if (b.acceptLatencyMs > 0) return new Promise((resolve) => setTimeout(() => resolve(response), b.acceptLatencyMs));
     return response;
@@ -443,7 +474,8 @@ export class SmscSimulator {
     }
   }
 
-  private pickOutcome(): string {
+  private pickOutcome(destination: string): string {
+    for (const rule of this.behaviour.outcomeRules) if (destinationMatches(rule.destination, destination)) return rule.stat;
     const entries = Object.entries(this.behaviour.outcomes).filter(([, w]) => w > 0);
     const total = entries.reduce((s, [, w]) => s + w, 0);
     if (total <= 0) return 'DELIVRD';
@@ -538,6 +570,10 @@ export class SmscSimulator {
       tlvs: { receipted_message_id: id, message_state: state },
     };
     this.deliverReceipt({ systemId, pdu });
+    if (this.behaviour.duplicateReceiptRatio > 0 && this.random.next() < this.behaviour.duplicateReceiptRatio) {
+      this.stats.receiptsDuplicated++;
+      this.deliverReceipt({ systemId, pdu: { ...pdu } });
+    }
   }
 
   private deliverReceipt(r: PendingReceipt): void {
