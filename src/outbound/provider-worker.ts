@@ -80,6 +80,8 @@ export class ProviderWorker {
   /** Claimed jobs waiting for a slot (provider or account), oldest first. */
   private ready: Held[] = [];
   private active = 0;
+  /** Leased, their claim under way. */
+  private claiming = 0;
   private readonly accountActive = new Map<string, number>();
   private readonly accountHeld = new Map<string, number>();
   private readonly breakers = new Map<string, CircuitBreaker>();
@@ -159,6 +161,7 @@ export class ProviderWorker {
     this.wake();
     await this.loopDone;
     this.ready = [];
+    this.claiming = 0;
     this.held.clear();
     this.accountActive.clear();
     this.accountHeld.clear();
@@ -188,7 +191,10 @@ export class ProviderWorker {
    * as there are free probes, none while all are open.
    */
   private budget(): number {
-    const room = Math.min(this.s.holdCap - this.held.size, this.s.maxConcurrency - this.active);
+    // Jobs about to be sent count against the concurrency: those being claimed and those waiting that could start.
+    let startable = 0;
+    for (const h of this.ready) if ((this.accountActive.get(h.job!.accountId) ?? 0) < this.s.maxPerAccount) startable++;
+    const room = Math.min(this.s.holdCap - this.held.size, this.s.maxConcurrency - this.active - this.claiming - startable);
     if (room <= 0) return 0;
     // Full but for a few: wait for settling jobs (each wakes the loop) rather than lease one at a time.
     if (this.active > 0 && room < Math.max(1, Math.floor(this.s.maxConcurrency / 4))) return 0;
@@ -236,7 +242,10 @@ export class ProviderWorker {
         fresh.push(it.id);
       }
       if (this.held.size > this.maxHeld) this.maxHeld = this.held.size;
-      if (fresh.length) this.track(this.claim(fresh));
+      if (fresh.length) {
+        this.claiming += fresh.length;
+        this.track(this.claim(fresh).finally(() => (this.claiming -= fresh.length)));
+      }
       if (items.length === 0) await this.sleep(this.s.pollMs);
     }
   }

@@ -22,7 +22,7 @@ t.test('a product registers its <product>.* event types; the built-in ones stay 
   t.match(eventCatalogueMarkdown(), /\| fax\.failed \| the fax failed \|/);
 
   t.same(registerEventTypes({ 'fax.sent': 'the fax was accepted by the provider' }), ['fax.sent'], 'the same again is a no-op');
-  t.equal(EVENT_TYPES.filter((x) => x === 'fax.sent').length, 1);
+  t.equal(EVENT_TYPES.filter((x) => (x as string) === 'fax.sent').length, 1);
   t.throws(() => registerEventTypes({ 'fax.sent': 'something else' }), /already registered/);
   t.throws(() => registerEventTypes({ 'sms.read': 'x' }), /sms\.\* family is built in/);
   t.throws(() => registerEventTypes({ 'Fax.Sent': 'x' }), /lower case/);
