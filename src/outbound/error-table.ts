@@ -6,10 +6,12 @@ import type { SendResult } from './types.js';
  *   towards the endpoint's circuit breaker.
  * - `backoff`: the provider throttles (429, rate-limit codes): retried after its Retry-After, the endpoint pauses until
  *   then (its other jobs wait in the queue); not a breaker failure, the provider is alive.
+ * - `later`: only this message must wait (a per-recipient rate limit, media to fetch again): retried after its
+ *   Retry-After or with backoff; the endpoint goes on and the breaker counts the answer as a sign of life.
  * - `fail`: permanent for this message (bad recipient, rejected content, bad credentials): final failed state with the
  *   provider's code kept beside Ferry's.
  */
-export type ErrorAction = 'retry' | 'backoff' | 'fail';
+export type ErrorAction = 'retry' | 'backoff' | 'later' | 'fail';
 
 export interface ErrorRule {
   /** Ferry's code, UPPER_SNAKE (what customers see in data.error and ferry_error). */
@@ -31,7 +33,7 @@ export interface ClassifyInput {
 }
 
 /**
- * ONE table per provider, courier-style: provider code → Ferry code and retry / back off / fail. Adapters classify
+ * ONE table per provider, courier-style: provider code → Ferry code and retry / back off / later / fail. Adapters classify
  * every error answer through it, so how a provider's errors are treated is read in one place and tested as a table.
  * Codes the table does not list fall back by HTTP status: 429 backs off, 408 and 5xx retry, anything else fails
  * (PROVIDER_REJECTED) with the provider's code kept.
@@ -73,6 +75,7 @@ export class ErrorTable {
       message,
       ...(input.retryAfterMs !== undefined ? { retryAfterMs: input.retryAfterMs } : {}),
       ...(action === 'backoff' ? { throttled: true } : {}),
+      ...(action === 'later' ? { providerHealthy: true } : {}),
     };
   }
 

@@ -559,7 +559,13 @@ export class OutboundPipeline {
       kind: 'attempt',
       state: row.state,
       at: now,
-      detail: { ...attemptDetail, ...(r.retryAfterMs !== undefined ? { retryAfterMs: r.retryAfterMs } : {}), ...(r.throttled ? { throttled: true } : {}), nextAttemptAt: nextAt },
+      detail: {
+        ...attemptDetail,
+        ...(r.retryAfterMs !== undefined ? { retryAfterMs: r.retryAfterMs } : {}),
+        ...(r.throttled ? { throttled: true } : {}),
+        ...(r.providerHealthy ? { providerHealthy: true } : {}),
+        nextAttemptAt: nextAt,
+      },
     });
     return 'unchanged';
   }

@@ -385,7 +385,7 @@ export class ProviderWorker {
     this.unadmit(h);
 
     const b = this.breakerOf(h.endpoint);
-    if (result.kind === 'sent' || result.kind === 'fail') b.success(permit);
+    if (result.kind === 'sent' || result.kind === 'fail' || result.providerHealthy) b.success(permit);
     else if (result.throttled) b.throttled(permit, result.retryAfterMs ?? this.s.throttleMs);
     else b.failure(permit);
     cls ??= result.kind === 'retry' && result.throttled ? 'throttled' : result.kind;

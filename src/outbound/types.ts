@@ -48,6 +48,11 @@ export type SendResult =
       retryAfterMs?: number;
       /** The provider is throttling (an error table's `backoff`): the endpoint pauses, the breaker does not count it. */
       throttled?: boolean;
+      /**
+       * The provider is fine, only this message must wait (an error table's `later`: a per-recipient rate limit, a
+       * media fetch to try again): neither a breaker failure nor a pause of the endpoint.
+       */
+      providerHealthy?: boolean;
       code: string;
       providerCode?: string;
       message: string;

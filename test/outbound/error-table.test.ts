@@ -5,7 +5,7 @@ import { ErrorTable } from '../../src/outbound/error-table.js';
 // A provider's one table, shaped like Meta's Cloud API codes (the numbers are theirs, kept as text).
 const table = new ErrorTable('meta-cloud', {
   '130429': { ferryCode: 'PROVIDER_THROTTLED', action: 'backoff' },
-  '131056': { ferryCode: 'PAIR_RATE_LIMITED', action: 'backoff' },
+  '131056': { ferryCode: 'PAIR_RATE_LIMITED', action: 'later' },
   '131000': { ferryCode: 'PROVIDER_UNAVAILABLE', action: 'retry' },
   '131026': { ferryCode: 'RECIPIENT_UNREACHABLE', action: 'fail' },
   '190': { ferryCode: 'PROVIDER_AUTH_FAILED', action: 'fail', message: 'the access token is invalid or expired' },
@@ -26,6 +26,13 @@ t.test('a provider code maps to Ferry code and action, the code kept verbatim', 
     retryAfterMs: 60_000,
     throttled: true,
   });
+  t.same(table.classify({ providerCode: 131056, httpStatus: 400, message: 'pair rate limit' }), {
+    kind: 'retry',
+    code: 'PAIR_RATE_LIMITED',
+    providerCode: '131056',
+    message: 'pair rate limit',
+    providerHealthy: true,
+  }, 'later: only this message waits');
   t.same(table.classify({ providerCode: 131000, httpStatus: 500 }), { kind: 'retry', code: 'PROVIDER_UNAVAILABLE', providerCode: '131000', message: 'meta-cloud answered HTTP 500' });
   t.equal(table.classify({ providerCode: 190, message: 'Error validating access token' }).message, 'the access token is invalid or expired', 'the rule may fix the text');
 });

@@ -14,6 +14,7 @@ export const TEST_ERRORS = new ErrorTable('test-http', {
   server_error: { ferryCode: 'PROVIDER_UNAVAILABLE', action: 'retry' },
   E131026: { ferryCode: 'RECIPIENT_UNREACHABLE', action: 'fail' },
   E_BAD_TEMPLATE: { ferryCode: 'TEMPLATE_REJECTED', action: 'fail' },
+  E_PAIR_LIMIT: { ferryCode: 'PAIR_RATE_LIMITED', action: 'later' },
 });
 
 /**

@@ -112,6 +112,20 @@ t.test(`outbound pipeline contract (${backendLabel})`, async (t) => {
     t.equal(h.pipeline.breakerState(h.adapter.name, h.adapter.endpointOf()), 'closed', 'a permanent error is not a provider failure');
   });
 
+  t.test("'later': only that message waits; the endpoint goes on and the breaker does not count it", async (t) => {
+    const h = makePipeline(backends, clock, provider.url, { provider: { breaker: { failureThreshold: 1 } } });
+    t.teardown(() => h.stop());
+    provider.on('later-1', { status: 400, code: 'E_PAIR_LIMIT' }, OK);
+    const [job] = await h.pipeline.submit([demoJob(h.adapter.name, 'later-1')]);
+    const row = await jobState(h.pipeline, job.id, (j) => j.attempts === 1);
+    t.match(row, { state: 'queued', ferryError: 'PAIR_RATE_LIMITED', providerError: 'E_PAIR_LIMIT' });
+    t.equal(h.pipeline.breakerState(h.adapter.name, h.adapter.endpointOf()), 'closed', 'one failure would have opened it');
+    const [other] = await h.pipeline.submit([demoJob(h.adapter.name, 'later-2')]);
+    await jobState(h.pipeline, other.id, (j) => j.state === 'sent');
+    clock.advance(row.nextAttemptAt - clock.now);
+    await jobState(h.pipeline, job.id, (j) => j.state === 'sent');
+  });
+
   t.test('deadline: retries stop at the product deadline, then the final failed state and its event', async (t) => {
     const h = makePipeline(backends, clock, provider.url, { deadlineMs: 5000 });
     t.teardown(() => h.stop());
