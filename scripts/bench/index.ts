@@ -14,6 +14,7 @@ const SCENARIOS: Record<string, { script: string; about: string }> = {
   smpp: { script: 'smpp.ts', about: 'SMPP binds → Ferry → simulator → receipts: msg/s, latency, CPU per 1,000, RSS' },
   rest: { script: 'rest.ts', about: 'REST /v1/sms/send at concurrency C, then /v1/sms/bulk: req/s, latency, CPU per 1,000' },
   otp: { script: 'otp.ts', about: 'OTP request + verify pairs/s, codes read from the simulator' },
+  outbound: { script: 'outbound.ts', about: 'outbound pipeline: jobs/s enqueued and drained to a loopback HTTP provider, CPU per 1,000 jobs' },
 };
 
 const [scenario, ...rest] = process.argv.slice(2);
