@@ -60,7 +60,7 @@ export class OutboundMetrics {
     });
     this.deferred = new Counter({
       name: 'ferry_outbound_deferred_total',
-      help: 'Leased jobs handed back to the queue unsent: breaker (endpoint open), account_cap (account at its concurrency), busy (claimed elsewhere or not yet due), stopping',
+      help: 'Leased jobs handed back to the queue unsent: breaker (endpoint open), account_cap (account at its concurrency), busy (claimed elsewhere or not yet due), stale (waited too long in memory), stopping',
       labelNames: ['provider', 'reason'] as const,
       registers: [registry],
     });
