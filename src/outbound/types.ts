@@ -108,6 +108,6 @@ export interface StateChange<P = unknown> {
 
 /** The queue item: the job row is the truth, the item only says "lease me". */
 export interface OutboundQueuePayload {
-  /** The product, for logs only. */
+  /** The provider (for logs; the job row says everything else). */
   p: string;
 }
