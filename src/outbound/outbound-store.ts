@@ -61,16 +61,18 @@ const UNCLAIMED_SQL = `SELECT id, pending, claimed_until, next_attempt_at FROM o
 const LOCK_SQL = prepared(`SELECT ${COLUMNS} FROM outbound_jobs j WHERE j.id = ANY($1::text[]) ORDER BY j.id FOR UPDATE`);
 const LOCK_BY_PROVIDER_ID_SQL = `SELECT ${COLUMNS} FROM outbound_jobs j WHERE j.provider = $1 AND j.provider_id = ANY($2::text[]) ORDER BY j.id FOR UPDATE`;
 
+// `j.id = ANY($1)` beside the join keeps the generic plan on the primary key whatever it guesses of the unnest (the
+// ledger's batch statements learned this: a plain join hashed the whole table once it was large).
 const WRITE_SQL = prepared(`UPDATE outbound_jobs j SET state = u.state, pending = u.pending, attempts = u.attempts, next_attempt_at = u.next_attempt_at,
     claimed_until = u.claimed_until, provider_id = u.provider_id, ferry_error = u.ferry_error, provider_error = u.provider_error,
     error_message = u.error_message, updated_at = u.updated_at
   FROM unnest($1::text[], $2::text[], $3::bool[], $4::int[], $5::bigint[], $6::bigint[], $7::text[], $8::text[], $9::text[], $10::text[], $11::bigint[])
     AS u(id, state, pending, attempts, next_attempt_at, claimed_until, provider_id, ferry_error, provider_error, error_message, updated_at)
-  WHERE j.id = u.id`);
+  WHERE j.id = u.id AND j.id = ANY($1::text[])`);
 
 // Only claims still ours (claimed_until as we set it): one that ran out may belong to another worker by now.
 const RELEASE_SQL = `UPDATE outbound_jobs j SET claimed_until = NULL
-  FROM unnest($1::text[], $2::bigint[]) AS u(id, until) WHERE j.id = u.id AND j.claimed_until = u.until`;
+  FROM unnest($1::text[], $2::bigint[]) AS u(id, until) WHERE j.id = u.id AND j.id = ANY($1::text[]) AND j.claimed_until = u.until`;
 
 interface Raw {
   id: string;

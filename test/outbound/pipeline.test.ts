@@ -209,6 +209,22 @@ t.test(`outbound pipeline contract (${backendLabel})`, async (t) => {
     t.comment(`crash mid-dispatch (${backendLabel}): in flight ${inFlight}, duplicates seen by the provider ${duplicates}, lost 0`);
   });
 
+  t.test('two instances on one queue share the work: every job sent exactly once', async (t) => {
+    const name = providerName('two');
+    const a = makePipeline(backends, clock, provider.url, { name, provider: { maxConcurrency: 8 } });
+    const b = makePipeline(backends, clock, provider.url, { name, provider: { maxConcurrency: 8 } });
+    t.teardown(() => Promise.all([a.stop(), b.stop()]));
+    provider.fallback = (r) => (r.to.startsWith('two-') ? { status: 200, delayMs: 2 } : OK);
+    t.teardown(() => (provider.fallback = () => OK));
+    const jobs = await a.pipeline.submit(Array.from({ length: 200 }, (_, i) => demoJob(name, `two-${i}`)));
+    for (const j of jobs) await jobState(a.pipeline, j.id, (r) => r.state === 'sent');
+    t.equal(provider.matching('two-').length, 200, 'no job sent twice');
+    const sentBy = (await a.registry.getSingleMetricAsString('ferry_outbound_requests_total')).match(/ (\d+)$/m)?.[1];
+    const sentByB = (await b.registry.getSingleMetricAsString('ferry_outbound_requests_total')).match(/ (\d+)$/m)?.[1];
+    t.equal(Number(sentBy) + Number(sentByB), 200);
+    t.comment(`instance a sent ${sentBy}, instance b ${sentByB}`);
+  });
+
   t.test('per-account concurrency cap: the provider never sees more than N at once for one account', async (t) => {
     const h = makePipeline(backends, clock, provider.url, { provider: { maxConcurrency: 8, maxPerAccount: 2 } });
     t.teardown(() => h.stop());
