@@ -91,6 +91,8 @@ export const QUEUE_MAX_ATTEMPTS = 1_000_000;
 const RETRY_AFTER_SPREAD = 0.1;
 const PROVIDER_NAME = /^[a-z0-9][a-z0-9_-]{0,40}$/;
 
+type Finished = { product: string; outcome: 'sent' | 'failed' | 'deadline' };
+
 type Mutation = { kind: 'outcome'; o: WorkerOutcome; worker: ProviderWorker } | { kind: 'status'; u: StatusUpdate } | { kind: 'expire'; id: string };
 
 /**
@@ -318,7 +320,7 @@ export class OutboundPipeline {
     }
     if (waits.length) await Promise.all(waits);
     const outcomes: StatusOutcome[] = new Array(updates.length).fill('not_found');
-    await this.o.backends.db.tx(async (q) => {
+    const finished = await this.o.backends.db.tx(async (q) => {
       const ids = updates.filter((u) => u.jobId).map((u) => u.jobId!);
       const rows = new Map<string, JobRow>();
       for (const r of await this.store.lock(q, ids)) rows.set(r.id, r);
@@ -337,8 +339,9 @@ export class OutboundPipeline {
         }
       }
       const muts: Mutation[] = updates.map((u) => ({ kind: 'status', u }));
-      await this.apply(q, muts, (m) => (m.kind === 'status' ? (m.u.jobId ? rows.get(m.u.jobId) : byProviderId.get(`${m.u.provider}\n${m.u.providerId}`)) : undefined), outcomes);
+      return this.apply(q, muts, (m) => (m.kind === 'status' ? (m.u.jobId ? rows.get(m.u.jobId) : byProviderId.get(`${m.u.provider}\n${m.u.providerId}`)) : undefined), outcomes);
     });
+    this.countFinished(finished);
     return outcomes;
   }
 
@@ -347,19 +350,21 @@ export class OutboundPipeline {
     if (!ids.length) return 0;
     let n = 0;
     const expired: Array<{ id: string; provider: string }> = [];
-    await this.o.backends.db.tx(async (q) => {
+    const finished = await this.o.backends.db.tx(async (q) => {
       const rows = new Map<string, JobRow>();
       for (const r of await this.store.lock(q, ids)) rows.set(r.id, r);
       const muts: Mutation[] = ids.map((id) => ({ kind: 'expire', id }));
       const outcomes: StatusOutcome[] = new Array(ids.length).fill('not_found');
-      await this.apply(q, muts, (m) => (m.kind === 'expire' ? rows.get(m.id) : undefined), outcomes);
+      const fin = await this.apply(q, muts, (m) => (m.kind === 'expire' ? rows.get(m.id) : undefined), outcomes);
       for (let i = 0; i < ids.length; i++) {
         if (outcomes[i] === 'changed') {
           n++;
           expired.push({ id: ids[i], provider: rows.get(ids[i])!.provider });
         }
       }
+      return fin;
     });
+    this.countFinished(finished);
     // Their queue items, if any are still there (a leased one is acked when its claim finds the job done).
     await Promise.all(expired.map((e) => this.workers.get(e.provider)?.queue.cancel(e.id).catch(() => false)));
     return n;
@@ -382,13 +387,14 @@ export class OutboundPipeline {
   private readonly writeOutcomes = async (items: Array<{ o: WorkerOutcome; worker: ProviderWorker }>): Promise<void> => {
     if (this.abandoned) return;
     const settle: Array<{ worker: ProviderWorker; id: string; retryMs: number | null; code: string }> = [];
-    await this.o.backends.db.tx(async (q) => {
+    const finished = await this.o.backends.db.tx(async (q) => {
       const rows = new Map<string, JobRow>();
       for (const r of await this.store.lock(q, items.map((i) => i.o.job.id))) rows.set(r.id, r);
       const muts: Mutation[] = items.map((i) => ({ kind: 'outcome', o: i.o, worker: i.worker }));
       const outcomes: StatusOutcome[] = new Array(items.length).fill('not_found');
-      await this.apply(q, muts, (m) => (m.kind === 'outcome' ? rows.get(m.o.job.id) : undefined), outcomes, settle);
+      return this.apply(q, muts, (m) => (m.kind === 'outcome' ? rows.get(m.o.job.id) : undefined), outcomes, settle);
     });
+    this.countFinished(finished);
     if (this.abandoned) return;
     const acks = new Map<ProviderWorker, string[]>();
     const retries: Promise<unknown>[] = [];
@@ -413,8 +419,9 @@ export class OutboundPipeline {
     rowOf: (m: Mutation) => JobRow | undefined,
     outcomes: StatusOutcome[],
     settle?: Array<{ worker: ProviderWorker; id: string; retryMs: number | null; code: string }>,
-  ): Promise<void> {
+  ): Promise<Finished[]> {
     const now = this.clock();
+    const finished: Finished[] = [];
     const touched = new Set<JobRow>();
     const history: HistoryRow[] = [];
     const events: NewEvent[] = [];
@@ -437,7 +444,7 @@ export class OutboundPipeline {
         const list = changes.get(row.product) ?? [];
         list.push({ job: publicJob(row), from, to, detail });
         changes.set(row.product, list);
-        if (!row.pending) this.metrics?.finished.inc({ product: row.product, outcome: to === m.failed ? (row.ferryError === 'DEADLINE_EXCEEDED' ? 'deadline' : 'failed') : 'sent' });
+        if (!row.pending) finished.push({ product: row.product, outcome: to === m.failed ? (row.ferryError === 'DEADLINE_EXCEEDED' ? 'deadline' : 'failed') : 'sent' });
       } else if (d === 'late') {
         history.push({ jobId: row.id, kind: 'late', state: to, at: now, detail: { ...detail, current: row.state } });
       } else if (d === 'invalid') {
@@ -493,6 +500,12 @@ export class OutboundPipeline {
       const hook = this.products.get(product)?.def.onChange;
       if (hook) await hook(q, list);
     }
+    return finished;
+  }
+
+  /** Counted once the transaction that finished them has committed. */
+  private countFinished(finished: readonly Finished[]): void {
+    for (const f of finished) this.metrics?.finished.inc(f);
   }
 
   /** A send's outcome against the job's current row; returns how the state machine took it ('unchanged' for a retry). */
