@@ -1,10 +1,12 @@
 import type { MessageStatus } from '../ledger/types.js';
 
 /**
- * The one event catalogue, named `<channel>.<event>`. Later channels add their families here (messenger.*,
- * email.*, voice.*, ussd.*, shortlink.click); an endpoint subscribing to `*` receives every type, new ones included.
+ * The one event catalogue, named `<channel>.<event>`. SMS, OTP and webhook.test are built in (below); every other
+ * product registers its own family at load time with registerEventTypes (messenger.*, email.*, push.*, ...), and gives
+ * the names a static type by adding them to ProductEventTypes. An endpoint subscribing to `*` receives every type,
+ * registered ones included.
  */
-export const EVENT_TYPES = [
+export const BUILTIN_EVENT_TYPES = [
   'sms.queued',
   'sms.sent',
   'sms.delivered',
@@ -18,9 +20,23 @@ export const EVENT_TYPES = [
   'webhook.test',
 ] as const;
 
-export type EventType = (typeof EVENT_TYPES)[number];
+export type BuiltinEventType = (typeof BUILTIN_EVENT_TYPES)[number];
 
-export const EVENT_DESCRIPTIONS: Readonly<Record<EventType, string>> = {
+/**
+ * Event types of the products, by declaration merging, so their names are checked like the built-in ones:
+ *
+ *   declare module '../../events/catalogue.js' {
+ *     interface ProductEventTypes { 'messenger.sent': true; 'messenger.read': true }
+ *   }
+ *
+ * The runtime list is what registerEventTypes registered; isEventType tells the two apart from any other string.
+ */
+// eslint-disable-next-line @typescript-eslint/no-empty-object-type
+export interface ProductEventTypes {}
+
+export type EventType = BuiltinEventType | (keyof ProductEventTypes & string);
+
+const BUILTIN_DESCRIPTIONS: Readonly<Record<BuiltinEventType, string>> = {
   'sms.queued': 'the message was accepted (data.status queued, or scheduled for a later send)',
   'sms.sent': 'the message was handed to an operator (status submitted)',
   'sms.delivered': 'the operator reported delivery to the handset',
@@ -33,6 +49,17 @@ export const EVENT_DESCRIPTIONS: Readonly<Record<EventType, string>> = {
   'otp.expired': 'an OTP expired without being verified',
   'webhook.test': 'sent by POST /v1/webhooks/{id}/test',
 };
+
+// The live lists: built-in types first, then registered ones in registration order. Exported read-only below.
+const types: EventType[] = [...BUILTIN_EVENT_TYPES];
+const known = new Set<string>(types);
+const descriptions: Record<string, string> = { ...BUILTIN_DESCRIPTIONS };
+const dataSchemas: Record<string, Record<string, unknown>> = {};
+
+/** Every event type, built-in and registered (a live list: registrations after import show up in it). */
+export const EVENT_TYPES: readonly EventType[] = types;
+
+export const EVENT_DESCRIPTIONS: Readonly<Record<EventType, string>> = descriptions as Record<EventType, string>;
 
 /** The SMS event a ledger status change reports; null for changes that have none (cancelled). */
 export function smsEventOf(status: MessageStatus): EventType | null {
@@ -56,7 +83,40 @@ export function smsEventOf(status: MessageStatus): EventType | null {
 }
 
 export function isEventType(s: string): s is EventType {
-  return (EVENT_TYPES as readonly string[]).includes(s);
+  return known.has(s);
+}
+
+/** What a product says about one of its event types. */
+export interface EventTypeDefinition {
+  description: string;
+  /** JSON schema of `data` (shown by GET /v1/webhooks/event-types); default: an open object. */
+  data?: Record<string, unknown>;
+}
+
+const EVENT_NAME = /^[a-z][a-z0-9_]*\.[a-z][a-z0-9_.]*$/;
+const RESERVED_FAMILIES = new Set(BUILTIN_EVENT_TYPES.map((t) => t.slice(0, t.indexOf('.'))));
+
+/**
+ * Adds a product's event types to the catalogue (call it when the product's module loads, before endpoints subscribe).
+ * Names are `<product>.<event>` in lower case; the built-in families (sms, otp, webhook) are closed. Registering a
+ * name again with the same description is a no-op, with another one an error. Returns the names.
+ */
+export function registerEventTypes(defs: Readonly<Record<string, string | EventTypeDefinition>>): EventType[] {
+  const entries = Object.entries(defs).map(([name, d]) => [name, typeof d === 'string' ? { description: d } : d] as const);
+  for (const [name, d] of entries) {
+    if (!EVENT_NAME.test(name)) throw new Error(`event type ${JSON.stringify(name)}: expected <product>.<event> in lower case`);
+    if (RESERVED_FAMILIES.has(name.slice(0, name.indexOf('.')))) throw new Error(`event type ${name}: the ${name.slice(0, name.indexOf('.'))}.* family is built in`);
+    if (!d.description) throw new Error(`event type ${name}: a description is required`);
+    if (known.has(name) && descriptions[name] !== d.description) throw new Error(`event type ${name} is already registered with another description`);
+  }
+  for (const [name, d] of entries) {
+    if (known.has(name)) continue;
+    known.add(name);
+    types.push(name as EventType);
+    descriptions[name] = d.description;
+    dataSchemas[name] = d.data ?? { type: 'object', additionalProperties: true };
+  }
+  return entries.map(([name]) => name as EventType);
 }
 
 const str = { type: 'string' } as const;
@@ -103,7 +163,7 @@ const otpData = {
 const testData = { type: 'object', properties: { message: str, webhookId: str } } as const;
 
 /** JSON schema of `data` per type (the OpenAPI document shows them under GET /webhooks/event-types). */
-export const EVENT_DATA_SCHEMAS: Readonly<Record<EventType, Record<string, unknown>>> = {
+const BUILTIN_DATA_SCHEMAS: Readonly<Record<BuiltinEventType, Record<string, unknown>>> = {
   'sms.queued': smsData,
   'sms.sent': smsData,
   'sms.delivered': smsData,
@@ -116,6 +176,9 @@ export const EVENT_DATA_SCHEMAS: Readonly<Record<EventType, Record<string, unkno
   'otp.expired': otpData,
   'webhook.test': testData,
 };
+Object.assign(dataSchemas, BUILTIN_DATA_SCHEMAS);
+
+export const EVENT_DATA_SCHEMAS: Readonly<Record<EventType, Record<string, unknown>>> = dataSchemas as Record<EventType, Record<string, unknown>>;
 
 /** The body every delivery POSTs. */
 export const EVENT_PAYLOAD_SCHEMA = {
@@ -123,7 +186,7 @@ export const EVENT_PAYLOAD_SCHEMA = {
   required: ['id', 'type', 'createdAt', 'accountId', 'data'],
   properties: {
     id: { type: 'string', description: 'event id, prefix evt_; also the webhook-id header (deduplicate on it: delivery is at least once)' },
-    type: { type: 'string', enum: [...EVENT_TYPES] },
+    type: { type: 'string', enum: EVENT_TYPES },
     createdAt: { type: 'string', format: 'date-time' },
     accountId: str,
     data: { type: 'object', additionalProperties: true, description: 'per type: see the event types list' },

@@ -206,8 +206,8 @@ t.test(`an endpoint at its concurrency cap: deliveries wait for its next free sl
   t.equal((await busy()).deferred, held.deferred, 'nothing else was deferred');
 });
 
-t.test(`webhook SSRF guard by default (${backendLabel})`, async (t) => {
-  const d = await startDaemon();
+t.test(`webhook SSRF guard when private targets are not allowed (${backendLabel})`, async (t) => {
+  const d = await startDaemon({ FERRY_WEBHOOKS_ALLOW_PRIVATE_TARGETS: 'false' });
   t.teardown(() => d.stop());
   const { token } = await accountWithKey(d, 'acme');
   for (const url of ['http://127.0.0.1:9/hook', 'https://10.0.0.1/hook', 'https://[::1]/hook', 'https://169.254.169.254/latest', 'https://localhost/hook', 'ftp://example.com/x']) {
@@ -217,6 +217,18 @@ t.test(`webhook SSRF guard by default (${backendLabel})`, async (t) => {
   }
   const bad = await call(d.api, 'POST', '/v1/webhooks', { token, body: { url: 'https://example.com/x', events: ['sms.nope'] } });
   t.equal(bad.json.code, 'VALIDATION_ERROR');
+});
+
+t.test(`private targets by default: allowed on a developer machine (embedded, API on loopback), refused with a database server (${backendLabel})`, async (t) => {
+  const d = await startDaemon();
+  t.teardown(() => d.stop());
+  const { token } = await accountWithKey(d, 'acme');
+  const r = await call(d.api, 'POST', '/v1/webhooks', { token, body: { url: 'http://127.0.0.1:9/hook', events: ['*'] } });
+  if (d.daemon.db.kind === 'postgres') {
+    t.equal(r.json.code, 'INVALID_WEBHOOK_URL', 'a deployment keeps the guard');
+  } else {
+    t.equal(r.status, 200, 'a local receiver works with nothing configured');
+  }
 });
 
 t.test(`pending deliveries survive a restart (${backendLabel})`, async (t) => {

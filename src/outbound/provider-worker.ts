@@ -1,0 +1,434 @@
+import { performance } from 'node:perf_hooks';
+import type { Logger } from 'pino';
+import { GroupCommit } from '../ledger/group-commit.js';
+import type { Lane, Queue, QueueItem } from '../store/types.js';
+import { jitter } from './backoff.js';
+import { CircuitBreaker, type BreakerState, type CircuitBreakerOptions, type Permit } from './circuit-breaker.js';
+import type { OutboundMetrics, ResultClass } from './outbound-metrics.js';
+import type { JobRow, OutboundStore } from './outbound-store.js';
+import type { OutboundQueuePayload, ProviderAdapter, SendResult } from './types.js';
+
+export interface WorkerSettings {
+  /** Requests to the provider at once, from this instance. */
+  maxConcurrency: number;
+  /** Requests at once for one account, from this instance. */
+  maxPerAccount: number;
+  /** Jobs held in memory at most (leased and not yet recorded). */
+  holdCap: number;
+  sendTimeoutMs: number;
+  leaseMs: number;
+  pollMs: number;
+  /** Hold of a throttled endpoint when the provider gave no Retry-After. */
+  throttleMs: number;
+  breaker: Omit<CircuitBreakerOptions, 'clock' | 'onChange'>;
+}
+
+/** A send's outcome, handed to the pipeline to record (history, events, state) before the queue item is settled. */
+export type WorkerOutcome =
+  | { kind: 'result'; job: JobRow; result: SendResult; claimedUntil: number; possibleDuplicate: boolean }
+  | { kind: 'deadline'; job: JobRow; claimedUntil: number };
+
+/** What the worker needs of its pipeline. */
+export interface WorkerHost {
+  readonly clock: () => number;
+  readonly log: Logger;
+  readonly store: OutboundStore;
+  readonly metrics: OutboundMetrics | null;
+  /** Records the outcome and settles the queue item (ack or retry); resolves once both are done. */
+  record(outcome: WorkerOutcome): Promise<void>;
+}
+
+interface Held {
+  id: string;
+  job: JobRow | null;
+  endpoint: string;
+  /** The claim as this worker made it (the lease's end). */
+  claimedUntil: number;
+  prevClaim: number | null;
+  /** Counted in accountHeld (waiting or sending). */
+  admitted: boolean;
+}
+
+interface Deferral {
+  id: string;
+  delayMs: number;
+  reason: string;
+  /** Our claim to end, if we made one. */
+  claim: number | null;
+}
+
+const LANES: readonly Lane[] = ['priority', 'bulk'];
+const LEASE_BATCH = 100;
+/** Jobs of one account held (waiting or sending) at most, as a multiple of its concurrency; the rest go back to the queue. */
+const ACCOUNT_HOLD_FACTOR = 2;
+/** Closed breakers idle this long are forgotten (endpoints come and go). */
+const BREAKER_IDLE_MS = 10 * 60_000;
+const MAX_BREAKERS = 10_000;
+/** A job that waited in memory is handed back rather than sent when less than the send timeout and this margin of its lease is left. */
+const LEASE_MARGIN_MS = 5000;
+
+/**
+ * The workers of one provider: leases its queue (`outbound:<provider>`) only as far as it has room (at most holdCap
+ * jobs in memory, at most maxConcurrency requests), claims the leased jobs' rows, and sends each through the adapter
+ * within the per-account cap and its endpoint's circuit breaker. While every endpoint it knows is open it leases
+ * nothing: a dead provider costs no requests and its backlog stays in the queue. Outcomes go to the pipeline to be
+ * recorded; the queue item is settled only after that, so a crash anywhere before sends the job again (at least once).
+ */
+export class ProviderWorker {
+  readonly queue: Queue<OutboundQueuePayload>;
+  private readonly held = new Map<string, Held>();
+  /** Claimed jobs waiting for a slot (provider or account), oldest first. */
+  private ready: Held[] = [];
+  private active = 0;
+  /** Leased, their claim under way. */
+  private claiming = 0;
+  private readonly accountActive = new Map<string, number>();
+  private readonly accountHeld = new Map<string, number>();
+  private readonly breakers = new Map<string, CircuitBreaker>();
+  private readonly tasks = new Set<Promise<void>>();
+  private readonly deferrals: GroupCommit<Deferral, void>;
+  /** Moving average of a request's time (ms), for the hand-back delay of an account at its cap. */
+  private attemptMs = 0;
+  private running = false;
+  private abandoned = false;
+  private loopDone: Promise<void> = Promise.resolve();
+  private wakeUp: (() => void) | null = null;
+  maxHeld = 0;
+
+  constructor(
+    readonly adapter: ProviderAdapter,
+    queue: Queue<OutboundQueuePayload>,
+    private readonly s: WorkerSettings,
+    private readonly host: WorkerHost,
+  ) {
+    this.queue = queue;
+    this.deferrals = new GroupCommit<Deferral, void>(this.writeDeferrals, { lingerMs: 1, maxInFlight: 1, maxBatch: 500, maxPending: Number.MAX_SAFE_INTEGER });
+  }
+
+  get name(): string {
+    return this.adapter.name;
+  }
+
+  get holdCap(): number {
+    return this.s.holdCap;
+  }
+
+  stats(): { held: number; maxHeld: number; holdCap: number; active: number; waiting: number; breakers: Record<BreakerState, number> } {
+    return { held: this.held.size, maxHeld: this.maxHeld, holdCap: this.s.holdCap, active: this.active, waiting: this.ready.length, breakers: this.breakerCounts() };
+  }
+
+  breakerCounts(): Record<BreakerState, number> {
+    const out: Record<BreakerState, number> = { closed: 0, open: 0, 'half-open': 0 };
+    for (const b of this.breakers.values()) out[b.state]++;
+    return out;
+  }
+
+  /** The breaker of an endpoint, if this worker has used it. */
+  breaker(endpoint: string): CircuitBreaker | undefined {
+    return this.breakers.get(endpoint);
+  }
+
+  start(): void {
+    if (this.abandoned) throw new Error('an abandoned worker does not start again (as after a crash: make a new pipeline)');
+    if (this.running) return;
+    this.running = true;
+    this.loopDone = this.loop();
+  }
+
+  wake(): void {
+    this.wakeUp?.();
+  }
+
+  /** Stops leasing, hands waiting jobs back, and waits for the requests in flight (each ends by the timeout) to be recorded. */
+  async stop(): Promise<void> {
+    this.running = false;
+    this.wake();
+    await this.loopDone;
+    const waiting = this.ready;
+    this.ready = [];
+    for (const h of waiting) this.defer(h, 0, 'stopping');
+    while (this.tasks.size) await Promise.allSettled([...this.tasks]);
+    await this.deferrals.flush();
+  }
+
+  /**
+   * Stops as a crash would: nothing more is written or settled, requests in flight are left to end unrecorded, and
+   * their queue leases and claims run out. For tests (and for giving up on a wedged instance).
+   */
+  async abandon(): Promise<void> {
+    this.abandoned = true;
+    this.running = false;
+    this.wake();
+    await this.loopDone;
+    this.ready = [];
+    this.claiming = 0;
+    this.held.clear();
+    this.accountActive.clear();
+    this.accountHeld.clear();
+    this.active = 0;
+  }
+
+  private sleep(ms: number): Promise<void> {
+    return new Promise<void>((resolve) => {
+      const done = (): void => {
+        clearTimeout(t);
+        if (this.wakeUp === done) this.wakeUp = null;
+        resolve();
+      };
+      const t = setTimeout(done, ms);
+      this.wakeUp = done;
+    });
+  }
+
+  private track(p: Promise<void>): void {
+    const q = p.catch((err: unknown) => this.host.log.warn({ provider: this.name, err: (err as Error).message }, 'outbound step failed; the queue lease brings the job back'));
+    this.tasks.add(q);
+    void q.finally(() => this.tasks.delete(q));
+  }
+
+  /**
+   * How many to lease now: the room left (held and concurrency), and while no endpoint's breaker is closed only as many
+   * as there are free probes, none while all are open.
+   */
+  private budget(): number {
+    // Jobs about to be sent count against the concurrency: those being claimed and those waiting that could start.
+    let startable = 0;
+    for (const h of this.ready) if ((this.accountActive.get(h.job!.accountId) ?? 0) < this.s.maxPerAccount) startable++;
+    const room = Math.min(this.s.holdCap - this.held.size, this.s.maxConcurrency - this.active - this.claiming - startable);
+    if (room <= 0) return 0;
+    // Full but for a few: wait for settling jobs (each wakes the loop) rather than lease one at a time.
+    if (this.active > 0 && room < Math.max(1, Math.floor(this.s.maxConcurrency / 4))) return 0;
+    if (this.breakers.size === 0) return room;
+    let probes = 0;
+    const now = this.host.clock();
+    for (const [endpoint, b] of this.breakers) {
+      const st = b.state;
+      if (st === 'closed') {
+        if (now - b.lastUsedAt < BREAKER_IDLE_MS || this.breakers.size === 1) return room;
+        this.breakers.delete(endpoint);
+        continue;
+      }
+      if (st === 'half-open') probes += b.freeProbes;
+    }
+    if (this.breakers.size === 0) return room;
+    // Probes already leased and waiting in `ready` take their breaker's probe when they start.
+    return Math.max(0, Math.min(room, probes - this.ready.length));
+  }
+
+  private async loop(): Promise<void> {
+    while (this.running) {
+      // With an in-process database every query resolves on the microtask queue: let sockets and timers run.
+      await new Promise<void>((resolve) => setImmediate(resolve));
+      if (!this.running) break;
+      const n = this.budget();
+      if (n <= 0) {
+        await this.sleep(this.s.pollMs);
+        continue;
+      }
+      let items: QueueItem<OutboundQueuePayload>[] = [];
+      try {
+        items = await this.queue.lease(Math.min(n, LEASE_BATCH), this.s.leaseMs, LANES);
+      } catch (err) {
+        this.host.log.warn({ provider: this.name, err: (err as Error).message }, 'outbound queue lease failed; retrying');
+        await this.sleep(Math.max(this.s.pollMs, 1000));
+        continue;
+      }
+      if (this.abandoned) return;
+      const fresh: string[] = [];
+      for (const it of items) {
+        // Its lease ran out while this worker still held it: the held copy goes on.
+        if (this.held.has(it.id)) continue;
+        this.held.set(it.id, { id: it.id, job: null, endpoint: '', claimedUntil: 0, prevClaim: null, admitted: false });
+        fresh.push(it.id);
+      }
+      if (this.held.size > this.maxHeld) this.maxHeld = this.held.size;
+      if (fresh.length) {
+        this.claiming += fresh.length;
+        this.track(this.claim(fresh).finally(() => (this.claiming -= fresh.length)));
+      }
+      if (items.length === 0) await this.sleep(this.s.pollMs);
+    }
+  }
+
+  private async claim(ids: string[]): Promise<void> {
+    const now = this.host.clock();
+    const until = now + this.s.leaseMs;
+    let r;
+    try {
+      r = await this.host.store.claim(ids, now, until);
+    } catch (err) {
+      // Their leases bring them back.
+      for (const id of ids) this.drop(id);
+      throw err;
+    }
+    if (this.abandoned) return;
+    if (r.done.length) {
+      const done = r.done;
+      this.track(this.queue.ack(done).finally(() => done.forEach((id) => this.drop(id))));
+    }
+    for (const l of r.later) {
+      const h = this.held.get(l.id);
+      if (h) this.defer(h, Math.max(0, l.until - now), 'busy', false);
+    }
+    for (const row of r.claimed) {
+      const h = this.held.get(row.id);
+      if (!h) continue;
+      h.job = row;
+      h.claimedUntil = until;
+      h.prevClaim = row.prevClaim !== null && row.prevClaim <= now ? row.prevClaim : null;
+      if (now >= row.deadlineAt) {
+        this.track(this.finish(h, { kind: 'deadline', job: row, claimedUntil: until }));
+        continue;
+      }
+      try {
+        h.endpoint = this.adapter.endpointOf(row);
+      } catch {
+        h.endpoint = this.name;
+      }
+      const n = this.accountHeld.get(row.accountId) ?? 0;
+      if (n >= this.s.maxPerAccount * ACCOUNT_HOLD_FACTOR) {
+        // The account has enough waiting here already: back to the queue until about when its slots free up.
+        this.defer(h, ((n + 1) / this.s.maxPerAccount) * Math.max(50, this.attemptMs), 'account_cap');
+        continue;
+      }
+      this.accountHeld.set(row.accountId, n + 1);
+      h.admitted = true;
+      this.ready.push(h);
+    }
+    this.pump();
+  }
+
+  /** Starts waiting jobs while there are slots: oldest first, skipping accounts at their cap. */
+  private pump(): void {
+    if (this.abandoned || !this.ready.length) return;
+    const now = this.host.clock();
+    let i = 0;
+    while (i < this.ready.length && this.active < this.s.maxConcurrency) {
+      const h = this.ready[i];
+      const job = h.job!;
+      if ((this.accountActive.get(job.accountId) ?? 0) >= this.s.maxPerAccount) {
+        i++;
+        continue;
+      }
+      this.ready.splice(i, 1);
+      if (!this.running || now > h.claimedUntil - this.s.sendTimeoutMs - LEASE_MARGIN_MS) {
+        this.defer(h, 0, this.running ? 'stale' : 'stopping');
+        continue;
+      }
+      const b = this.breakerOf(h.endpoint);
+      const permit = b.tryAcquire();
+      if (!permit) {
+        this.defer(h, b.retryInMs() ?? this.s.pollMs * 5, 'breaker');
+        continue;
+      }
+      this.active++;
+      this.accountActive.set(job.accountId, (this.accountActive.get(job.accountId) ?? 0) + 1);
+      this.track(this.send(h, permit));
+    }
+  }
+
+  private breakerOf(endpoint: string): CircuitBreaker {
+    let b = this.breakers.get(endpoint);
+    if (!b) {
+      if (this.breakers.size >= MAX_BREAKERS) {
+        for (const [k, v] of this.breakers) if (v.state === 'closed') this.breakers.delete(k);
+      }
+      b = new CircuitBreaker({
+        ...this.s.breaker,
+        clock: this.host.clock,
+        onChange: (from, to, why) => {
+          this.host.metrics?.breakerTransitions.inc({ provider: this.name, to });
+          const log = to === 'open' ? this.host.log.warn.bind(this.host.log) : this.host.log.info.bind(this.host.log);
+          log({ provider: this.name, endpoint, from, to, why }, `outbound endpoint breaker ${to}`);
+          if (to !== 'open') this.wake();
+        },
+      });
+      this.breakers.set(endpoint, b);
+    }
+    return b;
+  }
+
+  private async send(h: Held, permit: Permit): Promise<void> {
+    const job = h.job!;
+    const m = this.host.metrics;
+    m?.requests.inc({ provider: this.name });
+    const started = performance.now();
+    const ac = new AbortController();
+    let timer: NodeJS.Timeout | undefined;
+    let cls: ResultClass | null = null;
+    const timeout = new Promise<SendResult>((resolve) => {
+      timer = setTimeout(() => {
+        cls = 'timeout';
+        ac.abort(new Error('send timeout'));
+        resolve({ kind: 'retry', code: 'PROVIDER_TIMEOUT', message: `no answer from ${this.name} within ${this.s.sendTimeoutMs} ms` });
+      }, this.s.sendTimeoutMs);
+    });
+    let result: SendResult;
+    try {
+      result = await Promise.race([
+        this.adapter.send(job, ac.signal).catch((err: unknown): SendResult => {
+          cls ??= 'error';
+          return { kind: 'retry', code: 'PROVIDER_ERROR', message: `${this.name}: ${(err as Error)?.message ?? String(err)}` };
+        }),
+        timeout,
+      ]);
+    } finally {
+      clearTimeout(timer);
+    }
+    const ms = performance.now() - started;
+    this.attemptMs = this.attemptMs === 0 ? ms : 0.8 * this.attemptMs + 0.2 * ms;
+    if (this.abandoned) return;
+    this.active--;
+    const a = (this.accountActive.get(job.accountId) ?? 1) - 1;
+    if (a <= 0) this.accountActive.delete(job.accountId);
+    else this.accountActive.set(job.accountId, a);
+    this.unadmit(h);
+
+    const b = this.breakerOf(h.endpoint);
+    if (result.kind === 'sent' || result.kind === 'fail' || result.providerHealthy) b.success(permit);
+    else if (result.throttled) b.throttled(permit, result.retryAfterMs ?? this.s.throttleMs);
+    else b.failure(permit);
+    cls ??= result.kind === 'retry' && result.throttled ? 'throttled' : result.kind;
+    m?.latency.observe({ provider: this.name }, ms / 1000);
+    m?.results.inc({ provider: this.name, class: cls });
+    this.pump();
+    this.wake();
+    await this.finish(h, { kind: 'result', job, result, claimedUntil: h.claimedUntil, possibleDuplicate: h.prevClaim !== null });
+  }
+
+  private unadmit(h: Held): void {
+    if (!h.admitted || !h.job) return;
+    h.admitted = false;
+    const n = (this.accountHeld.get(h.job.accountId) ?? 1) - 1;
+    if (n <= 0) this.accountHeld.delete(h.job.accountId);
+    else this.accountHeld.set(h.job.accountId, n);
+  }
+
+  private async finish(h: Held, outcome: WorkerOutcome): Promise<void> {
+    try {
+      if (!this.abandoned) await this.host.record(outcome);
+    } finally {
+      this.drop(h.id);
+    }
+  }
+
+  /** Back to the queue unsent, due after about `delayMs`; the attempt does not count. */
+  private defer(h: Held, delayMs: number, reason: string, claimed = true): void {
+    this.unadmit(h);
+    this.host.metrics?.deferred.inc({ provider: this.name, reason });
+    const delay = delayMs <= 0 ? 0 : jitter(delayMs, 0.2);
+    this.track(this.deferrals.submit({ id: h.id, delayMs: delay, reason, claim: claimed && h.claimedUntil ? h.claimedUntil : null }).finally(() => this.drop(h.id)));
+  }
+
+  private readonly writeDeferrals = async (items: Deferral[]): Promise<void> => {
+    if (this.abandoned) return;
+    const claims = items.filter((d) => d.claim !== null).map((d) => ({ id: d.id, until: d.claim! }));
+    // The claim ends first: a job back in the queue must be claimable when it is leased again.
+    await this.host.store.release(claims);
+    await Promise.all(items.map((d) => this.queue.retry(d.id, d.delayMs, d.reason, { refund: true })));
+  };
+
+  private drop(id: string): void {
+    if (this.held.delete(id)) this.wake();
+  }
+}
