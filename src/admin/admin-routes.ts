@@ -2,9 +2,11 @@ import { timingSafeEqual } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
 import type { AccountService } from '../accounts/account-service.js';
 import type { KeyService } from '../accounts/key-service.js';
+import { AMOUNT_SCHEMA } from '../accounts/money.js';
 import { SCOPES } from '../accounts/scopes.js';
 import { ApiError } from '../http/errors.js';
 import { ok } from '../http/envelope.js';
+import { adminActor } from './audit.js';
 import { registerGatewayRoutes, type GatewayAdminDeps } from './gateway-routes.js';
 import { registerPricingRoutes, type PricingAdminDeps } from './pricing-routes.js';
 
@@ -26,6 +28,13 @@ function tokenMatches(header: string | undefined, token: string): boolean {
 
 const ref = { type: 'object', required: ['ref'], properties: { ref: { type: 'string', minLength: 1, maxLength: 100 } } } as const;
 const keyParam = { type: 'object', required: ['keyId'], properties: { keyId: { type: 'string', minLength: 1, maxLength: 100 } } } as const;
+
+const movementBody = {
+  type: 'object',
+  required: ['amount'],
+  additionalProperties: false,
+  properties: { amount: AMOUNT_SCHEMA, reference: { type: 'string', maxLength: 200 } },
+} as const;
 
 /** The operator API under /admin, behind the admin bearer token. The `ferry` CLI is its client. */
 export async function adminRoutes(app: FastifyInstance, deps: AdminDeps): Promise<void> {
@@ -77,21 +86,20 @@ export async function adminRoutes(app: FastifyInstance, deps: AdminDeps): Promis
     ok(req, 'ACCOUNT_RESUMED', await deps.accounts.setStatus(req.params.ref, 'active')),
   );
 
-  app.post<{ Params: { ref: string }; Body: { amount: number; reference?: string } }>(
-    '/admin/accounts/:ref/credit',
-    {
-      schema: {
-        params: ref,
-        body: {
-          type: 'object',
-          required: ['amount'],
-          additionalProperties: false,
-          properties: { amount: { type: 'number' }, reference: { type: 'string', maxLength: 200 } },
-        },
+  // Credit and debit: one positive amount each way, refused with INVALID_AMOUNT (400) when it is not a valid amount
+  // of the account currency, and a debit with CREDIT_LIMIT_EXCEEDED (409) below −creditLimit.
+  for (const kind of ['credit', 'debit'] as const) {
+    app.post<{ Params: { ref: string }; Body: { amount: number | string; reference?: string } }>(
+      `/admin/accounts/:ref/${kind}`,
+      { schema: { params: ref, body: movementBody } },
+      async (req) => {
+        const opts = { reference: req.body.reference ?? null, actor: adminActor(req) };
+        const { account, transaction } =
+          kind === 'credit' ? await deps.accounts.credit(req.params.ref, req.body.amount, opts) : await deps.accounts.debit(req.params.ref, req.body.amount, opts);
+        return ok(req, kind === 'credit' ? 'ACCOUNT_CREDITED' : 'ACCOUNT_DEBITED', { ...account, transaction });
       },
-    },
-    async (req) => ok(req, 'ACCOUNT_CREDITED', await deps.accounts.credit(req.params.ref, req.body.amount, req.body.reference ?? null)),
-  );
+    );
+  }
 
   app.post<{ Params: { ref: string }; Body: { systemId?: string; password?: string; allowedIps?: string[] | null; maxBinds?: number } }>(
     '/admin/accounts/:ref/smpp-credentials',

@@ -1,5 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import type { AccountService } from '../accounts/account-service.js';
+import { AMOUNT_SCHEMA } from '../accounts/money.js';
 import { upstreamSchema, type UpstreamConfig } from '../config/schema.js';
 import { ok } from '../http/envelope.js';
 import { ApiError, invalidField } from '../http/errors.js';
@@ -207,7 +208,10 @@ export function registerGatewayRoutes(app: FastifyInstance, deps: GatewayAdminDe
 
   // ---- accounts: limits and numbers ----
 
-  app.patch<{ Params: { ref: string }; Body: { maxTps?: number | null; defaultCountry?: string | null; allowedRecipients?: string[] | null } }>(
+  app.patch<{
+    Params: { ref: string };
+    Body: { maxTps?: number | null; defaultCountry?: string | null; allowedRecipients?: string[] | null; creditLimit?: number | string };
+  }>(
     '/admin/accounts/:ref',
     {
       schema: {
@@ -220,6 +224,8 @@ export function registerGatewayRoutes(app: FastifyInstance, deps: GatewayAdminDe
             maxTps: { type: ['integer', 'null'], minimum: 0 },
             defaultCountry: { type: ['string', 'null'], minLength: 2, maxLength: 2 },
             allowedRecipients: { type: ['array', 'null'], maxItems: 10000, items: { type: 'string', pattern: '^\\+?[0-9]{1,15}\\*?$' } },
+            // How far below zero debits may take the balance (account currency); 0: no overdraft.
+            creditLimit: AMOUNT_SCHEMA,
           },
         },
       },

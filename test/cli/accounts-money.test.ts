@@ -1,0 +1,78 @@
+// `ferry accounts credit|debit|update --credit-limit` against a daemon process: amounts are checked before anything is
+// sent, and refusals exit 2 with the error code.
+import t from 'tap';
+import { ferryRun, startDaemonProcess, testEnv } from '../helpers/daemon.js';
+import { backendLabel } from '../helpers/env.js';
+
+t.test(`credit, debit and credit limits through the CLI (${backendLabel})`, async (t) => {
+  const { env, store } = await testEnv();
+  t.teardown(() => store.cleanup());
+  const p = await startDaemonProcess(env);
+  t.teardown(() => p.child.kill('SIGKILL'));
+  const cli = { ...env, FERRY_ADMIN_URL: p.admin };
+  const ferry = (...args: string[]) => ferryRun(args, cli);
+  const balance = async () => JSON.parse((await ferry('accounts', 'show', 'acme', '--json')).stdout).balance as number;
+
+  const created = await ferry('accounts', 'create', 'acme', '--smpp-password', 'Cl1pw99', '--json');
+  t.equal(created.code, 0, created.stderr);
+
+  // Refused before anything is sent (all but the decimal places, which need the account currency, are checked offline).
+  const refused: Array<[string, string, RegExp]> = [
+    ['credit', '1e308', /^ferry: INVALID_AMOUNT: AMOUNT must be at most 9007199254\.740991$/m],
+    ['credit', 'Infinity', /^ferry: INVALID_AMOUNT: AMOUNT must be a decimal number such as 12\.50, got "Infinity"$/m],
+    ['credit', 'NaN', /^ferry: INVALID_AMOUNT: AMOUNT must be a decimal number/m],
+    ['credit', '0', /^ferry: INVALID_AMOUNT: AMOUNT must be greater than zero$/m],
+    ['credit', '0.0000001', /^ferry: INVALID_AMOUNT: AMOUNT must have at most 2 decimal places in USD$/m],
+    ['credit', '12.345', /^ferry: INVALID_AMOUNT: AMOUNT must have at most 2 decimal places in USD$/m],
+    ['credit', '-9900', /^ferry: INVALID_AMOUNT: AMOUNT must be positive; to take credit away, use `ferry accounts debit NAME AMOUNT`$/m],
+    ['debit', '-5', /^ferry: INVALID_AMOUNT: AMOUNT must be positive; to add credit, use `ferry accounts credit NAME AMOUNT`$/m],
+    ['debit', '1e308', /INVALID_AMOUNT/],
+  ];
+  for (const [kind, amount, message] of refused) {
+    const r = await ferry('accounts', kind, 'acme', amount);
+    t.equal(r.code, 2, `${kind} ${amount}: exit 2`);
+    t.match(r.stderr, message, `${kind} ${amount}: ${message}`);
+    t.equal(r.stdout, '', 'nothing printed as a result');
+  }
+  t.equal(await balance(), 0, 'none of them moved the balance');
+
+  const credit = await ferry('accounts', 'credit', 'acme', '25', '--reason', 'INV-1', '--json');
+  t.equal(credit.code, 0, credit.stderr);
+  t.match(JSON.parse(credit.stdout), { balance: 25, transaction: { kind: 'credit', amount: 25, reference: 'INV-1' } });
+  const debit = await ferry('accounts', 'debit', 'acme', '10.50', '--reason', 'duplicate top-up');
+  t.equal(debit.code, 0, debit.stderr);
+  t.match(debit.stdout, /^balance\s+14\.5$/m, 'printed for people');
+  const over = await ferry('accounts', 'debit', 'acme', '20');
+  t.equal(over.code, 2);
+  t.match(over.stderr, /^ferry: CREDIT_LIMIT_EXCEEDED: A debit of 20 USD would take the balance of acme to -5\.5, below zero \(it has no credit limit\); at most 14\.5 can be debited now$/m);
+  const both = await ferry('accounts', 'debit', 'acme', '1', '--reason', 'a', '--reference', 'b');
+  t.equal(both.code, 2);
+  t.match(both.stderr, /give --reason or --reference, not both/);
+
+  // The credit limit.
+  const badLimit = await ferry('accounts', 'update', 'acme', '--credit-limit', '-1');
+  t.equal(badLimit.code, 2);
+  t.match(badLimit.stderr, /^ferry: INVALID_AMOUNT: --credit-limit must be positive$/m);
+  const limitDecimals = await ferry('accounts', 'update', 'acme', '--credit-limit', '0.001');
+  t.equal(limitDecimals.code, 2);
+  t.match(limitDecimals.stderr, /^ferry: INVALID_AMOUNT: creditLimit must have at most 2 decimal places in USD$/m, 'checked by the daemon');
+  const limit = await ferry('accounts', 'update', 'acme', '--credit-limit', '50', '--json');
+  t.equal(limit.code, 0, limit.stderr);
+  t.equal(JSON.parse(limit.stdout).creditLimit, 50);
+  t.equal((await ferry('accounts', 'debit', 'acme', '64.5')).code, 0, 'within the limit');
+  t.equal(await balance(), -50);
+  const beyond = await ferry('accounts', 'debit', 'acme', '0.01');
+  t.equal(beyond.code, 2, 'beyond the limit');
+  t.match(beyond.stderr, /CREDIT_LIMIT_EXCEEDED: .*below its credit limit of 50 \(-50\); at most 0 can be debited now/);
+
+  // Concurrent debits from several CLI processes stop at the limit too.
+  t.equal((await ferry('accounts', 'credit', 'acme', '51')).code, 0);
+  t.equal((await ferry('accounts', 'update', 'acme', '--credit-limit', '0')).code, 0, 'no overdraft any more');
+  const racing = await Promise.all(Array.from({ length: 4 }, () => ferry('accounts', 'debit', 'acme', '0.75')));
+  t.equal(racing.filter((r) => r.code === 0).length, 1, '1 available: one debit of 0.75 fits');
+  t.equal(racing.filter((r) => r.code === 2 && /CREDIT_LIMIT_EXCEEDED/.test(r.stderr)).length, 3);
+  t.equal(await balance(), 0.25);
+
+  p.child.kill('SIGTERM');
+  t.equal((await p.exited).code, 0);
+});
