@@ -6,7 +6,7 @@ import { AMOUNT_SCHEMA } from '../accounts/money.js';
 import { SCOPES } from '../accounts/scopes.js';
 import { ApiError } from '../http/errors.js';
 import { ok } from '../http/envelope.js';
-import { adminActor } from './audit.js';
+import { adminActor, audit } from './audit.js';
 import { registerGatewayRoutes, type GatewayAdminDeps } from './gateway-routes.js';
 import { registerPricingRoutes, type PricingAdminDeps } from './pricing-routes.js';
 
@@ -62,6 +62,12 @@ export async function adminRoutes(app: FastifyInstance, deps: AdminDeps): Promis
     },
     async (req, reply) => {
       const out = await deps.accounts.create(req.body);
+      audit(
+        req,
+        'account.created',
+        { accountId: out.account.id, account: out.account.name, currency: out.account.currency, smppSystemId: out.smpp.systemId },
+        'account created',
+      );
       reply.code(201);
       return ok(req, 'ACCOUNT_CREATED', { ...out.account, smpp: out.smpp }, 'Account created; the SMPP password is shown only now');
     },
@@ -79,12 +85,18 @@ export async function adminRoutes(app: FastifyInstance, deps: AdminDeps): Promis
   app.post<{ Params: { ref: string }; Body: { reason?: string } | undefined }>(
     '/admin/accounts/:ref/suspend',
     { schema: { params: ref, body: { type: ['object', 'null'], additionalProperties: false, properties: { reason: { type: 'string', maxLength: 500 } } } } },
-    async (req) => ok(req, 'ACCOUNT_SUSPENDED', await deps.accounts.setStatus(req.params.ref, 'suspended', req.body?.reason ?? null)),
+    async (req) => {
+      const account = await deps.accounts.setStatus(req.params.ref, 'suspended', req.body?.reason ?? null);
+      audit(req, 'account.suspended', { accountId: account.id, account: account.name, reason: account.suspendedReason }, 'account suspended');
+      return ok(req, 'ACCOUNT_SUSPENDED', account);
+    },
   );
 
-  app.post<{ Params: { ref: string } }>('/admin/accounts/:ref/resume', { schema: { params: ref } }, async (req) =>
-    ok(req, 'ACCOUNT_RESUMED', await deps.accounts.setStatus(req.params.ref, 'active')),
-  );
+  app.post<{ Params: { ref: string } }>('/admin/accounts/:ref/resume', { schema: { params: ref } }, async (req) => {
+    const account = await deps.accounts.setStatus(req.params.ref, 'active');
+    audit(req, 'account.resumed', { accountId: account.id, account: account.name }, 'account resumed');
+    return ok(req, 'ACCOUNT_RESUMED', account);
+  });
 
   // Credit and debit: one positive amount each way, refused with INVALID_AMOUNT (400) when it is not a valid amount
   // of the account currency, and a debit with CREDIT_LIMIT_EXCEEDED (409) below −creditLimit.
@@ -96,6 +108,21 @@ export async function adminRoutes(app: FastifyInstance, deps: AdminDeps): Promis
         const opts = { reference: req.body.reference ?? null, actor: adminActor(req) };
         const { account, transaction } =
           kind === 'credit' ? await deps.accounts.credit(req.params.ref, req.body.amount, opts) : await deps.accounts.debit(req.params.ref, req.body.amount, opts);
+        audit(
+          req,
+          kind === 'credit' ? 'account.credited' : 'account.debited',
+          {
+            accountId: account.id,
+            account: account.name,
+            amount: transaction.amount,
+            balance: account.balance,
+            creditLimit: account.creditLimit,
+            currency: account.currency,
+            transactionId: transaction.id,
+            reference: transaction.reference,
+          },
+          kind === 'credit' ? 'account credited' : 'account debited',
+        );
         return ok(req, kind === 'credit' ? 'ACCOUNT_CREDITED' : 'ACCOUNT_DEBITED', { ...account, transaction });
       },
     );
@@ -118,7 +145,16 @@ export async function adminRoutes(app: FastifyInstance, deps: AdminDeps): Promis
         },
       },
     },
-    async (req) => ok(req, 'SMPP_CREDENTIALS_SET', await deps.accounts.setSmppCredentials(req.params.ref, req.body ?? {}), 'The SMPP password is shown only now'),
+    async (req) => {
+      const out = await deps.accounts.setSmppCredentials(req.params.ref, req.body ?? {});
+      audit(
+        req,
+        'account.smpp_credentials_set',
+        { account: req.params.ref, systemId: out.systemId, allowedIps: out.allowedIps, maxBinds: out.maxBinds },
+        'account SMPP credentials set',
+      );
+      return ok(req, 'SMPP_CREDENTIALS_SET', out, 'The SMPP password is shown only now');
+    },
   );
 
   app.post<{ Body: { account: string; scopes: string[] | string; environment?: string; name?: string; expiresAt?: string; allowedRecipients?: string[] } }>(
@@ -142,6 +178,12 @@ export async function adminRoutes(app: FastifyInstance, deps: AdminDeps): Promis
     },
     async (req, reply) => {
       const out = await deps.keys.create(req.body);
+      audit(
+        req,
+        'key.created',
+        { keyId: out.key.keyId, accountId: out.key.accountId, environment: out.key.environment, scopes: out.key.scopes, expiresAt: out.key.expiresAt },
+        'API key created',
+      );
       reply.code(201);
       return ok(req, 'KEY_CREATED', { ...out.key, secret: out.secret, token: out.token }, 'Key created; the secret is shown only now');
     },
@@ -163,13 +205,21 @@ export async function adminRoutes(app: FastifyInstance, deps: AdminDeps): Promis
     },
     async (req) => {
       const out = await deps.keys.rotate(req.params.keyId, req.body?.graceSeconds);
+      audit(
+        req,
+        'key.rotated',
+        { keyId: out.key.keyId, accountId: out.key.accountId, previousSecretValidUntil: out.key.previousSecretValidUntil },
+        'API key rotated',
+      );
       return ok(req, 'KEY_ROTATED', { ...out.key, secret: out.secret, token: out.token }, 'New secret shown only now; the old one works until previousSecretValidUntil');
     },
   );
 
-  app.post<{ Params: { keyId: string } }>('/admin/keys/:keyId/revoke', { schema: { params: keyParam } }, async (req) =>
-    ok(req, 'KEY_REVOKED', await deps.keys.revoke(req.params.keyId)),
-  );
+  app.post<{ Params: { keyId: string } }>('/admin/keys/:keyId/revoke', { schema: { params: keyParam } }, async (req) => {
+    const key = await deps.keys.revoke(req.params.keyId);
+    audit(req, 'key.revoked', { keyId: key.keyId, accountId: key.accountId, revokedAt: key.revokedAt }, 'API key revoked');
+    return ok(req, 'KEY_REVOKED', key);
+  });
 
   if (deps.gateway) registerGatewayRoutes(app, deps.gateway);
   if (deps.pricing) registerPricingRoutes(app, deps.pricing);

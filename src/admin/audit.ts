@@ -23,9 +23,18 @@ export function sanitiseActorName(value: unknown): string | null {
 
 /**
  * Who made an admin request: the admin token's holder ('admin'), what the client called itself and its address, as
- * `admin/cli:alice@127.0.0.1` (`admin@127.0.0.1` without the header). Kept with balance movements.
+ * `admin/cli:alice@127.0.0.1` (`admin@127.0.0.1` without the header). Kept with balance movements and logged with
+ * every admin action.
  */
 export function adminActor(req: FastifyRequest): string {
   const name = sanitiseActorName(req.headers[ACTOR_HEADER]);
   return `admin${name ? '/' + name : ''}@${req.ip}`;
+}
+
+/**
+ * One info line for an admin action that changed something, with the request id (from the request's logger), the
+ * actor and the action's own fields. Callers pass ids, names and amounts only: never a secret or a password.
+ */
+export function audit(req: FastifyRequest, event: string, fields: Record<string, unknown>, msg: string): void {
+  req.log.info({ event, actor: adminActor(req), ...fields }, `admin: ${msg}`);
 }

@@ -10,6 +10,7 @@ import type { Router, SwitchResult } from '../routing/router.js';
 import { RoutingError } from '../routing/routing-error.js';
 import type { UpstreamPool } from '../smpp/upstream/upstream-pool.js';
 import { UpstreamStore } from '../smpp/upstream/upstream-store.js';
+import { audit } from './audit.js';
 
 export interface GatewayAdminDeps {
   router: Router;
@@ -87,6 +88,7 @@ export function registerGatewayRoutes(app: FastifyInstance, deps: GatewayAdminDe
       } catch (err) {
         routingError(err);
       }
+      audit(req, 'route.switched', { rule: ruleId, upstream, previousOverride: result.previousOverride, before: result.before, after: result.after }, 'route switched');
       const warn = pool.isUp(upstream) ? '' : `; ${upstream} has no bound bind now, so traffic fails over to ${result.after.slice(1).join(', ') || 'nothing'}`;
       return ok(req, 'ROUTE_SWITCHED', result, `Rule ${ruleId} now sends to ${upstream} first${warn}`);
     },
@@ -100,7 +102,9 @@ export function registerGatewayRoutes(app: FastifyInstance, deps: GatewayAdminDe
         const order = rule.effective();
         return ok(req, 'ROUTE_SWITCH_CLEARED', { ruleId, previousOverride: null, before: order, after: order }, `Rule ${ruleId} was not switched`);
       }
-      return ok(req, 'ROUTE_SWITCH_CLEARED', router.clearSwitch(ruleId, 'admin'), `Rule ${ruleId} is back to its configured upstreams`);
+      const result = router.clearSwitch(ruleId, 'admin');
+      audit(req, 'route.cleared', { rule: ruleId, previousOverride: result.previousOverride, before: result.before, after: result.after }, 'route switch cleared');
+      return ok(req, 'ROUTE_SWITCH_CLEARED', result, `Rule ${ruleId} is back to its configured upstreams`);
     } catch (err) {
       routingError(err);
     }
@@ -143,6 +147,21 @@ export function registerGatewayRoutes(app: FastifyInstance, deps: GatewayAdminDe
       const config = { id, ...body, password } as UpstreamConfig;
       await upstreamStore.save(config);
       const result = pool.upsert(config);
+      // Where and how it binds, never its password (kept or replaced: only whether it changed).
+      audit(
+        req,
+        'upstream.saved',
+        {
+          upstream: id,
+          result,
+          host: config.host,
+          port: config.port,
+          systemId: config.systemId,
+          passwordChanged: body.password !== undefined && body.password !== UpstreamStore.MASK,
+          overridesConfig: deps.configUpstreamIds.has(id),
+        },
+        'upstream saved',
+      );
       if (result === 'added') reply.code(201);
       const what =
         result === 'added' ? `Upstream ${id} added; it is binding now` : result === 'replaced' ? `Upstream ${id} replaced; the old binds drain` : `Upstream ${id} unchanged`;
@@ -159,6 +178,7 @@ export function registerGatewayRoutes(app: FastifyInstance, deps: GatewayAdminDe
       if (runtime && fromFile) {
         await upstreamStore.remove(id);
         const result = pool.upsert(fromFile);
+        audit(req, 'upstream.reverted', { upstream: id, result }, 'upstream runtime override removed; config-file entry back');
         return ok(req, 'UPSTREAM_REVERTED', { id, result }, `Runtime override of ${id} removed; the config-file entry is back`);
       }
       throw new ApiError('UPSTREAM_IN_CONFIG', {
@@ -172,6 +192,7 @@ export function registerGatewayRoutes(app: FastifyInstance, deps: GatewayAdminDe
     await upstreamStore.remove(id);
     pool.remove(id);
     const named = router.rules().filter((r) => r.upstreams.includes(id) || r.override === id).map((r) => r.id);
+    audit(req, 'upstream.removed', { upstream: id, rules: named }, 'upstream removed');
     const note = named.length ? `; rules ${named.join(', ')} still name it, so their traffic fails over` : '';
     return ok(req, 'UPSTREAM_REMOVED', { id, rules: named }, `Upstream ${id} removed; in-flight submits drain${note}`);
   });
@@ -193,6 +214,7 @@ export function registerGatewayRoutes(app: FastifyInstance, deps: GatewayAdminDe
     const result = await outbox.replay(id);
     switch (result) {
       case 'queued':
+        audit(req, 'receipt.replayed', { messageId: id }, 'receipt replay queued');
         deps.onOwed?.();
         return ok(req, 'RECEIPT_REPLAY_QUEUED', { messageId: id, result }, 'Receipt queued; it is sent when the customer has a receiver bind');
       case 'not_found':
@@ -230,7 +252,23 @@ export function registerGatewayRoutes(app: FastifyInstance, deps: GatewayAdminDe
         },
       },
     },
-    async (req) => ok(req, 'ACCOUNT_UPDATED', await accounts.update(req.params.ref, req.body)),
+    async (req) => {
+      const account = await accounts.update(req.params.ref, req.body);
+      const { allowedRecipients, ...changed } = req.body;
+      audit(
+        req,
+        'account.updated',
+        {
+          accountId: account.id,
+          account: account.name,
+          ...changed,
+          ...(req.body.creditLimit !== undefined ? { creditLimit: account.creditLimit } : {}),
+          ...(allowedRecipients !== undefined ? { allowedRecipients: allowedRecipients === null ? null : `${allowedRecipients.length} entries` } : {}),
+        },
+        'account updated',
+      );
+      return ok(req, 'ACCOUNT_UPDATED', account);
+    },
   );
 
   const numbersOf = async (ref: string) => {
@@ -252,6 +290,7 @@ export function registerGatewayRoutes(app: FastifyInstance, deps: GatewayAdminDe
     },
     async (req, reply) => {
       await accounts.addNumber(req.params.ref, req.body.number);
+      audit(req, 'account.number_added', { account: req.params.ref, number: req.body.number }, 'account number added');
       reply.code(201);
       return ok(req, 'NUMBER_ADDED', await numbersOf(req.params.ref), 'MO messages to this number now go to the account');
     },
@@ -260,6 +299,7 @@ export function registerGatewayRoutes(app: FastifyInstance, deps: GatewayAdminDe
   app.delete<{ Params: { ref: string; number: string } }>('/admin/accounts/:ref/numbers/:number', { schema: { params: numberParam } }, async (req) => {
     const removed = await accounts.removeNumber(req.params.ref, req.params.number);
     if (!removed) throw new ApiError('NUMBER_NOT_FOUND', { message: `Account ${req.params.ref} does not own ${req.params.number}` });
+    audit(req, 'account.number_removed', { account: req.params.ref, number: req.params.number }, 'account number removed');
     return ok(req, 'NUMBER_REMOVED', await numbersOf(req.params.ref));
   });
 }

@@ -1,6 +1,8 @@
 // `ferry accounts credit|debit|update --credit-limit` against a daemon process: amounts are checked before anything is
-// sent, and refusals exit 2 with the error code.
+// sent, refusals exit 2 with the error code, and the daemon logs each action with the CLI's actor.
 import t from 'tap';
+import { sanitiseActorName } from '../../src/admin/audit.js';
+import { cliActor } from '../../src/cli/admin-client.js';
 import { ferryRun, startDaemonProcess, testEnv } from '../helpers/daemon.js';
 import { backendLabel } from '../helpers/env.js';
 
@@ -72,6 +74,26 @@ t.test(`credit, debit and credit limits through the CLI (${backendLabel})`, asyn
   t.equal(racing.filter((r) => r.code === 0).length, 1, '1 available: one debit of 0.75 fits');
   t.equal(racing.filter((r) => r.code === 2 && /CREDIT_LIMIT_EXCEEDED/.test(r.stderr)).length, 3);
   t.equal(await balance(), 0.25);
+
+  // The daemon logged each action with the request id and the CLI's actor; no secret reached the log.
+  const actor = `admin/${sanitiseActorName(cliActor())}@127.0.0.1`;
+  const logged = p.output.flatMap((l) => {
+    try {
+      return [JSON.parse(l) as { event?: string; actor?: string; reqId?: string; amount?: number; balance?: number; level: string }];
+    } catch {
+      return [];
+    }
+  });
+  const events = logged.filter((l) => l.event);
+  t.same(
+    events.map((l) => l.event),
+    ['account.created', 'account.credited', 'account.debited', 'account.updated', 'account.debited', 'account.credited', 'account.updated', 'account.debited'],
+    'one line per action that happened',
+  );
+  t.ok(events.every((l) => l.actor === actor && /^req_/.test(l.reqId ?? '') && l.level === 'info'), `each with ${actor} and its request id`);
+  t.match(events[2], { amount: -10.5, balance: 14.5 });
+  const all = p.output.join('\n');
+  t.notMatch(all, /Cl1pw99/, 'the SMPP password never reaches the log');
 
   p.child.kill('SIGTERM');
   t.equal((await p.exited).code, 0);
