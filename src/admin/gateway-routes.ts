@@ -9,6 +9,7 @@ import type { CustomerOutbox } from '../receipts/customer-outbox.js';
 import type { Router, SwitchResult } from '../routing/router.js';
 import { RoutingError } from '../routing/routing-error.js';
 import type { UpstreamPool } from '../smpp/upstream/upstream-pool.js';
+import type { UpstreamStatus } from '../smpp/upstream/upstream.js';
 import { UpstreamStore } from '../smpp/upstream/upstream-store.js';
 import { audit } from './audit.js';
 
@@ -43,6 +44,15 @@ const numberParam = {
 
 // The id comes from the path and the password may be kept from the stored entry, so neither is required here.
 const upstreamBody = { ...upstreamSchema, required: upstreamSchema.required.filter((k) => k !== 'id' && k !== 'password') };
+
+function iso(ms: number | null): string | null {
+  return ms === null ? null : new Date(ms).toISOString();
+}
+
+/** An upstream's status with its times (epoch milliseconds inside the pool) in ISO 8601. */
+function statusView(s: UpstreamStatus) {
+  return { ...s, pausedUntil: iso(s.pausedUntil), binds: s.binds.map((b) => ({ ...b, nextAttemptAt: iso(b.nextAttemptAt) })) };
+}
 
 function routingError(err: unknown): never {
   if (err instanceof RoutingError) {
@@ -120,7 +130,7 @@ export function registerGatewayRoutes(app: FastifyInstance, deps: GatewayAdminDe
     return ok(
       req,
       'UPSTREAMS',
-      pool.status().map((s) => ({ ...s, source: sourceOf(s.id, runtime) })),
+      pool.status().map((s) => ({ ...statusView(s), source: sourceOf(s.id, runtime) })),
     );
   });
 
@@ -128,7 +138,7 @@ export function registerGatewayRoutes(app: FastifyInstance, deps: GatewayAdminDe
     const up = pool.get(req.params.id);
     if (!up) throw new ApiError('UPSTREAM_NOT_FOUND', { message: `No upstream ${req.params.id}` });
     const runtime = new Set(await upstreamStore.ids());
-    return ok(req, 'UPSTREAM', { config: UpstreamStore.redact(up.config), status: up.status(), source: sourceOf(up.id, runtime) });
+    return ok(req, 'UPSTREAM', { config: UpstreamStore.redact(up.config), status: statusView(up.status()), source: sourceOf(up.id, runtime) });
   });
 
   app.put<{ Params: { id: string }; Body: Partial<UpstreamConfig> }>(
@@ -206,7 +216,21 @@ export function registerGatewayRoutes(app: FastifyInstance, deps: GatewayAdminDe
     const [history, parts] = await Promise.all([ledger.history(id), ledger.parts(id)]);
     // A sealed text (an OTP code) stays sealed: operators see the masked body and whether a sealed one exists.
     const { bodySealed, ...shown } = message;
-    return ok(req, 'MESSAGE', { message: { ...shown, bodyBytes: message.bodyBytes ? message.bodyBytes.toString('hex') : null, sealed: bodySealed !== null }, history, parts });
+    // Times in ISO 8601 like everywhere else in the admin API (the ledger keeps epoch milliseconds).
+    return ok(req, 'MESSAGE', {
+      message: {
+        ...shown,
+        bodyBytes: message.bodyBytes ? message.bodyBytes.toString('hex') : null,
+        sealed: bodySealed !== null,
+        scheduledAt: iso(message.scheduledAt),
+        expiresAt: iso(message.expiresAt),
+        createdAt: iso(message.createdAt),
+        updatedAt: iso(message.updatedAt),
+        finalAt: iso(message.finalAt),
+      },
+      history: history.map((e) => ({ ...e, at: iso(e.at) })),
+      parts,
+    });
   });
 
   app.post<{ Params: { id: string } }>('/admin/receipts/:id/replay', { schema: { params: messageParam } }, async (req) => {

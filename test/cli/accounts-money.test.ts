@@ -1,9 +1,10 @@
 // `ferry accounts credit|debit|update --credit-limit` against a daemon process: amounts are checked before anything is
-// sent, refusals exit 2 with the error code, and the daemon logs each action with the CLI's actor.
+// sent, refusals exit 2 with the error code, and the daemon logs each action with the CLI's actor; `ferry messages
+// show` prints ISO 8601 times.
 import t from 'tap';
 import { sanitiseActorName } from '../../src/admin/audit.js';
 import { cliActor } from '../../src/cli/admin-client.js';
-import { ferryRun, startDaemonProcess, testEnv } from '../helpers/daemon.js';
+import { call, ferryRun, startDaemonProcess, testEnv } from '../helpers/daemon.js';
 import { backendLabel } from '../helpers/env.js';
 
 t.test(`credit, debit and credit limits through the CLI (${backendLabel})`, async (t) => {
@@ -94,6 +95,24 @@ t.test(`credit, debit and credit limits through the CLI (${backendLabel})`, asyn
   t.match(events[2], { amount: -10.5, balance: 14.5 });
   const all = p.output.join('\n');
   t.notMatch(all, /Cl1pw99/, 'the SMPP password never reaches the log');
+
+  // messages show: ISO 8601 times, like every other command.
+  const key = JSON.parse((await ferry('keys', 'create', '--account', 'acme', '--scopes', 'all', '--json')).stdout);
+  t.notMatch(p.output.join('\n'), new RegExp(key.secret), 'nor the key secret');
+  const sent = await call(p.api, 'POST', '/v1/sms/send', { token: key.token, body: { to: '+233541234567', from: 'Ferry', message: 'iso times' } });
+  t.equal(sent.status, 200, sent.text);
+  const id = sent.json.data.messageId ?? sent.json.data.id;
+  const show = await ferry('messages', 'show', id);
+  t.equal(show.code, 0, show.stderr);
+  t.match(show.stdout, /^\s*createdAt\s+\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/m);
+  t.match(show.stdout, /^\s*updatedAt\s+\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/m);
+  t.match(show.stdout, /^\s*at\s+\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/m, 'history times too');
+  t.notMatch(show.stdout, /\b1\d{12}\b/, 'no epoch milliseconds anywhere');
+  const json = JSON.parse((await ferry('messages', 'show', id, '--json')).stdout);
+  t.ok(
+    [json.message.createdAt, json.message.updatedAt, ...json.history.map((h: { at: string }) => h.at)].every((v: string) => new Date(v).toISOString() === v),
+    'the JSON output carries the same ISO strings',
+  );
 
   p.child.kill('SIGTERM');
   t.equal((await p.exited).code, 0);
