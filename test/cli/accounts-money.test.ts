@@ -31,8 +31,10 @@ t.test(`credit, debit and credit limits through the CLI (${backendLabel})`, asyn
     ['debit', '-5', /^ferry: INVALID_AMOUNT: AMOUNT must be positive; to add credit, use `ferry accounts credit NAME AMOUNT`$/m],
     ['debit', '1e308', /INVALID_AMOUNT/],
   ];
-  for (const [kind, amount, message] of refused) {
-    const r = await ferry('accounts', kind, 'acme', amount);
+  // Independent of each other: run side by side, which halves the wait for the CLI processes.
+  const answers = await Promise.all(refused.map(([kind, amount]) => ferry('accounts', kind, 'acme', amount)));
+  for (const [i, [kind, amount, message]] of refused.entries()) {
+    const r = answers[i];
     t.equal(r.code, 2, `${kind} ${amount}: exit 2`);
     t.match(r.stderr, message, `${kind} ${amount}: ${message}`);
     t.equal(r.stdout, '', 'nothing printed as a result');
