@@ -2,7 +2,7 @@ import { ApiError, invalidField } from '../http/errors.js';
 import { hashPassword, verifyPassword } from '../security/secrets.js';
 import type { Db } from '../store/types.js';
 import { newId, randomFrom } from '../util/ids.js';
-import { fromMicros, toMicros } from './money.js';
+import { AmountError, checkPlaces, formatMicros, fromMicros, MAX_MICROS, parseAmount, type ParsedAmount } from './money.js';
 
 export interface Account {
   id: string;
@@ -10,6 +10,8 @@ export interface Account {
   status: 'active' | 'suspended';
   suspendedReason: string | null;
   balance: number;
+  /** How far below zero debits may take the balance (an overdraft, in the account currency); 0: none. */
+  creditLimit: number;
   currency: string;
   defaultCountry: string | null;
   /** Submits per second over SMPP and REST together; null: the server default. */
@@ -33,6 +35,7 @@ interface AccountRow {
   status: 'active' | 'suspended';
   suspended_reason: string | null;
   balance_micros: number;
+  credit_limit_micros: number;
   currency: string;
   default_country: string | null;
   max_tps: number | null;
@@ -41,7 +44,7 @@ interface AccountRow {
   updated_at: Date;
 }
 
-const ACCOUNT_COLUMNS = 'id, name, status, suspended_reason, balance_micros, currency, default_country, max_tps, allowed_recipients, created_at, updated_at';
+const ACCOUNT_COLUMNS = 'id, name, status, suspended_reason, balance_micros, credit_limit_micros, currency, default_country, max_tps, allowed_recipients, created_at, updated_at';
 const NAME = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/;
 const SYSTEM_ID = /^[A-Za-z0-9_.-]{1,15}$/;
 const PASSWORD_ALPHABET = 'abcdefghjkmnpqrstuvwxyzABCDEFGHJKMNPQRSTUVWXYZ23456789';
@@ -53,6 +56,7 @@ function toAccount(r: AccountRow): Account {
     status: r.status,
     suspendedReason: r.suspended_reason,
     balance: fromMicros(r.balance_micros),
+    creditLimit: fromMicros(r.credit_limit_micros),
     currency: r.currency,
     defaultCountry: r.default_country,
     maxTps: r.max_tps,
@@ -137,7 +141,10 @@ export class AccountService {
   }
 
   /** Changes limits and defaults; fields left undefined stay as they are (null clears). */
-  async update(ref: string, patch: { maxTps?: number | null; defaultCountry?: string | null; allowedRecipients?: string[] | null }): Promise<Account> {
+  async update(
+    ref: string,
+    patch: { maxTps?: number | null; defaultCountry?: string | null; allowedRecipients?: string[] | null; creditLimit?: number | string },
+  ): Promise<Account> {
     for (const r of patch.allowedRecipients ?? []) {
       if (!/^\+?[0-9]{1,15}\*?$/.test(r)) throw invalidField('allowedRecipients', 'numbers, or prefixes ending in *');
     }
@@ -146,14 +153,35 @@ export class AccountService {
     }
     const country = patch.defaultCountry ? patch.defaultCountry.toUpperCase() : patch.defaultCountry;
     if (country && !/^[A-Z]{2}$/.test(country)) throw invalidField('defaultCountry', 'ISO 3166 alpha-2 code');
+    let creditLimit: number | null = null;
+    if (patch.creditLimit !== undefined) {
+      let parsed: ParsedAmount;
+      try {
+        parsed = parseAmount(patch.creditLimit, { allowZero: true });
+      } catch (err) {
+        throw invalidAmount('creditLimit', err);
+      }
+      // The currency never changes, so reading it before the update is safe.
+      creditLimit = placesOf('creditLimit', parsed, (await this.get(ref)).currency);
+    }
     const { rows } = await this.db.query<AccountRow>(
       `UPDATE accounts SET
          max_tps = CASE WHEN $2::bool THEN $3::int ELSE max_tps END,
          default_country = CASE WHEN $4::bool THEN $5::text ELSE default_country END,
          allowed_recipients = CASE WHEN $6::bool THEN $7::text[] ELSE allowed_recipients END,
+         credit_limit_micros = coalesce($8::int8, credit_limit_micros),
          updated_at = now()
        WHERE id = $1 OR name = $1 RETURNING ${ACCOUNT_COLUMNS}`,
-      [ref, patch.maxTps !== undefined, patch.maxTps ?? null, country !== undefined, country ?? null, patch.allowedRecipients !== undefined, patch.allowedRecipients ?? null],
+      [
+        ref,
+        patch.maxTps !== undefined,
+        patch.maxTps ?? null,
+        country !== undefined,
+        country ?? null,
+        patch.allowedRecipients !== undefined,
+        patch.allowedRecipients ?? null,
+        creditLimit,
+      ],
     );
     if (!rows[0]) throw new ApiError('ACCOUNT_NOT_FOUND');
     this.onChange(rows[0].id);
@@ -191,23 +219,90 @@ export class AccountService {
     return rows[0]?.account_id ?? null;
   }
 
-  /** Adds (or with a negative amount, removes) credit, recording the transaction. */
-  async credit(ref: string, amount: number, reference: string | null = null): Promise<Account> {
-    if (!Number.isFinite(amount) || amount === 0) {
-      throw invalidField('amount', 'a non-zero number');
+  /** Adds credit (a positive amount in the account currency), recording the transaction and who made it. */
+  credit(ref: string, amount: number | string, opts: MovementOptions = {}): Promise<Movement> {
+    return this.move('credit', ref, amount, opts);
+  }
+
+  /**
+   * Takes credit away (a positive amount), recording the transaction and who made it. Refused with
+   * CREDIT_LIMIT_EXCEEDED when it would take the balance below −creditLimit (below zero for an account without one).
+   */
+  debit(ref: string, amount: number | string, opts: MovementOptions = {}): Promise<Movement> {
+    return this.move('debit', ref, amount, opts);
+  }
+
+  /**
+   * One admin balance movement: the account row is locked, so concurrent movements (and message debits, which lock
+   * it too) are decided one after another against the balance the one before left.
+   */
+  private async move(kind: 'credit' | 'debit', ref: string, amount: number | string, opts: MovementOptions): Promise<Movement> {
+    let parsed: ParsedAmount;
+    try {
+      parsed = parseAmount(amount);
+    } catch (err) {
+      if (err instanceof AmountError && err.rule === 'negative') {
+        throw invalidAmount(
+          'amount',
+          err,
+          kind === 'credit'
+            ? 'amount must be positive; to take credit away, debit it (POST /admin/accounts/{ref}/debit, `ferry accounts debit NAME AMOUNT`)'
+            : 'amount must be positive; a debit takes that amount away (to add credit, POST /admin/accounts/{ref}/credit)',
+        );
+      }
+      throw invalidAmount('amount', err);
     }
-    const micros = toMicros(amount);
     return this.db.tx(async (q) => {
-      const { rows } = await q.query<AccountRow>(
-        `UPDATE accounts SET balance_micros = balance_micros + $2, updated_at = now() WHERE id = $1 OR name = $1 RETURNING ${ACCOUNT_COLUMNS}`,
-        [ref, micros],
+      const { rows } = await q.query<AccountRow>(`SELECT ${ACCOUNT_COLUMNS} FROM accounts WHERE id = $1 OR name = $1 LIMIT 1 FOR UPDATE`, [ref]);
+      const row = rows[0];
+      if (!row) throw new ApiError('ACCOUNT_NOT_FOUND');
+      const micros = placesOf('amount', parsed, row.currency);
+      const before = Number(row.balance_micros);
+      const limit = Number(row.credit_limit_micros);
+      const after = kind === 'credit' ? before + micros : before - micros;
+      if (after > MAX_MICROS) {
+        throw new ApiError('INVALID_AMOUNT', {
+          message: `amount would take the balance of ${row.name} to ${formatMicros(after)} ${row.currency}, beyond ${formatMicros(MAX_MICROS)}, the largest Ferry keeps`,
+          data: { field: 'amount', rule: 'range' },
+        });
+      }
+      if (after < -limit) {
+        const available = before + limit;
+        throw new ApiError('CREDIT_LIMIT_EXCEEDED', {
+          message:
+            `A debit of ${formatMicros(micros)} ${row.currency} would take the balance of ${row.name} to ${formatMicros(after)}, below ` +
+            (limit ? `its credit limit of ${formatMicros(limit)} (-${formatMicros(limit)})` : 'zero (it has no credit limit)') +
+            `; at most ${formatMicros(Math.max(0, available))} can be debited now`,
+          data: {
+            amount: fromMicros(micros),
+            balance: fromMicros(before),
+            creditLimit: fromMicros(limit),
+            available: fromMicros(Math.max(0, available)),
+            currency: row.currency,
+          },
+        });
+      }
+      const updated = await q.query<AccountRow>(`UPDATE accounts SET balance_micros = $2, updated_at = now() WHERE id = $1 RETURNING ${ACCOUNT_COLUMNS}`, [row.id, after]);
+      const reference = opts.reference ?? null;
+      const actor = opts.actor ?? null;
+      const signed = kind === 'credit' ? micros : -micros;
+      const tx = await q.query<{ id: number; created_at: Date }>(
+        `INSERT INTO account_transactions (account_id, amount_micros, balance_after_micros, kind, reference, actor)
+         VALUES ($1, $2, $3, $4, $5, coalesce($6, 'system')) RETURNING id, created_at`,
+        [row.id, signed, after, kind, reference, actor],
       );
-      if (!rows[0]) throw new ApiError('ACCOUNT_NOT_FOUND');
-      await q.query(
-        `INSERT INTO account_transactions (account_id, amount_micros, balance_after_micros, kind, reference) VALUES ($1, $2, $3, $4, $5)`,
-        [rows[0].id, micros, rows[0].balance_micros, micros > 0 ? 'credit' : 'adjustment', reference],
-      );
-      return toAccount(rows[0]);
+      return {
+        account: toAccount(updated.rows[0]),
+        transaction: {
+          id: Number(tx.rows[0].id),
+          kind,
+          amount: fromMicros(signed),
+          balanceAfter: fromMicros(after),
+          reference,
+          actor: actor ?? 'system',
+          createdAt: new Date(tx.rows[0].created_at).toISOString(),
+        },
+      };
     });
   }
 
@@ -268,6 +363,42 @@ export class AccountService {
     const account = await this.get(cred.account_id);
     if (account.status !== 'active') return { ok: false, reason: 'suspended' };
     return { ok: true, account, credentials: { systemId, accountId: cred.account_id, allowedIps: cred.allowed_ips, maxBinds: cred.max_binds } };
+  }
+}
+
+export interface MovementOptions {
+  /** A note kept with the transaction (an invoice number, why). */
+  reference?: string | null;
+  /** Who asked, kept with the transaction; default 'system'. */
+  actor?: string | null;
+}
+
+/** An admin balance movement: the account after it and its account_transactions row. */
+export interface Movement {
+  account: Account;
+  transaction: {
+    id: number;
+    kind: 'credit' | 'debit';
+    /** Signed: negative for a debit. */
+    amount: number;
+    balanceAfter: number;
+    reference: string | null;
+    actor: string;
+    createdAt: string;
+  };
+}
+
+/** INVALID_AMOUNT for a field, from the money parser's refusal. */
+function invalidAmount(field: string, err: unknown, message?: string): ApiError {
+  if (!(err instanceof AmountError)) throw err;
+  return new ApiError('INVALID_AMOUNT', { message: message ?? `${field} ${err.message}`, data: { field, rule: err.rule } });
+}
+
+function placesOf(field: string, amount: ParsedAmount, currency: string): number {
+  try {
+    return checkPlaces(amount, currency);
+  } catch (err) {
+    throw invalidAmount(field, err);
   }
 }
 

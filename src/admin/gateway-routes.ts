@@ -1,5 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import type { AccountService } from '../accounts/account-service.js';
+import { AMOUNT_SCHEMA } from '../accounts/money.js';
 import { upstreamSchema, type UpstreamConfig } from '../config/schema.js';
 import { ok } from '../http/envelope.js';
 import { ApiError, invalidField } from '../http/errors.js';
@@ -8,8 +9,10 @@ import type { CustomerOutbox } from '../receipts/customer-outbox.js';
 import type { Router, SwitchResult } from '../routing/router.js';
 import { RoutingError } from '../routing/routing-error.js';
 import type { UpstreamPool } from '../smpp/upstream/upstream-pool.js';
+import type { UpstreamStatus } from '../smpp/upstream/upstream.js';
 import { UpstreamStore } from '../smpp/upstream/upstream-store.js';
 import { SIMULATOR_UPSTREAM_ID } from '../smpp/sim/simulator-record.js';
+import { audit } from './audit.js';
 
 export interface GatewayAdminDeps {
   router: Router;
@@ -42,6 +45,15 @@ const numberParam = {
 
 // The id comes from the path and the password may be kept from the stored entry, so neither is required here.
 const upstreamBody = { ...upstreamSchema, required: upstreamSchema.required.filter((k) => k !== 'id' && k !== 'password') };
+
+function iso(ms: number | null): string | null {
+  return ms === null ? null : new Date(ms).toISOString();
+}
+
+/** An upstream's status with its times (epoch milliseconds inside the pool) in ISO 8601. */
+function statusView(s: UpstreamStatus) {
+  return { ...s, pausedUntil: iso(s.pausedUntil), binds: s.binds.map((b) => ({ ...b, nextAttemptAt: iso(b.nextAttemptAt) })) };
+}
 
 function routingError(err: unknown): never {
   if (err instanceof RoutingError) {
@@ -87,6 +99,7 @@ export function registerGatewayRoutes(app: FastifyInstance, deps: GatewayAdminDe
       } catch (err) {
         routingError(err);
       }
+      audit(req, 'route.switched', { rule: ruleId, upstream, previousOverride: result.previousOverride, before: result.before, after: result.after }, 'route switched');
       const warn = pool.isUp(upstream) ? '' : `; ${upstream} has no bound bind now, so traffic fails over to ${result.after.slice(1).join(', ') || 'nothing'}`;
       return ok(req, 'ROUTE_SWITCHED', result, `Rule ${ruleId} now sends to ${upstream} first${warn}`);
     },
@@ -100,7 +113,9 @@ export function registerGatewayRoutes(app: FastifyInstance, deps: GatewayAdminDe
         const order = rule.effective();
         return ok(req, 'ROUTE_SWITCH_CLEARED', { ruleId, previousOverride: null, before: order, after: order }, `Rule ${ruleId} was not switched`);
       }
-      return ok(req, 'ROUTE_SWITCH_CLEARED', router.clearSwitch(ruleId, 'admin'), `Rule ${ruleId} is back to its configured upstreams`);
+      const result = router.clearSwitch(ruleId, 'admin');
+      audit(req, 'route.cleared', { rule: ruleId, previousOverride: result.previousOverride, before: result.before, after: result.after }, 'route switch cleared');
+      return ok(req, 'ROUTE_SWITCH_CLEARED', result, `Rule ${ruleId} is back to its configured upstreams`);
     } catch (err) {
       routingError(err);
     }
@@ -116,7 +131,7 @@ export function registerGatewayRoutes(app: FastifyInstance, deps: GatewayAdminDe
     return ok(
       req,
       'UPSTREAMS',
-      pool.status().map((s) => ({ ...s, source: sourceOf(s.id, runtime) })),
+      pool.status().map((s) => ({ ...statusView(s), source: sourceOf(s.id, runtime) })),
     );
   });
 
@@ -124,7 +139,7 @@ export function registerGatewayRoutes(app: FastifyInstance, deps: GatewayAdminDe
     const up = pool.get(req.params.id);
     if (!up) throw new ApiError('UPSTREAM_NOT_FOUND', { message: `No upstream ${req.params.id}` });
     const runtime = new Set(await upstreamStore.ids());
-    return ok(req, 'UPSTREAM', { config: UpstreamStore.redact(up.config), status: up.status(), source: sourceOf(up.id, runtime) });
+    return ok(req, 'UPSTREAM', { config: UpstreamStore.redact(up.config), status: statusView(up.status()), source: sourceOf(up.id, runtime) });
   });
 
   app.put<{ Params: { id: string }; Body: Partial<UpstreamConfig> }>(
@@ -144,6 +159,21 @@ export function registerGatewayRoutes(app: FastifyInstance, deps: GatewayAdminDe
       const config = { id, ...body, password } as UpstreamConfig;
       await upstreamStore.save(config);
       const result = pool.upsert(config);
+      // Where and how it binds, never its password (kept or replaced: only whether it changed).
+      audit(
+        req,
+        'upstream.saved',
+        {
+          upstream: id,
+          result,
+          host: config.host,
+          port: config.port,
+          systemId: config.systemId,
+          passwordChanged: body.password !== undefined && body.password !== UpstreamStore.MASK,
+          overridesConfig: deps.configUpstreamIds.has(id),
+        },
+        'upstream saved',
+      );
       if (result === 'added') reply.code(201);
       const what =
         result === 'added' ? `Upstream ${id} added; it is binding now` : result === 'replaced' ? `Upstream ${id} replaced; the old binds drain` : `Upstream ${id} unchanged`;
@@ -160,6 +190,7 @@ export function registerGatewayRoutes(app: FastifyInstance, deps: GatewayAdminDe
       if (runtime && fromFile) {
         await upstreamStore.remove(id);
         const result = pool.upsert(fromFile);
+        audit(req, 'upstream.reverted', { upstream: id, result }, 'upstream runtime override removed; config-file entry back');
         return ok(req, 'UPSTREAM_REVERTED', { id, result }, `Runtime override of ${id} removed; the config-file entry is back`);
       }
       throw new ApiError('UPSTREAM_IN_CONFIG', {
@@ -173,6 +204,7 @@ export function registerGatewayRoutes(app: FastifyInstance, deps: GatewayAdminDe
     await upstreamStore.remove(id);
     pool.remove(id);
     const named = router.rules().filter((r) => r.upstreams.includes(id) || r.override === id).map((r) => r.id);
+    audit(req, 'upstream.removed', { upstream: id, rules: named }, 'upstream removed');
     const note = named.length ? `; rules ${named.join(', ')} still name it, so their traffic fails over` : '';
     return ok(req, 'UPSTREAM_REMOVED', { id, rules: named }, `Upstream ${id} removed; in-flight submits drain${note}`);
   });
@@ -186,7 +218,21 @@ export function registerGatewayRoutes(app: FastifyInstance, deps: GatewayAdminDe
     const [history, parts] = await Promise.all([ledger.history(id), ledger.parts(id)]);
     // A sealed text (an OTP code) stays sealed: operators see the masked body and whether a sealed one exists.
     const { bodySealed, ...shown } = message;
-    return ok(req, 'MESSAGE', { message: { ...shown, bodyBytes: message.bodyBytes ? message.bodyBytes.toString('hex') : null, sealed: bodySealed !== null }, history, parts });
+    // Times in ISO 8601 like everywhere else in the admin API (the ledger keeps epoch milliseconds).
+    return ok(req, 'MESSAGE', {
+      message: {
+        ...shown,
+        bodyBytes: message.bodyBytes ? message.bodyBytes.toString('hex') : null,
+        sealed: bodySealed !== null,
+        scheduledAt: iso(message.scheduledAt),
+        expiresAt: iso(message.expiresAt),
+        createdAt: iso(message.createdAt),
+        updatedAt: iso(message.updatedAt),
+        finalAt: iso(message.finalAt),
+      },
+      history: history.map((e) => ({ ...e, at: iso(e.at) })),
+      parts,
+    });
   });
 
   app.post<{ Params: { id: string } }>('/admin/receipts/:id/replay', { schema: { params: messageParam } }, async (req) => {
@@ -194,6 +240,7 @@ export function registerGatewayRoutes(app: FastifyInstance, deps: GatewayAdminDe
     const result = await outbox.replay(id);
     switch (result) {
       case 'queued':
+        audit(req, 'receipt.replayed', { messageId: id }, 'receipt replay queued');
         deps.onOwed?.();
         return ok(req, 'RECEIPT_REPLAY_QUEUED', { messageId: id, result }, 'Receipt queued; it is sent when the customer has a receiver bind');
       case 'not_found':
@@ -209,7 +256,10 @@ export function registerGatewayRoutes(app: FastifyInstance, deps: GatewayAdminDe
 
   // ---- accounts: limits and numbers ----
 
-  app.patch<{ Params: { ref: string }; Body: { maxTps?: number | null; defaultCountry?: string | null; allowedRecipients?: string[] | null } }>(
+  app.patch<{
+    Params: { ref: string };
+    Body: { maxTps?: number | null; defaultCountry?: string | null; allowedRecipients?: string[] | null; creditLimit?: number | string };
+  }>(
     '/admin/accounts/:ref',
     {
       schema: {
@@ -222,11 +272,29 @@ export function registerGatewayRoutes(app: FastifyInstance, deps: GatewayAdminDe
             maxTps: { type: ['integer', 'null'], minimum: 0 },
             defaultCountry: { type: ['string', 'null'], minLength: 2, maxLength: 2 },
             allowedRecipients: { type: ['array', 'null'], maxItems: 10000, items: { type: 'string', pattern: '^\\+?[0-9]{1,15}\\*?$' } },
+            // How far below zero debits may take the balance (account currency); 0: no overdraft.
+            creditLimit: AMOUNT_SCHEMA,
           },
         },
       },
     },
-    async (req) => ok(req, 'ACCOUNT_UPDATED', await accounts.update(req.params.ref, req.body)),
+    async (req) => {
+      const account = await accounts.update(req.params.ref, req.body);
+      const { allowedRecipients, ...changed } = req.body;
+      audit(
+        req,
+        'account.updated',
+        {
+          accountId: account.id,
+          account: account.name,
+          ...changed,
+          ...(req.body.creditLimit !== undefined ? { creditLimit: account.creditLimit } : {}),
+          ...(allowedRecipients !== undefined ? { allowedRecipients: allowedRecipients === null ? null : `${allowedRecipients.length} entries` } : {}),
+        },
+        'account updated',
+      );
+      return ok(req, 'ACCOUNT_UPDATED', account);
+    },
   );
 
   const numbersOf = async (ref: string) => {
@@ -248,6 +316,7 @@ export function registerGatewayRoutes(app: FastifyInstance, deps: GatewayAdminDe
     },
     async (req, reply) => {
       await accounts.addNumber(req.params.ref, req.body.number);
+      audit(req, 'account.number_added', { account: req.params.ref, number: req.body.number }, 'account number added');
       reply.code(201);
       return ok(req, 'NUMBER_ADDED', await numbersOf(req.params.ref), 'MO messages to this number now go to the account');
     },
@@ -256,6 +325,7 @@ export function registerGatewayRoutes(app: FastifyInstance, deps: GatewayAdminDe
   app.delete<{ Params: { ref: string; number: string } }>('/admin/accounts/:ref/numbers/:number', { schema: { params: numberParam } }, async (req) => {
     const removed = await accounts.removeNumber(req.params.ref, req.params.number);
     if (!removed) throw new ApiError('NUMBER_NOT_FOUND', { message: `Account ${req.params.ref} does not own ${req.params.number}` });
+    audit(req, 'account.number_removed', { account: req.params.ref, number: req.params.number }, 'account number removed');
     return ok(req, 'NUMBER_REMOVED', await numbersOf(req.params.ref));
   });
 }

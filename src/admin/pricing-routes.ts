@@ -3,6 +3,7 @@ import type { PriceBook, PriceTable } from '../billing/price-book.js';
 import type { PricingStore } from '../billing/pricing-store.js';
 import { configSchema } from '../config/schema.js';
 import { ok } from '../http/envelope.js';
+import { audit } from './audit.js';
 
 export interface PricingAdminDeps {
   prices: PriceBook;
@@ -21,7 +22,9 @@ export function registerPricingRoutes(app: FastifyInstance, deps: PricingAdminDe
     { schema: { body: bodySchema } },
     async (req) => {
       await deps.store.save({ defaultPrice: req.body.defaultPrice ?? null, entries: req.body.entries });
-      return ok(req, 'PRICING_UPDATED', deps.prices.table());
+      const table = deps.prices.table();
+      audit(req, 'pricing.replaced', { defaultPrice: table.defaultPrice, entries: table.entries.length }, 'price table replaced');
+      return ok(req, 'PRICING_UPDATED', table);
     },
   );
 }

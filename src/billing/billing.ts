@@ -4,8 +4,9 @@ import { prepared } from '../store/sql/prepared.js';
 import type { Db, Queryable } from '../store/types.js';
 
 // A debit batch locks its accounts (in id order, so two batches never deadlock), decides each debit in arrival order
-// against the running balance, then writes every account's new balance and one transaction row per debit.
-const LOCK_ACCOUNTS_SQL = prepared(`SELECT id, balance_micros FROM accounts WHERE id = ANY($1::text[]) ORDER BY id FOR UPDATE`);
+// against the running balance and the account's credit limit, then writes every account's new balance and one
+// transaction row per debit.
+const LOCK_ACCOUNTS_SQL = prepared(`SELECT id, balance_micros, credit_limit_micros FROM accounts WHERE id = ANY($1::text[]) ORDER BY id FOR UPDATE`);
 const APPLY_DEBITS_SQL = prepared(`WITH u AS (
     UPDATE accounts a SET balance_micros = v.balance, updated_at = now()
     FROM unnest($1::text[], $2::bigint[]) AS v(id, balance)
@@ -49,7 +50,7 @@ const ORPHANS_SQL = `SELECT t.id, t.account_id, -t.amount_micros AS micros, t.re
 
 /**
  * Debits at accept time, decided against the locked balance (decideDebits), so concurrent sends can never take it
- * below zero. A single message's debit is written by the ledger writer in the transaction of its row. A bulk's debit
+ * below zero, or below −creditLimit for an account given one (a postpaid account sends on credit). A single message's debit is written by the ledger writer in the transaction of its row. A bulk's debit
  * (`debit`) comes before its ledger write; if that write fails the debit is voided at once, and a crash in between is
  * repaired by `voidOrphans` (a debit whose message or batch never appeared is credited back).
  */
@@ -71,7 +72,7 @@ export class Billing {
   /**
    * False when the balance is short (nothing changed). `reference`: the message id, or the batch id of a bulk. Debits
    * are decided in the order they were asked for: each takes the balance the ones before it left, so the balance never
-   * goes below zero, and a debit that does not fit leaves it to the smaller ones after it.
+   * goes below −creditLimit (zero without one), and a debit that does not fit leaves it to the smaller ones after it.
    */
   async debit(accountId: string, micros: number, reference: string): Promise<boolean> {
     if (micros <= 0) return true;
@@ -126,15 +127,21 @@ export interface Debit {
 
 /**
  * Inside the caller's transaction: locks the debits' accounts (in id order, so two batches never deadlock) and
- * decides each debit in order against the balance the ones before it left. Returns which fit and the statement that
+ * decides each debit in order against the balance the ones before it left: it fits when the balance after it is at
+ * least −creditLimit. Returns which fit and the statement that
  * writes them (each balance once, one transaction row per debit), for the caller to issue with its own writes; null
  * when none fits.
  */
 export async function decideDebits(q: Queryable, debits: readonly Debit[]): Promise<{ ok: boolean[]; write: { text: string; params: unknown[] } | null }> {
   const ids = [...new Set(debits.map((d) => d.accountId))];
-  const { rows } = await q.query<{ id: string; balance_micros: number }>(LOCK_ACCOUNTS_SQL, [ids]);
+  const { rows } = await q.query<{ id: string; balance_micros: number; credit_limit_micros: number }>(LOCK_ACCOUNTS_SQL, [ids]);
   const balance = new Map<string, number>();
-  for (const r of rows) balance.set(r.id, Number(r.balance_micros));
+  // What each account may still spend: its balance plus its credit limit.
+  const floor = new Map<string, number>();
+  for (const r of rows) {
+    balance.set(r.id, Number(r.balance_micros));
+    floor.set(r.id, -Number(r.credit_limit_micros));
+  }
   const ok: boolean[] = new Array(debits.length);
   const tAccount: string[] = [];
   const tMicros: number[] = [];
@@ -143,7 +150,7 @@ export async function decideDebits(q: Queryable, debits: readonly Debit[]): Prom
   for (let i = 0; i < debits.length; i++) {
     const d = debits[i];
     const b = balance.get(d.accountId);
-    if (b === undefined || b < d.micros) {
+    if (b === undefined || b - d.micros < floor.get(d.accountId)!) {
       ok[i] = false;
       continue;
     }

@@ -34,13 +34,13 @@ export class PricingStore {
     }
   }
 
+  /** Applies and stores a table (the admin API logs the change, with who made it). */
   async save(table: PriceTable): Promise<void> {
     this.prices.replace(table); // validates before anything is stored
     await this.db.query(
       `INSERT INTO settings (key, value, updated_at) VALUES ($1, $2::jsonb, now()) ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value, updated_at = now()`,
       [KEY, JSON.stringify(table)],
     );
-    this.log.info({ entries: table.entries.length, defaultPrice: table.defaultPrice }, 'price table replaced');
   }
 
   start(): void {

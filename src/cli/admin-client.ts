@@ -1,4 +1,5 @@
 import { existsSync, readFileSync } from 'node:fs';
+import { userInfo } from 'node:os';
 import { loadConfig } from '../config/load.js';
 import { adminTokenPath } from '../security/secrets.js';
 
@@ -22,13 +23,35 @@ export function adminTarget(configPath?: string): { url: string; token: string }
   return { url, token };
 }
 
+/**
+ * What the CLI calls itself in the admin API's X-Ferry-Actor header, logged by the daemon with every admin action and
+ * kept with balance movements: `cli:` and the operating-system user (the one who ran sudo, under sudo).
+ */
+export function cliActor(): string {
+  let user = process.env.SUDO_USER;
+  if (!user) {
+    try {
+      user = userInfo().username;
+    } catch {
+      // No passwd entry for this uid (some containers).
+      user = process.env.USER ?? process.env.LOGNAME ?? `uid${process.getuid?.() ?? ''}`;
+    }
+  }
+  return `cli:${user}`;
+}
+
 /** Calls the admin API; returns `data` of the envelope or throws a CliError with the server's code and message. */
 export async function adminCall<T = unknown>(target: { url: string; token: string }, method: string, path: string, body?: unknown): Promise<T> {
   let res: Response;
   try {
     res = await fetch(target.url + path, {
       method,
-      headers: { authorization: `Bearer ${target.token}`, ...(body !== undefined ? { 'content-type': 'application/json' } : {}) },
+      headers: {
+        authorization: `Bearer ${target.token}`,
+        // The daemon sanitises and bounds it; a header value must be Latin-1, so anything else is replaced here.
+        'x-ferry-actor': cliActor().replace(/[^\x20-\x7e]/g, '_').slice(0, 200),
+        ...(body !== undefined ? { 'content-type': 'application/json' } : {}),
+      },
       body: body !== undefined ? JSON.stringify(body) : undefined,
       signal: AbortSignal.timeout(15000),
     });

@@ -51,6 +51,8 @@ export const ERROR_CATALOGUE = {
   NOT_SMPP: { status: 409, message: 'Receipts are replayed only for messages submitted over SMPP' },
   NUMBER_NOT_FOUND: { status: 404, message: 'The account does not own that number' },
   SIMULATOR_NOT_RUNNING: { status: 404, message: 'The embedded SMSC simulator is not running in this daemon' },
+  INVALID_AMOUNT: { status: 400, message: 'The amount is not valid: a positive decimal within the money range, with no more decimal places than the currency has' },
+  CREDIT_LIMIT_EXCEEDED: { status: 409, message: 'The debit would take the balance below the credit limit of the account (below zero when it has none)' },
   // webhooks
   WEBHOOK_NOT_FOUND: { status: 404, message: 'No such webhook endpoint' },
   INVALID_WEBHOOK_URL: { status: 400, message: 'The webhook URL is not accepted (https and a public address are required)' },

@@ -305,4 +305,26 @@ t.test(`gateway admin API (${backendLabel})`, async (t) => {
     t.equal(delAgain.status, 404);
     t.equal(delAgain.json.code, 'NUMBER_NOT_FOUND');
   });
+
+  t.test('times are ISO 8601 strings, as elsewhere in the admin API', async (t) => {
+    const isoTime = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/;
+    const m = sampleMessage({ scheduledAt: Date.now() + 3_600_000, expiresAt: Date.now() + 7_200_000 });
+    await writer.accept(m);
+    await ledger.transition(m.id, 'cancelled');
+    const { message, history } = (await api('GET', `/admin/messages/${m.id}`)).json.data;
+    for (const field of ['createdAt', 'updatedAt', 'finalAt', 'scheduledAt', 'expiresAt']) t.match(message[field], isoTime, `message.${field}`);
+    t.equal(message.scheduledAt, new Date(m.scheduledAt!).toISOString(), 'the same instant');
+    t.same(history.map((e: { status: string }) => e.status), ['scheduled', 'cancelled']);
+    for (const e of history) t.match(e.at, isoTime, `history ${e.status}`);
+
+    // A bind that cannot connect waits for its next attempt: that time too.
+    t.equal((await api('PUT', '/admin/upstreams/dead', { host: '127.0.0.1', port: 1, systemId: 'ferry', password: 'pw' })).status, 201);
+    t.teardown(() => api('DELETE', '/admin/upstreams/dead'));
+    await waitFor(() => pool.get('dead')!.status().binds.some((b) => b.nextAttemptAt !== null), 5_000, 'dead upstream waiting');
+    const dead = (await api('GET', '/admin/upstreams/dead')).json.data.status;
+    t.match(dead.binds.find((b: { nextAttemptAt: string | null }) => b.nextAttemptAt !== null).nextAttemptAt, isoTime);
+    t.equal(dead.pausedUntil, null);
+    const listed = (await api('GET', '/admin/upstreams')).json.data.find((u: { id: string }) => u.id === 'dead');
+    t.ok(listed.binds.every((b: { nextAttemptAt: string | null }) => b.nextAttemptAt === null || isoTime.test(b.nextAttemptAt)), 'in the list too');
+  });
 });

@@ -120,3 +120,41 @@ t.test('concurrent debits are decided one after another: one that does not fit l
   );
   t.same(rows[0], { n: 2, total: -40_000, last: 10_000 }, 'one transaction row per debit, each with the balance it left');
 });
+
+t.test('a postpaid account sends on credit down to its credit limit and never beyond, whatever the ingress', async (t) => {
+  const { account, token } = await accountWithKey(gw, 'bill-postpaid');
+  const send = (message: string) => call(gw.api, 'POST', '/v1/sms/send', { token, body: { to: '+233541234567', from: 'Ferry', message } });
+  await gw.daemon.accounts.update(account.id, { maxTps: null });
+  t.equal((await send('no credit, no limit')).status, 402, 'without a credit limit a zero balance sends nothing');
+
+  await gw.daemon.accounts.update(account.id, { creditLimit: 0.1 }); // 5 × 0.02 on credit
+  const res = await Promise.all(Array.from({ length: 100 }, (_, i) => send(`on credit ${i}`)));
+  t.equal(res.filter((r) => r.status === 200).length, 5, 'exactly what the credit limit covers');
+  t.equal(res.filter((r) => r.status === 402 && r.json.code === 'INSUFFICIENT_CREDIT').length, 95);
+  t.equal(await balance(account.id), -0.1, 'at the limit, not below');
+
+  // A bulk is debited as one: it fits while its total stays within the limit.
+  await gw.daemon.accounts.credit(account.id, 0.1); // back to 0: 0.1 of credit again
+  const bulk = (n: number) => call(gw.api, 'POST', '/v1/sms/bulk', { token, body: { to: Array.from({ length: n }, () => '+233541234567'), message: 'bulk', from: 'Ferry' } });
+  t.equal((await bulk(6)).status, 402, '6 × 0.02 is beyond the limit: refused whole');
+  t.equal((await bulk(5)).status, 200, '5 × 0.02 is within it');
+  t.equal(await balance(account.id), -0.1);
+
+  // SMPP submits are decided against the same floor.
+  const smpp = await gw.account('bill-postpaid-smpp', 'secret1', { maxTps: 0 });
+  await gw.daemon.accounts.update(smpp.id, { creditLimit: '0.05' }); // 2 × 0.025 (prefix 2332)
+  const c = await gw.bind('transceiver', smpp.systemId, smpp.password);
+  const resps = await Promise.all(
+    Array.from({ length: 20 }, (_, i) => c.request('submit_sm', { source_addr: 'Ferry', destination_addr: DEST, dest_addr_ton: 1, short_message: `smpp ${i}` }, 15_000)),
+  );
+  t.equal(resps.filter((r) => r.command_status === 0).length, 2);
+  t.equal(resps.filter((r) => r.command_status === 0x45).length, 18);
+  t.equal(await balance(smpp.id), -0.05);
+
+  const { rows } = await gw.daemon.db.query<{ min: number; actors: string[] }>(
+    `SELECT min(balance_after_micros)::int8 AS min, array_agg(DISTINCT actor) AS actors FROM account_transactions WHERE account_id = ANY($1::text[]) AND kind = 'sms'`,
+    [[account.id, smpp.id]],
+  );
+  t.ok(Number(rows[0].min) >= -100_000, 'no message debit went below its limit');
+  t.same(rows[0].actors, ['system'], 'message debits are the daemon’s own movements');
+});

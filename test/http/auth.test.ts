@@ -62,7 +62,7 @@ t.test(`API authentication, scopes and the envelope (${backendLabel})`, async (t
 
   t.test('credit shows in the balance', async (t) => {
     await d.adminCall('POST', '/admin/accounts/acme/credit', { amount: 12.5 });
-    await d.adminCall('POST', '/admin/accounts/acme/credit', { amount: -2.25 });
+    await d.adminCall('POST', '/admin/accounts/acme/debit', { amount: 2.25 });
     const r = await call(d.api, 'GET', '/v1/account/balance', { token });
     t.equal(r.json.data.balance, 10.25);
     t.equal(r.json.data.currency, 'USD');

@@ -1,5 +1,6 @@
 import { Command } from 'commander';
-import { adminCall, adminTarget } from '../admin-client.js';
+import { AmountError, checkPlaces, parseAmount, type ParsedAmount } from '../../accounts/money.js';
+import { adminCall, adminTarget, CliError } from '../admin-client.js';
 import { print } from '../output.js';
 
 export function accountsCommand(): Command {
@@ -48,19 +49,47 @@ export function accountsCommand(): Command {
     .option('--json', 'print JSON')
     .action(async (name: string, o) => print(await adminCall(target(), 'POST', `/admin/accounts/${encodeURIComponent(name)}/resume`), !!o.json));
 
+  // Credit and debit: AMOUNT is checked here before anything is sent (a finite, positive decimal within the money
+  // range, with no more decimal places than the account currency has) and sent as typed, so nothing is lost to
+  // floating point; the daemon checks it again.
+  const movement = (kind: 'credit' | 'debit') => async (name: string, amount: string, o: { reference?: string; reason?: string; json?: boolean }) => {
+    if (o.reference !== undefined && o.reason !== undefined) throw new CliError('give --reason or --reference, not both');
+    const reference = o.reason ?? o.reference;
+    let parsed: ParsedAmount;
+    try {
+      parsed = parseAmount(amount);
+    } catch (err) {
+      if (!(err instanceof AmountError)) throw err;
+      const hint = err.rule === 'negative' ? (kind === 'credit' ? '; to take credit away, use `ferry accounts debit NAME AMOUNT`' : '; to add credit, use `ferry accounts credit NAME AMOUNT`') : '';
+      throw new CliError(`INVALID_AMOUNT: AMOUNT ${err.message}${hint}`);
+    }
+    const t = target();
+    const path = `/admin/accounts/${encodeURIComponent(name)}`;
+    const account = await adminCall<{ currency: string }>(t, 'GET', path);
+    try {
+      checkPlaces(parsed, account.currency);
+    } catch (err) {
+      if (!(err instanceof AmountError)) throw err;
+      throw new CliError(`INVALID_AMOUNT: AMOUNT ${err.message}`);
+    }
+    print(await adminCall(t, 'POST', `${path}/${kind}`, { amount: amount.trim(), ...(reference ? { reference } : {}) }), !!o.json);
+  };
+
   cmd
     .command('credit NAME AMOUNT')
-    .description('add credit (a negative amount removes it)')
-    .option('--reference <text>', 'note recorded with the transaction')
+    .description('add credit: AMOUNT in the account currency, positive, at most its decimal places (debit takes it away)')
+    .option('--reason <text>', 'why, recorded with the transaction')
+    .option('--reference <text>', 'same as --reason (an invoice number, a ticket)')
     .option('--json', 'print JSON')
-    .action(async (name: string, amount: string, o) => {
-      const n = Number(amount);
-      if (!Number.isFinite(n)) throw new Error(`AMOUNT must be a number, got ${amount}`);
-      print(
-        await adminCall(target(), 'POST', `/admin/accounts/${encodeURIComponent(name)}/credit`, { amount: n, ...(o.reference ? { reference: o.reference } : {}) }),
-        !!o.json,
-      );
-    });
+    .action(movement('credit'));
+
+  cmd
+    .command('debit NAME AMOUNT')
+    .description('take credit away: AMOUNT positive; refused below the credit limit (below zero without one)')
+    .option('--reason <text>', 'why, recorded with the transaction')
+    .option('--reference <text>', 'same as --reason (an invoice number, a ticket)')
+    .option('--json', 'print JSON')
+    .action(movement('debit'));
 
   cmd
     .command('smpp-credentials NAME')
@@ -85,6 +114,7 @@ export function accountsCommand(): Command {
     .option('--max-tps <n>', 'submits per second over SMPP and REST together, or "default"')
     .option('--country <cc>', 'default country for local numbers (ISO 3166 alpha-2), or "default"')
     .option('--allowed-recipients <list>', 'comma-separated numbers or prefixes ending in *, or "any"')
+    .option('--credit-limit <amount>', 'how far below zero debits may take the balance (account currency); 0: no overdraft')
     .option('--json', 'print JSON')
     .action(async (name: string, o) => {
       const body: Record<string, unknown> = {};
@@ -97,7 +127,17 @@ export function accountsCommand(): Command {
         body.maxTps = o.maxTps === 'default' ? null : n;
       }
       if (o.country !== undefined) body.defaultCountry = o.country === 'default' ? null : o.country;
-      if (!Object.keys(body).length) throw new Error('nothing to change: give --max-tps, --country or --allowed-recipients');
+      if (o.creditLimit !== undefined) {
+        try {
+          parseAmount(o.creditLimit, { allowZero: true });
+        } catch (err) {
+          if (!(err instanceof AmountError)) throw err;
+          throw new CliError(`INVALID_AMOUNT: --credit-limit ${err.message}`);
+        }
+        // Sent as typed; the daemon checks the account currency's decimal places.
+        body.creditLimit = String(o.creditLimit).trim();
+      }
+      if (!Object.keys(body).length) throw new Error('nothing to change: give --max-tps, --country, --allowed-recipients or --credit-limit');
       print(await adminCall(target(), 'PATCH', `/admin/accounts/${encodeURIComponent(name)}`, body), !!o.json);
     });
 
