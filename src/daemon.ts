@@ -18,6 +18,8 @@ import { healthRoutes } from './http/routes/health.js';
 import { Metrics } from './metrics.js';
 import type { ChannelModule } from './platform/channel-module.js';
 import { ModuleHost } from './platform/module-host.js';
+import { OutboundRegistry } from './platform/outbound-registry.js';
+import type { OutboundPipeline } from './outbound/outbound-pipeline.js';
 import { deriveKey, loadAdminToken, loadSecretKey } from './security/secrets.js';
 import type { EmbeddedUpstream } from './smpp/sim/embedded.js';
 import { openBackends } from './store/backends.js';
@@ -88,6 +90,8 @@ export class Daemon {
   admin!: FastifyInstance;
   /** The products (src/channels/*), booted in dependency order. */
   modules!: ModuleHost;
+  /** The outbound pipeline, when a module registered a product or provider in it. */
+  outbound: OutboundPipeline | null = null;
   addresses: { http: string; admin: string; smpp: string; smppTls: string | null } = { http: '', admin: '', smpp: '', smppTls: null };
   private unlock: (() => void) | null = null;
   private stopping: Promise<void> | null = null;
@@ -186,8 +190,12 @@ export class Daemon {
 
     this.metrics.info.set({ version: VERSION, database: this.db.kind, queue: this.backends.kind }, 1);
 
+    // The pipeline stops after every module (they may hand it work while they stop), so its step goes in first.
+    const outbound = new OutboundRegistry();
+    this.closers.unshift({ name: 'outbound pipeline', close: async () => this.outbound?.stop() });
     try {
       await this.modules.create({
+        outbound,
         config,
         rootLog: log,
         metrics: this.metrics,
@@ -208,6 +216,8 @@ export class Daemon {
       // Whatever was created stops on shutdown, even when a later module failed to start.
       for (const step of this.modules.stopSteps().reverse()) this.closers.unshift(step);
     }
+    this.outbound = outbound.build({ backends: this.backends, log: log.child({ component: 'outbound' }), registry: this.metrics.registry });
+    this.outbound?.start();
     await this.modules.start();
     const ports = this.gateway.server.ports;
     this.addresses.smpp = `${config.smpp.host}:${ports.plain}`;

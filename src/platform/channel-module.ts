@@ -5,6 +5,7 @@ import type { Scope } from '../accounts/scopes.js';
 import type { FerryConfig } from '../config/schema.js';
 import type { Metrics } from '../metrics.js';
 import type { Backends, Db } from '../store/types.js';
+import type { OutboundRegistry } from './outbound-registry.js';
 
 /** Spec §9.2: how far along a product is; shown in the OpenAPI document as the tag's `x-maturity`. */
 export type Maturity = 'stable' | 'beta' | 'alpha';
@@ -31,6 +32,11 @@ export interface ModuleContext {
   warn(message: string): void;
   /** Takes a warning back (the condition ended). */
   unwarn(message: string): void;
+  /**
+   * The outbound pipeline to providers that are not SMPP upstreams (docs/outbound.md): register the product and its
+   * providers in `create`; `outbound.pipeline` is there from `start` on.
+   */
+  readonly outbound: OutboundRegistry;
   /** The service of a module this one depends on (listed in `dependsOn`). */
   use<T>(moduleName: string): T;
 }

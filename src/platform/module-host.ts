@@ -1,5 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { isScope } from '../accounts/scopes.js';
+import { registerEventTypes } from '../events/catalogue.js';
 import type { ChannelModule, ModuleContext, ModuleInstance } from './channel-module.js';
 import { bootOrder, migrationFolders } from './module-order.js';
 
@@ -20,6 +21,8 @@ export class ModuleHost {
     for (const m of this.order) {
       const unknown = m.scopes.filter((s) => !isScope(s));
       if (unknown.length) throw new Error(`module ${m.name} declares unknown scopes: ${unknown.join(', ')}`);
+      // Before any route is registered, so the OpenAPI document and the endpoint validation know them.
+      if (m.events) registerEventTypes(m.events);
     }
   }
 

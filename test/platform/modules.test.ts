@@ -12,6 +12,9 @@ import { bootOrder } from '../../src/platform/module-order.js';
 import { loadMigrations } from '../../src/store/sql/migrate.js';
 import { packageRoot } from '../../src/util/paths.js';
 import { accountWithKey, call, testEnv } from '../helpers/daemon.js';
+import { StateMachine } from '../../src/outbound/state-machine.js';
+import { FailOnDemandProvider } from '../outbound/fail-on-demand-provider.js';
+import { HttpTestAdapter, type TestPayload } from '../outbound/http-test-adapter.js';
 
 const mod = (name: string, dependsOn: string[] = []) => ({ name, dependsOn });
 
@@ -44,7 +47,19 @@ t.test('migration versions are one sequence across folders; a duplicate is refus
   t.throws(() => loadMigrations([extra, extra]), /migration version 9001 is used twice/);
 });
 
-t.test('a product added by one entry in the list: booted after its dependency, routes mounted, migration applied, stopped first', async (t) => {
+const ECHO = new StateMachine({
+  product: 'echo',
+  initial: 'queued',
+  sent: 'sent',
+  failed: 'failed',
+  states: { queued: { rank: 0 }, sent: { rank: 1, event: 'sent' }, failed: { rank: 9, final: true, event: 'failed' } },
+});
+
+t.test('a product added by one entry in the list: booted after its dependency, routes mounted, migration applied, its provider reached through the outbound pipeline, stopped first', async (t) => {
+  const provider = await FailOnDemandProvider.start();
+  t.teardown(() => provider.close());
+  const adapter = new HttpTestAdapter('echo-http', provider.url);
+  t.teardown(() => adapter.close());
   const events: string[] = [];
   const echo: ChannelModule<{ notes: number }> = {
     name: 'echo',
@@ -52,15 +67,21 @@ t.test('a product added by one entry in the list: booted after its dependency, r
     tag: { name: 'echo', description: 'a test product' },
     scopes: ['account:read'],
     migrations: join(packageRoot, 'test/platform/fixtures/echo-migrations'),
+    events: { 'echo.sent': 'the echo reached its provider', 'echo.failed': 'the echo failed' },
     dependsOn: ['sms'],
     async create(ctx) {
       events.push(`create (sms gateway ${ctx.use<{ gateway: unknown }>('sms').gateway ? 'ready' : 'missing'})`);
+      ctx.outbound.product('echo', { machine: ECHO, deadlineMs: 60_000 });
+      ctx.outbound.provider({ adapter, maxConcurrency: 4 });
       const service = { notes: 0 };
       return {
         service,
         async routes(app) {
           app.post<{ Body: { id: string; body: string } }>('/v1/echo/notes', { schema: { tags: ['echo'] } }, async (req) => {
-            await ctx.db.query('INSERT INTO echo_notes (id, body) VALUES ($1, $2)', [req.body.id, req.body.body]);
+            // Accepted means durable: the product's row and its outbound job in one transaction, pushed after commit.
+            await ctx.outbound.pipeline.submit([{ product: 'echo', provider: 'echo-http', accountId: req.auth.accountId, messageId: req.body.id, payload: { to: '233241234567', body: req.body.body } satisfies TestPayload }], async (q) => {
+              await q.query('INSERT INTO echo_notes (id, body) VALUES ($1, $2)', [req.body.id, req.body.body]);
+            });
             service.notes++;
             return { success: true, code: 'ECHOED', message: 'OK', data: { id: req.body.id, account: req.auth.accountId }, requestId: req.id };
           });
@@ -97,6 +118,13 @@ t.test('a product added by one entry in the list: booted after its dependency, r
   const { rows } = await daemon.db.query<{ body: string }>('SELECT body FROM echo_notes');
   t.same(rows, [{ body: 'hello' }], 'its own migration ran');
   t.equal(daemon.modules.service<{ notes: number }>('echo').notes, 1);
+  const until = Date.now() + 15_000;
+  while (!provider.requests.length && Date.now() < until) await new Promise((r) => setTimeout(r, 25));
+  t.equal(provider.requests.length, 1, 'the provider got the echo through the pipeline');
+  t.match(provider.requests[0], { to: '233241234567', body: 'hello' });
+  const admin = await accountWithKey(d as never, 'echo-admin', 'all');
+  const types = (await call(daemon.addresses.http, 'GET', '/v1/webhooks/event-types', { token: admin.token })).json.data;
+  t.ok(JSON.stringify(types).includes('"echo.sent"'), 'its events join the one catalogue');
   await daemon.stop();
   t.same(events, ['create (sms gateway ready)', 'start', 'stop', 'otp stop', 'webhooks stop', 'sms stop'], 'created after sms; stopped first, in reverse boot order');
 });
