@@ -1,3 +1,5 @@
+import { SENDER_RULE } from '../channels/sms/sender.js';
+
 /**
  * The one error catalogue: code → HTTP status → default message. Every error response of the
  * API (and the admin API) uses a code from here; the OpenAPI document lists them all.
@@ -20,7 +22,7 @@ export const ERROR_CATALOGUE = {
   RATE_LIMIT_EXCEEDED: { status: 429, message: 'Rate limit exceeded; retry after the indicated time' },
   // messaging
   INVALID_PHONE_NUMBER: { status: 400, message: 'The phone number is not valid' },
-  INVALID_SENDER_ID: { status: 400, message: 'The sender ID is not valid (at most 11 characters)' },
+  INVALID_SENDER_ID: { status: 400, message: `The sender ID is not valid: it must be ${SENDER_RULE}` },
   MESSAGE_TOO_LONG: { status: 400, message: 'The message is too long' },
   INSUFFICIENT_CREDIT: { status: 402, message: 'The account balance is too low for this request' },
   RECIPIENT_NOT_ALLOWED: { status: 403, message: 'This key or account may not send to that recipient' },

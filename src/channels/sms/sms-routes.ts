@@ -7,6 +7,7 @@ import type { Ledger } from '../../ledger/ledger.js';
 import { FINAL_STATUSES, type MessageEvent, type MessageRecord, type MessageStatus } from '../../ledger/types.js';
 import type { Db } from '../../store/types.js';
 import { newId } from '../../util/ids.js';
+import { isValidSender, SENDER_RULE } from './sender.js';
 import { SmsError, type AcceptedSms, type SmsApi, type SmsErrorCode, type SmsSubmission } from './types.js';
 
 export interface SmsRoutesDeps {
@@ -20,8 +21,7 @@ export interface SmsRoutesDeps {
   scheduleHorizonDays?: number;
 }
 
-/** Spec §8: sender ID and body limits; enforced here so they get their own codes (spec §4 rule 1). */
-export const MAX_SENDER_CHARS = 11;
+/** Spec §8: body limits (the sender rule is in sender.ts); enforced here so they get their own codes (spec §4 rule 1). */
 export const MAX_MESSAGE_CHARS = 1530;
 export const MAX_BULK_ITEMS = 10_000;
 const MAX_REFERENCE_CHARS = 100;
@@ -183,9 +183,8 @@ function checkBulkItem(item: unknown, top: BulkBody, base: Pick<SmsSubmission, '
   if (typeof to !== 'string' || !to) return { ok: false, code: 'VALIDATION_ERROR', message: 'to: a non-empty string is required' };
   if (typeof message !== 'string' || !message) return { ok: false, code: 'VALIDATION_ERROR', message: 'message: a non-empty string is required' };
   if (charCount(message) > MAX_MESSAGE_CHARS) return { ok: false, code: 'MESSAGE_TOO_LONG', message: `message: at most ${MAX_MESSAGE_CHARS} characters` };
-  if (typeof from !== 'string' || !from || from.length > MAX_SENDER_CHARS) {
-    return { ok: false, code: 'INVALID_SENDER_ID', message: `from: a sender ID of 1–${MAX_SENDER_CHARS} characters is required` };
-  }
+  if (typeof from !== 'string' || !from) return { ok: false, code: 'INVALID_SENDER_ID', message: 'from: a sender ID is required (on the item or the request)' };
+  if (!isValidSender(from)) return { ok: false, code: 'INVALID_SENDER_ID', message: `from: not a valid sender ID: ${SENDER_RULE}` };
   if (reference !== undefined && (typeof reference !== 'string' || reference.length > MAX_REFERENCE_CHARS)) {
     return { ok: false, code: 'VALIDATION_ERROR', message: `reference: a string of at most ${MAX_REFERENCE_CHARS} characters` };
   }
@@ -247,8 +246,8 @@ export async function smsRoutes(app: FastifyInstance, deps: SmsRoutesDeps): Prom
         summary: 'Send one SMS',
         description:
           `The recipient may be local (read in the account's default country) or international; the response gives it in international form. ` +
-          `A sender longer than ${MAX_SENDER_CHARS} characters is refused with INVALID_SENDER_ID, a message longer than ${MAX_MESSAGE_CHARS} ` +
-          `characters (or more than 10 segments) with MESSAGE_TOO_LONG. data carries both published result shapes.`,
+          `A sender ID must be ${SENDER_RULE}; any other is refused with INVALID_SENDER_ID. A message longer than ${MAX_MESSAGE_CHARS} ` +
+          `characters (or more than 10 segments) is refused with MESSAGE_TOO_LONG. data carries both published result shapes.`,
         headers: idemHeaders,
         body: {
           type: 'object',
@@ -256,7 +255,7 @@ export async function smsRoutes(app: FastifyInstance, deps: SmsRoutesDeps): Prom
           additionalProperties: false,
           properties: {
             to: { type: 'string', minLength: 1, maxLength: 32, description: 'recipient MSISDN, local format or E.164' },
-            from: { type: 'string', minLength: 1, description: `sender ID, at most ${MAX_SENDER_CHARS} characters (else INVALID_SENDER_ID)` },
+            from: { type: 'string', minLength: 1, description: `sender ID: ${SENDER_RULE} (else INVALID_SENDER_ID)` },
             message: { type: 'string', minLength: 1, description: `body, at most ${MAX_MESSAGE_CHARS} characters (else MESSAGE_TOO_LONG)` },
             reference: { type: 'string', maxLength: MAX_REFERENCE_CHARS, description: "the caller's correlation id" },
             scheduledAt: { type: 'string', format: 'date-time', description: `ISO 8601; in the future and within ${horizonDays} days` },
@@ -267,7 +266,7 @@ export async function smsRoutes(app: FastifyInstance, deps: SmsRoutesDeps): Prom
     },
     async (req, reply) => {
       const b = req.body;
-      if (b.from.length > MAX_SENDER_CHARS) throw new ApiError('INVALID_SENDER_ID', { message: `The sender ID must be at most ${MAX_SENDER_CHARS} characters` });
+      if (!isValidSender(b.from)) throw new ApiError('INVALID_SENDER_ID', { message: `The sender ID is not valid: it must be ${SENDER_RULE}` });
       if (charCount(b.message) > MAX_MESSAGE_CHARS) throw new ApiError('MESSAGE_TOO_LONG', { message: `The message must be at most ${MAX_MESSAGE_CHARS} characters` });
       const scheduledAt = scheduleOf(b.scheduledAt);
       const sub: SmsSubmission = {
@@ -314,7 +313,7 @@ export async function smsRoutes(app: FastifyInstance, deps: SmsRoutesDeps): Prom
             },
             to: { type: 'array', minItems: 1, maxItems: MAX_BULK_ITEMS, items: { description: 'a recipient (string)' } },
             message: { type: 'string', minLength: 1, description: 'with `to`: the text sent to every recipient' },
-            from: { type: 'string', minLength: 1, description: 'sender ID for every item without its own' },
+            from: { type: 'string', minLength: 1, description: `sender ID for every item without its own: ${SENDER_RULE}` },
             reference: { type: 'string', maxLength: MAX_REFERENCE_CHARS, description: 'reference for every item without its own' },
           },
         },
