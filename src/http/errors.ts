@@ -32,6 +32,7 @@ export const ERROR_CATALOGUE = {
   IDEMPOTENCY_IN_PROGRESS: { status: 409, message: 'A request with this Idempotency-Key is still being processed; retry shortly' },
   NO_ROUTE: { status: 422, message: 'No route can deliver to this recipient' },
   BATCH_NOT_FOUND: { status: 404, message: 'No such batch' },
+  BULK_REJECTED: { status: 422, message: 'No message of the bulk request was accepted; data.results gives the reason of each' },
   // OTP (spec §7.1)
   ACTIVE_OTP_EXISTS: { status: 409, message: 'An unexpired OTP is already active for this phone' },
   OTP_EXPIRED: { status: 410, message: 'The OTP has expired' },
