@@ -64,7 +64,8 @@ async function authPlugin(app: FastifyInstance, opts: AuthOptions): Promise<void
 
   app.addHook('onRequest', async (req) => {
     const cfg = req.routeOptions.config;
-    if (cfg.auth === false) return;
+    // Public routes, and paths no route answers (404 / 405 whatever the credentials).
+    if (cfg.auth === false || req.is404) return;
     const parsed = parseAuthorization(req.headers.authorization);
     // No header is no guess: refused, but not counted against the address.
     if (parsed === 'missing') {

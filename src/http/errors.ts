@@ -8,10 +8,13 @@ export const ERROR_CATALOGUE = {
   // request shape
   VALIDATION_ERROR: { status: 400, message: 'The request is not valid; see data.errors for each field' },
   INVALID_JSON: { status: 400, message: 'The request body is not valid JSON' },
+  MALFORMED_REQUEST: { status: 400, message: 'The HTTP request is malformed' },
   UNSUPPORTED_MEDIA_TYPE: { status: 415, message: 'Send the body as application/json' },
   PAYLOAD_TOO_LARGE: { status: 413, message: 'The request body is larger than the server accepts' },
+  HEADERS_TOO_LARGE: { status: 431, message: 'The request headers are larger than the server accepts' },
+  REQUEST_TIMEOUT: { status: 408, message: 'The request was not received in time' },
   NOT_FOUND: { status: 404, message: 'No such endpoint' },
-  METHOD_NOT_ALLOWED: { status: 405, message: 'This endpoint does not accept that method' },
+  METHOD_NOT_ALLOWED: { status: 405, message: 'This endpoint does not accept that method; the Allow header lists those it does' },
   // authentication (spec §5.6)
   AUTH_HEADER_MISSING: { status: 401, message: 'The Authorization header is missing' },
   AUTH_HEADER_MALFORMED: { status: 401, message: 'The Authorization header is malformed; use Basic base64(key:secret) or Bearer' },
