@@ -12,6 +12,7 @@ import Fastify, {
 } from 'fastify';
 import swagger from '@fastify/swagger';
 import type { Logger } from 'pino';
+import type { AuthContext } from '../accounts/key-service.js';
 import { isConnectionError, StorageUnavailableError } from '../store/sql/db.js';
 import { newId } from '../util/ids.js';
 import { ApiError, ERROR_CATALOGUE, invalidField, type ErrorCode, type FieldError } from './errors.js';
@@ -43,8 +44,17 @@ function fieldErrors(err: FastifyError): FieldError[] {
   });
 }
 
+/** Where the error code of a response is kept for its access log line. */
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** The catalogue code of the error this request was answered with, for the access log; null when it succeeded. */
+    errorCode: ErrorCode | null;
+  }
+}
+
 function send(reply: FastifyReply, req: FastifyRequest, e: ApiError): FastifyReply {
   if (e.headers) reply.headers(e.headers);
+  req.errorCode = e.code;
   const body: Record<string, unknown> = { success: false, code: e.code, message: e.message, requestId: req.id };
   if (e.data) body.data = e.data;
   return reply.code(e.status).header('x-request-id', req.id).type('application/json; charset=utf-8').send(body);
@@ -163,16 +173,37 @@ function hasOptionalBody(schema: unknown): boolean {
 /**
  * The Fastify instance every listener (API and admin) starts from: request ids, the error envelope for every answer
  * from every layer (Node's HTTP parser, the router, body parsing, validation, handlers, shutdown), 405 with Allow for a
- * known path asked with another method, and metrics.
+ * known path asked with another method, metrics, and one access log line per request.
  */
 export async function createApp(opts: AppOptions): Promise<FastifyInstance> {
   const log = opts.log;
   const routes = new RouteMethods();
   let closing = false;
 
+  /** One line per answered request, logged from the root logger (a child logger per request would cost more). */
+  const accessLog = (req: FastifyRequest, status: number, durationMs: number, route: string): void => {
+    const level = status >= 500 ? 'warn' : 'info';
+    if (!log.isLevelEnabled(level)) return;
+    const auth = (req as { auth?: AuthContext | null }).auth;
+    log[level](
+      {
+        reqId: req.id,
+        method: req.method,
+        route,
+        status,
+        durationMs: Math.round(durationMs * 10) / 10,
+        ip: req.ip,
+        keyId: auth?.keyId,
+        accountId: auth?.accountId,
+        code: req.errorCode ?? undefined,
+      },
+      status >= 500 ? 'request failed' : 'request',
+    );
+  };
+
   const app = Fastify({
     loggerInstance: log as unknown as FastifyBaseLogger,
-    // Per-request access logs would cost more than the request at high rates; 5xx are logged in onResponse.
+    // Fastify's own request logging is off: one access line per request is logged in onResponse instead.
     logController: new LogController({ disableRequestLogging: true, requestIdLogLabel: 'reqId' }),
     bodyLimit: opts.bodyLimitBytes,
     trustProxy: opts.trustProxy ?? false,
@@ -181,7 +212,9 @@ export async function createApp(opts: AppOptions): Promise<FastifyInstance> {
     return503OnClosing: false,
     // Requests the router refuses before any route (a URL it cannot decode, an over-long path parameter).
     frameworkErrors: (err, req, reply) => {
-      void send(reply, req, frameworkError(err, log, req));
+      const e = frameworkError(err, log, req);
+      void send(reply, req, e);
+      accessLog(req, e.status, 0, 'unmatched');
     },
     // Requests Node's HTTP parser refuses (headers too large, malformed, too slow): no request object exists.
     clientErrorHandler: (err: NodeJS.ErrnoException, socket: Socket) => {
@@ -202,6 +235,7 @@ export async function createApp(opts: AppOptions): Promise<FastifyInstance> {
     routerOptions: { maxParamLength: 200, ignoreTrailingSlash: true },
   });
 
+  app.decorateRequest('errorCode', null);
   app.addSchema({ $id: 'ErrorEnvelope', ...errorEnvelopeSchema });
 
   // Only JSON bodies (no text/plain: a text body is UNSUPPORTED_MEDIA_TYPE, as documented). An empty JSON body is no
@@ -254,10 +288,13 @@ export async function createApp(opts: AppOptions): Promise<FastifyInstance> {
   };
   app.addHook('onRequest', first);
 
-  app.addHook('onResponse', async (req, reply) => {
+  app.addHook('onResponse', (req, reply, done) => {
     const route = req.routeOptions.url ?? 'unmatched';
-    opts.metrics.httpDuration.observe({ method: req.method, route, status: String(reply.statusCode) }, reply.elapsedTime / 1000);
-    if (reply.statusCode >= 500) req.log.warn({ method: req.method, route, status: reply.statusCode }, 'request failed');
+    const status = reply.statusCode;
+    const durationMs = reply.elapsedTime;
+    opts.metrics.httpDuration.observe({ method: req.method, route, status: String(status) }, durationMs / 1000);
+    accessLog(req, status, durationMs, route);
+    done();
   });
 
   app.setErrorHandler((err, req, reply) => send(reply, req, toApiError(err, log, req)));
