@@ -24,6 +24,7 @@ export interface AppOptions {
   log: Logger;
   metrics: Metrics;
   bodyLimitBytes: number;
+  /** Take the client address from X-Forwarded-For (http.trustProxy); the auth plugin warns about proxies when off. */
   trustProxy?: boolean;
   /** Included in the OpenAPI document when set. */
   openapi?: { version: string; title: string; description: string; publicUrl: string | null };
@@ -44,11 +45,15 @@ function fieldErrors(err: FastifyError): FieldError[] {
   });
 }
 
-/** Where the error code of a response is kept for its access log line. */
+/** What the app keeps for its hooks and plugins: a response's error code (access log), the proxy setting (auth). */
 declare module 'fastify' {
   interface FastifyRequest {
     /** The catalogue code of the error this request was answered with, for the access log; null when it succeeded. */
     errorCode: ErrorCode | null;
+  }
+  interface FastifyInstance {
+    /** http.trustProxy as the app was built with it (the auth plugin warns about proxies when it is off). */
+    ferryTrustProxy: boolean;
   }
 }
 
@@ -235,6 +240,7 @@ export async function createApp(opts: AppOptions): Promise<FastifyInstance> {
     routerOptions: { maxParamLength: 200, ignoreTrailingSlash: true },
   });
 
+  app.decorate('ferryTrustProxy', opts.trustProxy ?? false);
   app.decorateRequest('errorCode', null);
   app.addSchema({ $id: 'ErrorEnvelope', ...errorEnvelopeSchema });
 
