@@ -184,6 +184,8 @@ export async function createApp(opts: AppOptions): Promise<FastifyInstance> {
   const log = opts.log;
   const routes = new RouteMethods();
   let closing = false;
+  // Connections already answered after a parser error: the parser reports the same error for every further chunk.
+  const refused = new WeakSet<Socket>();
 
   /** One line per answered request, logged from the root logger (a child logger per request would cost more). */
   const accessLog = (req: FastifyRequest, status: number, durationMs: number, route: string): void => {
@@ -223,13 +225,15 @@ export async function createApp(opts: AppOptions): Promise<FastifyInstance> {
     },
     // Requests Node's HTTP parser refuses (headers too large, malformed, too slow): no request object exists.
     clientErrorHandler: (err: NodeJS.ErrnoException, socket: Socket) => {
-      if (err.code === 'ECONNRESET' || socket.destroyed) return;
+      if (err.code === 'ECONNRESET' || socket.destroyed || refused.has(socket)) return;
+      refused.add(socket);
       const r = clientErrorResponse(err.code);
       log.info({ reqId: r.requestId, status: r.status, code: r.code, ip: socket.remoteAddress, parserError: err.code }, 'request refused by the HTTP parser');
       // As Node does: answer only when no response of an earlier request on this connection is under way.
       const current = (socket as Socket & { _httpMessage?: { headersSent?: boolean } })._httpMessage;
       if (socket.writable && !current?.headersSent) {
-        // end, not destroy: destroying with unread input in the buffer would send a reset that can discard the answer.
+        // end, not destroy: destroying with unread input in the buffer would send a reset that can discard the answer;
+        // the rest of the input is read (and refused again, ignored above) until the client closes or the linger ends.
         socket.end(r.raw);
         setTimeout(() => socket.destroy(), CLIENT_ERROR_LINGER_MS).unref();
       } else {

@@ -166,6 +166,12 @@ t.test(`every error answer is a catalogued envelope (${backendLabel})`, async (t
       check: (t, a) => t.equal(a.header('connection'), 'close', 'the connection is closed'),
     },
     {
+      // The parser reports the overflow again for every further chunk of a large header: the first answer must stand.
+      name: 'headers far over the limit (1 MB, many chunks)',
+      code: 'HEADERS_TOO_LARGE',
+      run: async () => fromRaw(await rawHttp(apiPort, `GET /v1/health HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(1_000_000)}\r\n\r\n`)),
+    },
+    {
       name: 'headers over the limit on the admin listener',
       code: 'HEADERS_TOO_LARGE',
       run: async () => fromRaw(await rawHttp(adminPort, `GET /admin/accounts HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`)),
@@ -518,3 +524,32 @@ function parseRaw(text: string, last = false): RawResponse {
   }
   return { status: Number(/^HTTP\/1\.1 (\d{3})/.exec(first)?.[1] ?? 0), headers, text: one, json };
 }
+
+t.test('a parser error reported again for the same connection does not cut the answer short', async (t) => {
+  const app = await createApp({ log: createLogger('silent'), metrics: new Metrics(), bodyLimitBytes: 1 << 20 });
+  const sockets: Socket[] = [];
+  app.server.on('connection', (s: Socket) => sockets.push(s));
+  const base = await app.listen({ host: '127.0.0.1', port: 0 });
+  t.teardown(() => app.close());
+  const { connect } = await import('node:net');
+  const client = connect({ host: '127.0.0.1', port: Number(new URL(base).port) });
+  const chunks: Buffer[] = [];
+  client.on('data', (c) => chunks.push(c));
+  client.on('error', () => undefined);
+  const closed = new Promise((r) => client.once('close', r));
+  await new Promise((r) => client.once('connect', r));
+  client.write('GET / HTTP/1.1\r\nHost: x\r\n');
+  while (!sockets.length) await new Promise((r) => setTimeout(r, 5));
+  const overflow = () => Object.assign(new Error('Header overflow'), { code: 'HPE_HEADER_OVERFLOW' });
+  // Node's parser raises the error once per further chunk of an oversized header.
+  app.server.emit('clientError', overflow(), sockets[0]);
+  app.server.emit('clientError', overflow(), sockets[0]);
+  app.server.emit('clientError', overflow(), sockets[0]);
+  t.equal(sockets[0].destroyed, false, 'the connection is left to close after the answer, not destroyed');
+  client.end();
+  await closed;
+  const a = parseRaw(Buffer.concat(chunks).toString('latin1'));
+  t.equal(a.status, 431);
+  t.equal(a.json?.code, 'HEADERS_TOO_LARGE');
+  t.equal((Buffer.concat(chunks).toString('latin1').match(/HTTP\/1\.1 /g) ?? []).length, 1, 'one answer');
+});
