@@ -187,12 +187,17 @@ export async function createApp(opts: AppOptions): Promise<FastifyInstance> {
   // Connections already answered after a parser error: the parser reports the same error for every further chunk.
   const refused = new WeakSet<Socket>();
 
-  /** One line per answered request, logged from the root logger (a child logger per request would cost more). */
+  /**
+   * One line per answered request, as one object on one logger made once (a child logger per request would cost more).
+   * That logger does not redact: the paths of the daemon's logger cost four times the rest of the line (about 10 µs), and
+   * the access line holds only the fields below, none of them secret (never a header, a body or a URL).
+   */
+  const access = log.child({}, { redact: [] });
   const accessLog = (req: FastifyRequest, status: number, durationMs: number, route: string): void => {
     const level = status >= 500 ? 'warn' : 'info';
-    if (!log.isLevelEnabled(level)) return;
+    if (!access.isLevelEnabled(level)) return;
     const auth = (req as { auth?: AuthContext | null }).auth;
-    log[level](
+    access[level](
       {
         reqId: req.id,
         method: req.method,
