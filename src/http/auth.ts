@@ -3,8 +3,8 @@ import fp from 'fastify-plugin';
 import type { KeyService } from '../accounts/key-service.js';
 import type { Metrics } from '../metrics.js';
 import type { Throttle } from '../store/types.js';
-import { AuthFailureCache } from './auth-failure-cache.js';
 import { ApiError, rateLimited } from './errors.js';
+import { SharedAddressWarning } from './shared-address.js';
 import './types.js';
 
 export interface AuthOptions {
@@ -16,9 +16,6 @@ export interface AuthOptions {
   perKeyPerSecond: number;
   burst: number;
 }
-
-/** How long a read of an address's failure count may stand in for the next ones (see AuthFailureCache). */
-const FAILURE_READING_MAX_AGE_MS = 1000;
 
 /** Parses `Basic base64(key:secret)`, `Bearer base64(key:secret)` or `Bearer key:secret`. */
 export function parseAuthorization(header: string | undefined): { keyId: string; secret: string } | 'missing' | 'malformed' {
@@ -41,47 +38,62 @@ export function parseAuthorization(header: string | undefined): { keyId: string;
 }
 
 /**
- * Authenticates every route of the encapsulating context unless the route says `config.auth: false`,
- * then checks its scope and the per-key rate limit. Failures from one client address are throttled.
+ * Authenticates every route of the encapsulating context unless the route says `config.auth: false`, then checks its
+ * scope and the per-key rate limit.
+ *
+ * Failed attempts (a malformed header, a wrong key or secret) are counted per client address over a sliding window;
+ * past `failureLimit` of them the address's failed attempts are answered TOO_MANY_AUTH_FAILURES (429, Retry-After)
+ * instead of 401 until the window frees up. A request whose credentials verify is always served, even from a
+ * throttled address: API secrets are random and long, so guessing is no threat a lockout needs to answer, and behind a
+ * proxy (http.trustProxy off) one address is every client's, which a lockout would shut out all together. Verifying
+ * costs a keyed SHA-256 of at most 200 characters and the key's row (cached), and the header is bounded (1024
+ * characters), so refusing before verifying would save nothing worth a denial of service.
  */
 async function authPlugin(app: FastifyInstance, opts: AuthOptions): Promise<void> {
   app.decorateRequest('auth', null as never);
 
   const failureKey = (req: FastifyRequest) => `authfail:${req.ip}`;
-  // Most requests come from addresses with no failures: a recent reading of the count spares them a store round trip.
-  const recentFailures = new AuthFailureCache(opts.failureLimit, FAILURE_READING_MAX_AGE_MS);
+  const windowSeconds = Math.round(opts.failureWindowMs / 1000);
+  const proxied = app.ferryTrustProxy ? null : new SharedAddressWarning(app.log);
 
-  /** A wrong guess: counted (at most failureLimit entries are kept per address) and refused. */
-  const fail = async (req: FastifyRequest, code: 'AUTH_HEADER_MALFORMED' | 'INVALID_CREDENTIALS') => {
+  /**
+   * A failed attempt: counted (the window keeps at most failureLimit per address; refused ones are not added) and
+   * answered with its code, or TOO_MANY_AUTH_FAILURES once the address is past the limit. The address reaching the
+   * limit is logged once per window; every attempt is in the metrics and the access log (with the address).
+   */
+  const fail = async (req: FastifyRequest, code: 'AUTH_HEADER_MALFORMED' | 'INVALID_CREDENTIALS'): Promise<ApiError> => {
     opts.metrics.authFailures.inc({ reason: code });
     const r = await opts.throttle.hit(failureKey(req), opts.failureLimit, opts.failureWindowMs);
-    recentFailures.record(req.ip, r.count, Date.now());
+    if (!r.allowed) {
+      opts.metrics.rateLimited.inc({ limit: 'auth_failures' });
+      return rateLimited('TOO_MANY_AUTH_FAILURES', r.retryAfterMs);
+    }
+    if (r.count === opts.failureLimit) {
+      app.log.warn(
+        { address: req.ip, failures: r.count, windowSeconds, reqId: req.id },
+        `${r.count} failed authentications from ${req.ip} within ${windowSeconds} s: its further failed attempts get ` +
+          `TOO_MANY_AUTH_FAILURES until the window frees up (requests with valid credentials are still served)`,
+      );
+    }
     return new ApiError(code);
   };
 
-  const failuresOf = (req: FastifyRequest): Promise<number> =>
-    recentFailures.countOf(req.ip, () => opts.throttle.count(failureKey(req), opts.failureWindowMs), Date.now);
-
   app.addHook('onRequest', async (req) => {
+    proxied?.check(req.socket.remoteAddress, req.headers);
     const cfg = req.routeOptions.config;
-    if (cfg.auth === false) return;
+    // Public routes, and paths no route answers (404 / 405 whatever the credentials).
+    if (cfg.auth === false || req.is404) return;
     const parsed = parseAuthorization(req.headers.authorization);
     // No header is no guess: refused, but not counted against the address.
     if (parsed === 'missing') {
       opts.metrics.authFailures.inc({ reason: 'AUTH_HEADER_MISSING' });
       throw new ApiError('AUTH_HEADER_MISSING');
     }
-
-    // Checked before the credentials, so a throttled address learns nothing, even from a right guess.
-    const failures = await failuresOf(req);
-    if (failures >= opts.failureLimit) {
-      opts.metrics.rateLimited.inc({ limit: 'auth_failures' });
-      throw rateLimited('TOO_MANY_AUTH_FAILURES', opts.failureWindowMs);
-    }
     if (parsed === 'malformed') throw await fail(req, 'AUTH_HEADER_MALFORMED');
 
     const outcome = await opts.keys.authenticate(parsed.keyId, parsed.secret);
     if (!outcome.ok) {
+      // Only a right secret learns of the suspension; it is not a failed guess.
       if (outcome.reason === 'suspended') {
         opts.metrics.authFailures.inc({ reason: 'ACCOUNT_SUSPENDED' });
         throw new ApiError('ACCOUNT_SUSPENDED');
@@ -89,6 +101,8 @@ async function authPlugin(app: FastifyInstance, opts: AuthOptions): Promise<void
       throw await fail(req, 'INVALID_CREDENTIALS');
     }
     const auth = outcome.auth;
+    // Set before the scope and rate checks, so that their refusals are logged with the key and account.
+    req.auth = auth;
     if (cfg.scope && !auth.scopes.has(cfg.scope)) {
       opts.metrics.authFailures.inc({ reason: 'INSUFFICIENT_SCOPE' });
       throw new ApiError('INSUFFICIENT_SCOPE', { message: `This API key lacks the scope ${cfg.scope}`, data: { requiredScope: cfg.scope } });
@@ -100,7 +114,6 @@ async function authPlugin(app: FastifyInstance, opts: AuthOptions): Promise<void
         throw rateLimited('RATE_LIMIT_EXCEEDED', r.retryAfterMs);
       }
     }
-    req.auth = auth;
   });
 }
 

@@ -1,3 +1,5 @@
+import { SENDER_RULE } from '../channels/sms/sender.js';
+
 /**
  * The one error catalogue: code → HTTP status → default message. Every error response of the
  * API (and the admin API) uses a code from here; the OpenAPI document lists them all.
@@ -6,10 +8,13 @@ export const ERROR_CATALOGUE = {
   // request shape
   VALIDATION_ERROR: { status: 400, message: 'The request is not valid; see data.errors for each field' },
   INVALID_JSON: { status: 400, message: 'The request body is not valid JSON' },
+  MALFORMED_REQUEST: { status: 400, message: 'The HTTP request is malformed' },
   UNSUPPORTED_MEDIA_TYPE: { status: 415, message: 'Send the body as application/json' },
   PAYLOAD_TOO_LARGE: { status: 413, message: 'The request body is larger than the server accepts' },
+  HEADERS_TOO_LARGE: { status: 431, message: 'The request headers are larger than the server accepts' },
+  REQUEST_TIMEOUT: { status: 408, message: 'The request was not received in time' },
   NOT_FOUND: { status: 404, message: 'No such endpoint' },
-  METHOD_NOT_ALLOWED: { status: 405, message: 'This endpoint does not accept that method' },
+  METHOD_NOT_ALLOWED: { status: 405, message: 'This endpoint does not accept that method; the Allow header lists those it does' },
   // authentication (spec §5.6)
   AUTH_HEADER_MISSING: { status: 401, message: 'The Authorization header is missing' },
   AUTH_HEADER_MALFORMED: { status: 401, message: 'The Authorization header is malformed; use Basic base64(key:secret) or Bearer' },
@@ -20,7 +25,7 @@ export const ERROR_CATALOGUE = {
   RATE_LIMIT_EXCEEDED: { status: 429, message: 'Rate limit exceeded; retry after the indicated time' },
   // messaging
   INVALID_PHONE_NUMBER: { status: 400, message: 'The phone number is not valid' },
-  INVALID_SENDER_ID: { status: 400, message: 'The sender ID is not valid (at most 11 characters)' },
+  INVALID_SENDER_ID: { status: 400, message: `The sender ID is not valid: it must be ${SENDER_RULE}` },
   MESSAGE_TOO_LONG: { status: 400, message: 'The message is too long' },
   INSUFFICIENT_CREDIT: { status: 402, message: 'The account balance is too low for this request' },
   RECIPIENT_NOT_ALLOWED: { status: 403, message: 'This key or account may not send to that recipient' },
@@ -30,6 +35,7 @@ export const ERROR_CATALOGUE = {
   IDEMPOTENCY_IN_PROGRESS: { status: 409, message: 'A request with this Idempotency-Key is still being processed; retry shortly' },
   NO_ROUTE: { status: 422, message: 'No route can deliver to this recipient' },
   BATCH_NOT_FOUND: { status: 404, message: 'No such batch' },
+  BULK_REJECTED: { status: 422, message: 'No message of the bulk request was accepted; data.results gives the reason of each' },
   // OTP (spec §7.1)
   ACTIVE_OTP_EXISTS: { status: 409, message: 'An unexpired OTP is already active for this phone' },
   OTP_EXPIRED: { status: 410, message: 'The OTP has expired' },

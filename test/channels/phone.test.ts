@@ -1,7 +1,7 @@
 import t from 'tap';
 import { getCountries, getCountryCallingCode, parsePhoneNumberFromString } from 'libphonenumber-js';
 import examples from 'libphonenumber-js/examples.mobile.json';
-import { normalizeNumber, normalizeSender, parseNumber } from '../../src/channels/sms/phone.js';
+import { normalizeNumber, parseNumber } from '../../src/channels/sms/phone.js';
 
 t.test('recipients normalise to international digits', async (t) => {
   t.equal(normalizeNumber('+233241234567'), '233241234567');
@@ -76,16 +76,4 @@ t.test('international numbers read as the full parser reads them, for every call
   t.equal(parseNumber('+35818703', {}), null, 'a number valid for Finland but not for Åland, where it belongs');
   t.equal(parseNumber('+358187031', {}), '358187031');
   t.equal(parseNumber('+4407700900123', {}), oracle('+4407700900123'), 'a national prefix after the code');
-});
-
-t.test('senders: alphanumeric up to 11 or numeric up to 15, TON/NPI inferred when unknown', async (t) => {
-  t.same(normalizeSender('Ferry'), { source: 'Ferry', ton: 5, npi: 0 });
-  t.same(normalizeSender('Ferry', 0, 0), { source: 'Ferry', ton: 5, npi: 0 }, 'TON 0 is inferred');
-  t.same(normalizeSender('+233241234567'), { source: '233241234567', ton: 1, npi: 1 });
-  t.same(normalizeSender('4040'), { source: '4040', ton: 3, npi: 0 }, 'short code');
-  t.same(normalizeSender('4040', 6, 0), { source: '4040', ton: 6, npi: 0 }, 'an explicit TON is kept');
-  t.equal(normalizeSender('TwelveChars!'), null, 'too long');
-  t.equal(normalizeSender(' Ferry'), null, 'padded');
-  t.equal(normalizeSender('1234567890123456'), null, '16 digits');
-  t.equal(normalizeSender(''), null);
 });

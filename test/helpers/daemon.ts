@@ -2,6 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
 import { loadConfig } from '../../src/config/load.js';
 import { Daemon } from '../../src/daemon.js';
+import type { DestinationStream } from 'pino';
 import { createLogger } from '../../src/log.js';
 import { packageRoot } from '../../src/util/paths.js';
 import { testDatabase } from './db.js';
@@ -39,11 +40,14 @@ export async function testEnv(extra: Record<string, string> = {}) {
   return { env, store };
 }
 
-/** A daemon in this process, on ephemeral ports, with its own database and Redis prefix. */
-export async function startDaemon(extra: Record<string, string> = {}, reuse?: TestDaemon['reuse']): Promise<TestDaemon> {
+/**
+ * A daemon in this process, on ephemeral ports, with its own database and Redis prefix. `logTo` receives its log lines
+ * (with FERRY_LOG_LEVEL in `extra` to see more than the default, silent).
+ */
+export async function startDaemon(extra: Record<string, string> = {}, reuse?: TestDaemon['reuse'], logTo?: DestinationStream): Promise<TestDaemon> {
   const { env, store } = reuse ? { env: { ...reuse.env, ...extra }, store: reuse.store } : await testEnv(extra);
   const { config } = loadConfig({ env });
-  const daemon = await Daemon.start(config, createLogger(env.FERRY_LOG_LEVEL));
+  const daemon = await Daemon.start(config, createLogger(env.FERRY_LOG_LEVEL, logTo));
   const adminToken = (await import('node:fs')).readFileSync(join(store.dataDir, 'admin.token'), 'utf8').trim();
   const admin = daemon.addresses.admin;
   return {
@@ -98,6 +102,18 @@ export async function call(
     json = null;
   }
   return { status: res.status, headers: res.headers, json, text };
+}
+
+/** Log lines collected from a logger's destination, parsed. */
+export class LogLines implements DestinationStream {
+  readonly lines: Array<Record<string, any>> = [];
+  write(s: string): void {
+    for (const line of s.split('\n')) if (line) this.lines.push(JSON.parse(line) as Record<string, any>);
+  }
+  /** The lines whose msg matches. */
+  find(msg: RegExp | string): Array<Record<string, any>> {
+    return this.lines.filter((l) => (typeof msg === 'string' ? l.msg === msg : msg.test(String(l.msg))));
+  }
 }
 
 /** An account with a key holding the given scopes; returns the Basic token. */

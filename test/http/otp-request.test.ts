@@ -194,7 +194,8 @@ t.test(`OTP request and verify over HTTP (${backendLabel})`, async (t) => {
   });
 
   t.test('validation bounds at their edges', async (t) => {
-    const cases: Array<[string, Record<string, unknown>, string | null]> = [
+    // [name, body, the field named (null: accepted), the code when not VALIDATION_ERROR]
+    const cases: Array<[string, Record<string, unknown>, string | null, string?]> = [
       ['message without {code}', { message: 'Your code is coming' }, 'message'],
       ['message with {code}', { message: '{code}' }, null],
       ['NUMERIC 3', { pinType: 'NUMERIC', pinLength: 3 }, 'pinLength'],
@@ -223,13 +224,20 @@ t.test(`OTP request and verify over HTTP (${backendLabel})`, async (t) => {
       ['retries 10', { maxAmountOfValidationRetries: 10 }, null],
       ['retries 11', { maxAmountOfValidationRetries: 11 }, 'maxAmountOfValidationRetries'],
       ['retries 0', { maxAmountOfValidationRetries: 0 }, 'maxAmountOfValidationRetries'],
-      ['bad phone', { phone: 'not-a-phone' }, 'phone'],
-      ['short phone', { phone: '12345' }, 'phone'],
-      ['sender of 12 characters', { from: 'ABCDEFGHIJKL' }, 'from'],
+      ['bad phone', { phone: 'not-a-phone' }, 'phone', 'INVALID_PHONE_NUMBER'],
+      ['short phone', { phone: '12345' }, 'phone', 'INVALID_PHONE_NUMBER'],
+      ['bad phone with another bad field', { phone: '12345', pinLength: 3 }, 'phone'],
+      ['sender of 11 characters', { from: 'ABCDEFGHIJK' }, null],
+      ['sender of 12 characters', { from: 'ABCDEFGHIJKL' }, 'from', 'INVALID_SENDER_ID'],
+      ['numeric sender of 15 digits', { from: '233241234567890' }, null],
+      ['numeric sender of + and 15 digits', { from: '+233241234567890' }, null],
+      ['numeric sender of 16 digits', { from: '2332412345678901' }, 'from', 'INVALID_SENDER_ID'],
+      ['sender with a GSM extension character', { from: 'Ferry[1]' }, 'from', 'INVALID_SENDER_ID'],
+      ['bad sender and bad phone', { from: 'ABCDEFGHIJKL', phone: '12345' }, 'phone', 'INVALID_SENDER_ID'],
       ['no sender', { from: undefined }, 'from'],
       ['unknown field', { colour: 'red' }, 'colour'],
     ];
-    for (const [name, body, field] of cases) {
+    for (const [name, body, field, code] of cases) {
       const phone = newPhone();
       const r = await request({ phone: phone.local, ...body });
       if (field === null) {
@@ -237,7 +245,7 @@ t.test(`OTP request and verify over HTTP (${backendLabel})`, async (t) => {
         continue;
       }
       t.equal(r.status, 400, `${name}: 400`);
-      t.equal(r.json.code, 'VALIDATION_ERROR', name);
+      t.equal(r.json.code, code ?? 'VALIDATION_ERROR', name);
       t.ok(
         (r.json.data?.errors ?? []).some((e: { field: string }) => e.field === field),
         `${name}: names ${field} (${JSON.stringify(r.json.data?.errors)})`,

@@ -44,6 +44,11 @@ t.test(`POST /v1/sms/bulk and batch summaries (${backendLabel})`, async (t) => {
     );
     t.equal(done.json.data.counts.delivered, 2);
     t.equal(done.json.data.pending, 0);
+    t.same(
+      { total: done.json.data.total, accepted: done.json.data.accepted, rejected: done.json.data.rejected },
+      { total: 4, accepted: 2, rejected: 2 },
+      'the batch reads back with the totals of the bulk answer',
+    );
 
     const status = await call(d.api, 'GET', `/v1/sms/status/${data.results[0].messageId}`, { token: acme.token });
     t.equal(status.json.data.batchId, data.batchId);
@@ -56,14 +61,53 @@ t.test(`POST /v1/sms/bulk and batch summaries (${backendLabel})`, async (t) => {
     t.equal(r.json.data.results[1].status, 'accepted');
   });
 
-  t.test('every item bad: still 200, nothing stored', async (t) => {
-    const r = await bulk({ to: ['x', 'y'], message: 'm', from: 'Ferry' });
+  t.test('a bulk that accepts nothing is refused: 422 BULK_REJECTED with every reason, nothing stored', async (t) => {
+    const before = Number((await d.daemon.db.query<{ n: number }>(`SELECT count(*)::int AS n FROM messages`)).rows[0].n);
+    const r = await bulk({ to: ['x', 'y'], message: 'm', from: 'Ferry' }, acme.token, { 'idempotency-key': 'bulk-none' });
+    t.equal(r.status, 422, r.text);
+    t.equal(r.json.success, false);
+    t.equal(r.json.code, 'BULK_REJECTED');
+    t.match(r.json.requestId, /^req_/);
+    t.same({ total: r.json.data.total, accepted: r.json.data.accepted, rejected: r.json.data.rejected }, { total: 2, accepted: 0, rejected: 2 });
+    t.same(
+      r.json.data.results.map((x: { index: number; status: string; code: string }) => [x.index, x.status, x.code]),
+      [
+        [0, 'rejected', 'INVALID_PHONE_NUMBER'],
+        [1, 'rejected', 'INVALID_PHONE_NUMBER'],
+      ],
+      'the reason of each item',
+    );
+    t.notOk('batchId' in r.json.data, 'no batch was created');
+    const after = Number((await d.daemon.db.query<{ n: number }>(`SELECT count(*)::int AS n FROM messages`)).rows[0].n);
+    t.equal(after, before, 'nothing stored');
+
+    const routeLevel = await bulk({ messages: [{ to: '0241234567' }, 5], from: 'Ferry' });
+    t.equal(routeLevel.status, 422, 'items refused before the service count the same');
+    t.same(routeLevel.json.data.results.map((x: { code: string }) => x.code), ['VALIDATION_ERROR', 'VALIDATION_ERROR']);
+
+    const fixed = await bulk({ to: ['0241234567', 'y'], message: 'm', from: 'Ferry' }, acme.token, { 'idempotency-key': 'bulk-none' });
+    t.equal(fixed.status, 200, 'the refusal freed its Idempotency-Key');
+    t.equal(fixed.json.data.accepted, 1);
+  });
+
+  t.test('one accepted of three: 200, and the batch reads back with the same totals', async (t) => {
+    const r = await bulk({ messages: [{ to: 'nope', message: 'a' }, { to: '0241234567', message: 'b' }, { to: '0241234567', message: 'c', from: 'TWELVE_CHARS' }], from: 'Ferry' });
+    t.equal(r.status, 200, r.text);
+    t.equal(r.json.success, true);
+    t.same({ total: r.json.data.total, accepted: r.json.data.accepted, rejected: r.json.data.rejected }, { total: 3, accepted: 1, rejected: 2 });
+    const b = await batch(r.json.data.batchId);
+    t.equal(b.status, 200, b.text);
+    t.same({ total: b.json.data.total, accepted: b.json.data.accepted, rejected: b.json.data.rejected }, { total: 3, accepted: 1, rejected: 2 });
+    t.equal(Object.values(b.json.data.counts as Record<string, number>).reduce((x, y) => x + y, 0), 1, 'counts add up to the accepted');
+  });
+
+  t.test('a batch recorded before its totals were (or whose totals could not be written) reads back from its messages', async (t) => {
+    const r = await bulk({ to: ['0241234567', '0241234568'], message: 'old', from: 'Ferry' });
     t.equal(r.status, 200);
-    t.equal(r.json.data.accepted, 0);
-    t.equal(r.json.data.rejected, 2);
-    t.equal(await countBatch(r.json.data.batchId), 0);
-    const none = await batch(r.json.data.batchId);
-    t.equal(none.json.code, 'BATCH_NOT_FOUND');
+    await d.daemon.db.query(`DELETE FROM sms_batches WHERE id = $1`, [r.json.data.batchId]);
+    const b = await batch(r.json.data.batchId);
+    t.equal(b.status, 200);
+    t.same({ total: b.json.data.total, accepted: b.json.data.accepted, rejected: b.json.data.rejected }, { total: 2, accepted: 2, rejected: null });
   });
 
   t.test('request-level errors', async (t) => {
@@ -166,7 +210,9 @@ t.test(`POST /v1/sms/bulk and batch summaries (${backendLabel})`, async (t) => {
     t.equal(summary.json.code, 'SMS_BATCH');
     const s = summary.json.data;
     t.equal(s.batchId, data.batchId);
-    t.equal(s.total, data.accepted);
+    t.equal(s.total, data.total, 'the total of the bulk answer');
+    t.equal(s.accepted, data.accepted);
+    t.equal(s.rejected, data.rejected);
     t.equal(
       Object.values(s.counts as Record<string, number>).reduce((a, b) => a + b, 0),
       data.accepted,

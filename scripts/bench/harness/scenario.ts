@@ -25,6 +25,8 @@ export interface CommonOptions {
   price: number;
   /** Keep the per-key HTTP limit and the per-account submit limit on (set too high to refuse), so their cost counts. */
   limits: boolean;
+  /** The daemon's log level (default warn; info writes the access log, one line per HTTP request, as by default). */
+  logLevel: string;
 }
 
 export const COMMON_FLAGS = [
@@ -40,6 +42,7 @@ export const COMMON_FLAGS = [
   'final-timeout',
   'price',
   'limits',
+  'log-level',
   'help',
 ] as const;
 
@@ -53,8 +56,17 @@ export const COMMON_USAGE = `common options:
   --price P                           bill every segment P (account currency; default 0: unpriced, no debit)
   --limits                            keep the per-key and per-account rate limits on, as by default (set to
                                       1,000,000/s, so they cost what they cost but never refuse)
+  --log-level L                       the daemon's log level (default warn; info, the daemon's own default, adds
+                                      the access log: one line per HTTP request)
   --profile [DIR]                     run the daemon with --cpu-prof and print the profile path
   --json                              also print one JSON line with every figure`;
+
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
+
+function logLevel(v: string): string {
+  if (!LOG_LEVELS.includes(v)) throw new UsageError(`--log-level must be one of ${LOG_LEVELS.join(', ')}`);
+  return v;
+}
 
 export function commonOptions(args: Args): CommonOptions {
   const databaseUrl = args.string('database-url') ?? process.env.DATABASE_URL ?? undefined;
@@ -85,6 +97,7 @@ export function commonOptions(args: Args): CommonOptions {
     finalTimeoutSeconds: args.number('final-timeout', 120, { min: 1, max: 3600 }),
     price: args.number('price', 0, { min: 0, max: 1 }),
     limits: args.has('limits'),
+    logLevel: logLevel(args.string('log-level', 'warn')),
   };
 }
 
@@ -185,6 +198,7 @@ export async function runScenario(def: ScenarioDefinition): Promise<never> {
       upstreamWindow: common.upstreamWindow,
       price: common.price,
       limits: common.limits,
+      logLevel: common.logLevel,
       profileDir: common.profileDir,
       daemonEnv: overrides.daemonEnv,
       simArgs: overrides.simArgs,

@@ -42,6 +42,8 @@ export interface StackOptions {
   price: number;
   /** Per-key and per-account rate limits on, at 1,000,000/s (else off). */
   limits?: boolean;
+  /** The daemon's log level (default warn). */
+  logLevel?: string;
   /** More environment for the daemon (wins over the harness defaults). */
   daemonEnv?: Record<string, string>;
   /** Run the daemon with --cpu-prof into this folder. */
@@ -279,7 +281,7 @@ export class Stack {
       FERRY_HTTP_HOST: '127.0.0.1',
       FERRY_ADMIN_HOST: '127.0.0.1',
       FERRY_SMPP_HOST: '127.0.0.1',
-      FERRY_LOG_LEVEL: 'warn',
+      FERRY_LOG_LEVEL: opts.logLevel ?? 'warn',
       FERRY_SMPP_SIMULATOR_ENABLED: 'off',
       // The bench measures the pipeline, not the limits: no per-key or per-account rate limit, unless --limits keeps
       // them on, too high to refuse anything, so that what they cost is measured.

@@ -2,8 +2,9 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { envelopeSchema, errorEnvelopeSchema, ok } from '../../http/envelope.js';
 import { ApiError, rateLimited, type FieldError } from '../../http/errors.js';
 import { countSegments } from '../../smpp/text/segments.js';
-import { normalizeNumber, normalizeSender } from '../sms/phone.js';
-import { MAX_MESSAGE_CHARS, MAX_SENDER_CHARS, smsHttpError } from '../sms/sms-routes.js';
+import { normalizeNumber } from '../sms/phone.js';
+import { isValidSender, SENDER_RULE } from '../sms/sender.js';
+import { MAX_MESSAGE_CHARS, smsHttpError } from '../sms/sms-routes.js';
 import { expiryMinutes, OTP_LIMITS, PIN_TYPES, renderOtpMessage, type OtpDuration, type OtpPinType, type OtpService } from './otp-service.js';
 
 export interface OtpRoutesDeps {
@@ -46,13 +47,23 @@ const AUTH_ERRORS = {
   503: errorResponse('SERVICE_UNAVAILABLE: a storage backend is unreachable'),
 } as const;
 
-/** One VALIDATION_ERROR listing every field problem. */
-function validationError(errors: FieldError[]): ApiError {
+/**
+ * The error for a request's field problems, with the codes a single SMS send uses: a bad sender alone is
+ * INVALID_SENDER_ID, a bad phone alone INVALID_PHONE_NUMBER (a bad sender and a bad phone: INVALID_SENDER_ID, as the
+ * sender is checked first there too); anything else VALIDATION_ERROR. data.errors always names every field.
+ */
+function requestError(errors: FieldError[], badSender: boolean, badPhone: boolean): ApiError {
+  const others = errors.length - (badSender ? 1 : 0) - (badPhone ? 1 : 0);
+  if (others === 0 && badSender) return new ApiError('INVALID_SENDER_ID', { data: { errors } });
+  if (others === 0 && badPhone) return new ApiError('INVALID_PHONE_NUMBER', { data: { errors } });
   return new ApiError('VALIDATION_ERROR', { data: { errors } });
 }
 
 /** The request rules a JSON schema cannot say: pin length per type, expiry range in either unit, the rendered text. */
-function checkRequest(b: RequestBody, from: string | undefined): { errors: FieldError[]; pinType: OtpPinType; pinLength: number; expiry: { amount: number; duration: OtpDuration } } {
+function checkRequest(
+  b: RequestBody,
+  from: string | undefined,
+): { errors: FieldError[]; badSender: boolean; pinType: OtpPinType; pinLength: number; expiry: { amount: number; duration: OtpDuration } } {
   const errors: FieldError[] = [];
   const pinType = b.pinType ?? 'NUMERIC';
   const rule = PIN_TYPES[pinType];
@@ -71,12 +82,13 @@ function checkRequest(b: RequestBody, from: string | undefined): { errors: Field
       errors.push({ field: 'message', message: `the text with its code must fit ${MAX_MESSAGE_CHARS} characters and ${MAX_SEGMENTS} SMS parts` });
     }
   }
+  const badSender = from !== undefined && !isValidSender(from);
   if (from === undefined) errors.push({ field: 'from', message: 'a sender ID is required' });
-  else if (!normalizeSender(from)) errors.push({ field: 'from', message: `a sender ID of up to ${MAX_SENDER_CHARS} letters and digits, or up to 15 digits` });
+  else if (badSender) errors.push({ field: 'from', message: `not a valid sender ID: ${SENDER_RULE}` });
   if (b.metadata !== undefined && Buffer.byteLength(JSON.stringify(b.metadata)) > MAX_METADATA_BYTES) {
     errors.push({ field: 'metadata', message: `at most ${MAX_METADATA_BYTES} bytes as JSON` });
   }
-  return { errors, pinType, pinLength, expiry };
+  return { errors, badSender, pinType, pinLength, expiry };
 }
 
 async function viaSms<T>(fn: () => Promise<T>): Promise<T> {
@@ -121,7 +133,9 @@ export async function otpRoutes(app: FastifyInstance, deps: OtpRoutesDeps): Prom
           `ACTIVE_OTP_EXISTS (409, data.remainingSeconds). At most ${deps.requestsPerHour} OTPs per phone in any hour, else ` +
           `RATE_LIMIT_EXCEEDED (429, data.retryAfter and Retry-After). The phone may also dial ${deps.ussdServiceCode} to read the ` +
           `pending code (USSD fallback). Codes: NUMERIC digits; ALPHANUMERIC upper-case letters and digits without 0, O, 1, I; ` +
-          `ALPHABETIC upper-case letters. Any field out of range is VALIDATION_ERROR naming it (including a bad phone or sender). ` +
+          `ALPHABETIC upper-case letters. A phone that is not a valid number is INVALID_PHONE_NUMBER and a sender that breaks the ` +
+          `sender rule INVALID_SENDER_ID, as for an SMS; any other field out of range is VALIDATION_ERROR. data.errors names every ` +
+          `field at fault. ` +
           `If the SMS is refused (credit, route, suspension), the OTP is withdrawn and the SMS error is returned.`,
         body: {
           type: 'object',
@@ -129,7 +143,7 @@ export async function otpRoutes(app: FastifyInstance, deps: OtpRoutesDeps): Prom
           additionalProperties: false,
           properties: {
             phone: { type: 'string', minLength: 1, maxLength: 32, description: "destination, local (the account's country) or international" },
-            from: { type: 'string', minLength: 1, maxLength: MAX_SENDER_CHARS, description: `sender ID, at most ${MAX_SENDER_CHARS} characters${deps.defaultSender ? ` (default ${deps.defaultSender})` : ''}` },
+            from: { type: 'string', minLength: 1, description: `sender ID: ${SENDER_RULE}${deps.defaultSender ? ` (default ${deps.defaultSender})` : ''} (else INVALID_SENDER_ID)` },
             message: { type: 'string', minLength: 1, maxLength: MAX_MESSAGE_CHARS, description: 'text template; must contain {code}; may contain {amount} and {duration}' },
             pinLength: { type: 'integer', description: 'NUMERIC 4–8, ALPHANUMERIC 6–12, ALPHABETIC 5–10 (default 6)' },
             pinType: { type: 'string', enum: ['NUMERIC', 'ALPHANUMERIC', 'ALPHABETIC'], description: 'default NUMERIC' },
@@ -160,7 +174,10 @@ export async function otpRoutes(app: FastifyInstance, deps: OtpRoutesDeps): Prom
             },
             'Sent (code OTP_SENT)',
           ),
-          400: errorResponse('VALIDATION_ERROR (data.errors: message without {code}, pinLength outside its type, expiry outside 1–1440 minutes, retries above 10, bad phone or sender), MESSAGE_TOO_LONG'),
+          400: errorResponse(
+            'INVALID_PHONE_NUMBER (data.errors names phone), INVALID_SENDER_ID (data.errors names from), VALIDATION_ERROR (data.errors: message ' +
+              'without {code}, pinLength outside its type, expiry outside 1–1440 minutes, retries above 10, a missing sender), MESSAGE_TOO_LONG',
+          ),
           402: errorResponse('INSUFFICIENT_CREDIT: the SMS is not covered by the balance'),
           409: errorResponse('ACTIVE_OTP_EXISTS: an unexpired OTP is active for the phone; data.remainingSeconds (and data.retryAfter, Retry-After) until it expires'),
           422: errorResponse('NO_ROUTE'),
@@ -175,7 +192,7 @@ export async function otpRoutes(app: FastifyInstance, deps: OtpRoutesDeps): Prom
       const checked = checkRequest(b, from);
       const phone = normalizeNumber(b.phone, { defaultCountry: accountCountry(req, deps.defaultCountry) });
       if (!phone) checked.errors.unshift({ field: 'phone', message: 'not a valid phone number' });
-      if (checked.errors.length) throw validationError(checked.errors);
+      if (checked.errors.length) throw requestError(checked.errors, checked.badSender, !phone);
       const res = await viaSms(() =>
         otp.request({
           accountId: req.auth.accountId,

@@ -76,31 +76,3 @@ function directlyValid(e164: string): string | null {
   if (SHARED_CALLING_CODES.has(p.countryCallingCode)) return null;
   return p.isValid() ? p.number.slice(1) : null;
 }
-
-const ALPHANUMERIC = /^[\x20-\x7e]{1,11}$/;
-const NUMERIC = /^\+?[0-9]{1,15}$/;
-
-export interface Sender {
-  source: string;
-  ton: number;
-  npi: number;
-}
-
-/**
- * A sender id: numeric (up to 15 digits, '+' dropped) or alphanumeric (up to 11 printable characters with at least
- * one letter). TON/NPI (when absent or TON 0) come from the shape: alphanumeric 5/0, short code (≤ 6 digits) 3/0, long number 1/1.
- */
-export function normalizeSender(raw: string, ton?: number, npi?: number): Sender | null {
-  // TON 0 means "unknown": infer it (and its NPI) from the sender's shape, as SMSCs expect 5 for alphanumerics.
-  if (ton === 0) {
-    ton = undefined;
-    npi = undefined;
-  }
-  if (NUMERIC.test(raw)) {
-    const digits = raw.startsWith('+') ? raw.slice(1) : raw;
-    const long = digits.length > 6;
-    return { source: digits, ton: ton ?? (long ? 1 : 3), npi: npi ?? (long ? 1 : 0) };
-  }
-  if (ALPHANUMERIC.test(raw) && /[A-Za-z]/.test(raw) && raw.trim() === raw) return { source: raw, ton: ton ?? 5, npi: npi ?? 0 };
-  return null;
-}

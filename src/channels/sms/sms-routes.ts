@@ -7,6 +7,8 @@ import type { Ledger } from '../../ledger/ledger.js';
 import { FINAL_STATUSES, type MessageEvent, type MessageRecord, type MessageStatus } from '../../ledger/types.js';
 import type { Db } from '../../store/types.js';
 import { newId } from '../../util/ids.js';
+import { BatchStore } from './batch-store.js';
+import { isValidSender, SENDER_RULE } from './sender.js';
 import { SmsError, type AcceptedSms, type SmsApi, type SmsErrorCode, type SmsSubmission } from './types.js';
 
 export interface SmsRoutesDeps {
@@ -20,8 +22,7 @@ export interface SmsRoutesDeps {
   scheduleHorizonDays?: number;
 }
 
-/** Spec §8: sender ID and body limits; enforced here so they get their own codes (spec §4 rule 1). */
-export const MAX_SENDER_CHARS = 11;
+/** Spec §8: body limits (the sender rule is in sender.ts); enforced here so they get their own codes (spec §4 rule 1). */
 export const MAX_MESSAGE_CHARS = 1530;
 export const MAX_BULK_ITEMS = 10_000;
 const MAX_REFERENCE_CHARS = 100;
@@ -183,9 +184,8 @@ function checkBulkItem(item: unknown, top: BulkBody, base: Pick<SmsSubmission, '
   if (typeof to !== 'string' || !to) return { ok: false, code: 'VALIDATION_ERROR', message: 'to: a non-empty string is required' };
   if (typeof message !== 'string' || !message) return { ok: false, code: 'VALIDATION_ERROR', message: 'message: a non-empty string is required' };
   if (charCount(message) > MAX_MESSAGE_CHARS) return { ok: false, code: 'MESSAGE_TOO_LONG', message: `message: at most ${MAX_MESSAGE_CHARS} characters` };
-  if (typeof from !== 'string' || !from || from.length > MAX_SENDER_CHARS) {
-    return { ok: false, code: 'INVALID_SENDER_ID', message: `from: a sender ID of 1–${MAX_SENDER_CHARS} characters is required` };
-  }
+  if (typeof from !== 'string' || !from) return { ok: false, code: 'INVALID_SENDER_ID', message: 'from: a sender ID is required (on the item or the request)' };
+  if (!isValidSender(from)) return { ok: false, code: 'INVALID_SENDER_ID', message: `from: not a valid sender ID: ${SENDER_RULE}` };
   if (reference !== undefined && (typeof reference !== 'string' || reference.length > MAX_REFERENCE_CHARS)) {
     return { ok: false, code: 'VALIDATION_ERROR', message: `reference: a string of at most ${MAX_REFERENCE_CHARS} characters` };
   }
@@ -225,6 +225,7 @@ function decodeCursor(s: string): { us: string; id: string } {
  */
 export async function smsRoutes(app: FastifyInstance, deps: SmsRoutesDeps): Promise<void> {
   const horizonDays = deps.scheduleHorizonDays ?? 30;
+  const batches = new BatchStore(deps.db);
   const horizonMs = horizonDays * 86_400_000;
   const idemHeaders = { type: 'object', properties: { 'idempotency-key': idempotencyHeaderSchema } } as const;
 
@@ -247,8 +248,8 @@ export async function smsRoutes(app: FastifyInstance, deps: SmsRoutesDeps): Prom
         summary: 'Send one SMS',
         description:
           `The recipient may be local (read in the account's default country) or international; the response gives it in international form. ` +
-          `A sender longer than ${MAX_SENDER_CHARS} characters is refused with INVALID_SENDER_ID, a message longer than ${MAX_MESSAGE_CHARS} ` +
-          `characters (or more than 10 segments) with MESSAGE_TOO_LONG. data carries both published result shapes.`,
+          `A sender ID must be ${SENDER_RULE}; any other is refused with INVALID_SENDER_ID. A message longer than ${MAX_MESSAGE_CHARS} ` +
+          `characters (or more than 10 segments) is refused with MESSAGE_TOO_LONG. data carries both published result shapes.`,
         headers: idemHeaders,
         body: {
           type: 'object',
@@ -256,7 +257,7 @@ export async function smsRoutes(app: FastifyInstance, deps: SmsRoutesDeps): Prom
           additionalProperties: false,
           properties: {
             to: { type: 'string', minLength: 1, maxLength: 32, description: 'recipient MSISDN, local format or E.164' },
-            from: { type: 'string', minLength: 1, description: `sender ID, at most ${MAX_SENDER_CHARS} characters (else INVALID_SENDER_ID)` },
+            from: { type: 'string', minLength: 1, description: `sender ID: ${SENDER_RULE} (else INVALID_SENDER_ID)` },
             message: { type: 'string', minLength: 1, description: `body, at most ${MAX_MESSAGE_CHARS} characters (else MESSAGE_TOO_LONG)` },
             reference: { type: 'string', maxLength: MAX_REFERENCE_CHARS, description: "the caller's correlation id" },
             scheduledAt: { type: 'string', format: 'date-time', description: `ISO 8601; in the future and within ${horizonDays} days` },
@@ -267,7 +268,7 @@ export async function smsRoutes(app: FastifyInstance, deps: SmsRoutesDeps): Prom
     },
     async (req, reply) => {
       const b = req.body;
-      if (b.from.length > MAX_SENDER_CHARS) throw new ApiError('INVALID_SENDER_ID', { message: `The sender ID must be at most ${MAX_SENDER_CHARS} characters` });
+      if (!isValidSender(b.from)) throw new ApiError('INVALID_SENDER_ID', { message: `The sender ID is not valid: it must be ${SENDER_RULE}` });
       if (charCount(b.message) > MAX_MESSAGE_CHARS) throw new ApiError('MESSAGE_TOO_LONG', { message: `The message must be at most ${MAX_MESSAGE_CHARS} characters` });
       const scheduledAt = scheduleOf(b.scheduledAt);
       const sub: SmsSubmission = {
@@ -298,8 +299,11 @@ export async function smsRoutes(app: FastifyInstance, deps: SmsRoutesDeps): Prom
         description:
           'Either `messages` (items `{to, message, from?, reference?}`; `from` and `reference` at the top level apply to items without ' +
           'their own) or `to` (a list of recipients) with one `message` and `from`. Every item is checked on its own with the same codes ' +
-          'as a single send; an item that fails is reported in `results` and never fails the request. The accepted items are debited ' +
-          'and committed together: a balance short of their total, or storage being unavailable, refuses the whole request.',
+          'as a single send; an item that fails is reported in `results` and does not fail the request. The accepted items are debited ' +
+          'and committed together: a balance short of their total, or storage being unavailable, refuses the whole request. When no ' +
+          'item is accepted the request is refused with BULK_REJECTED (422, success false): nothing is stored or debited, and data ' +
+          'holds total, accepted (0), rejected and the per-item results, so the reason of each is known. GET /sms/batches/{batchId} ' +
+          'reports the same total, accepted and rejected as this answer.',
         headers: idemHeaders,
         body: {
           type: 'object',
@@ -314,7 +318,7 @@ export async function smsRoutes(app: FastifyInstance, deps: SmsRoutesDeps): Prom
             },
             to: { type: 'array', minItems: 1, maxItems: MAX_BULK_ITEMS, items: { description: 'a recipient (string)' } },
             message: { type: 'string', minLength: 1, description: 'with `to`: the text sent to every recipient' },
-            from: { type: 'string', minLength: 1, description: 'sender ID for every item without its own' },
+            from: { type: 'string', minLength: 1, description: `sender ID for every item without its own: ${SENDER_RULE}` },
             reference: { type: 'string', maxLength: MAX_REFERENCE_CHARS, description: 'reference for every item without its own' },
           },
         },
@@ -394,8 +398,22 @@ export async function smsRoutes(app: FastifyInstance, deps: SmsRoutesDeps): Prom
             }
           }
         }
-        const data = { batchId, total: raw.length, accepted, rejected: raw.length - accepted, cost: fromMicros(costMicros), currency, results };
-        return ok(req, 'SMS_BATCH_ACCEPTED', data, `${accepted} of ${raw.length} messages accepted`);
+        const total = raw.length;
+        const rejected = total - accepted;
+        if (accepted === 0) {
+          // Nothing was stored or debited: a refusal, which still says why each item failed.
+          throw new ApiError('BULK_REJECTED', {
+            message: `None of the ${total} messages was accepted; data.results gives the reason of each`,
+            data: { total, accepted, rejected, results },
+          });
+        }
+        // The messages are committed: a failure to record the totals must not turn that into an error the client
+        // would retry (and send twice). The batch then reads back from its messages alone (rejected: null).
+        await batches.record({ id: batchId, accountId: req.auth.accountId, total, accepted, rejected }).catch((err: unknown) => {
+          req.log.warn({ err: (err as Error).message, batchId }, 'bulk totals not recorded');
+        });
+        const data = { batchId, total, accepted, rejected, cost: fromMicros(costMicros), currency, results };
+        return ok(req, 'SMS_BATCH_ACCEPTED', data, `${accepted} of ${total} messages accepted`);
       });
     },
   );
@@ -470,15 +488,20 @@ export async function smsRoutes(app: FastifyInstance, deps: SmsRoutesDeps): Prom
       schema: {
         tags: ['sms'],
         summary: 'Summary of a bulk request',
-        description: 'Counts the accepted messages of the batch by status (items rejected at submission were never stored).',
+        description:
+          'The totals of the bulk request as its answer gave them (total items, accepted, rejected), and its accepted messages counted ' +
+          'by status (items rejected at submission were never stored). A bulk request that accepted nothing (BULK_REJECTED) created ' +
+          'no batch.',
         params: { type: 'object', required: ['batchId'], properties: { batchId: { type: 'string', minLength: 1, maxLength: 100 } } },
         response: withErrors({
           200: envelopeSchema({
             type: 'object',
             properties: {
               batchId: { type: 'string' },
-              total: { type: 'integer', description: 'accepted messages' },
-              pending: { type: 'integer', description: 'not yet in a final status' },
+              total: { type: 'integer', description: 'items in the bulk request' },
+              accepted: { type: 'integer', description: 'items accepted (stored as messages; counts adds up to it)' },
+              rejected: { type: ['integer', 'null'], description: 'items refused at submission; null when not recorded (batches of earlier versions)' },
+              pending: { type: 'integer', description: 'accepted messages not yet in a final status' },
               counts: { type: 'object', properties: Object.fromEntries(ALL_STATUSES.map((s) => [s, { type: 'integer' }])) },
               segments: { type: 'integer' },
               cost: { type: 'number' },
@@ -491,23 +514,24 @@ export async function smsRoutes(app: FastifyInstance, deps: SmsRoutesDeps): Prom
     },
     async (req) => {
       const { batchId } = req.params;
+      const recorded = await batches.get(batchId, req.auth.accountId);
       const { rows } = await deps.db.query<{ status: MessageStatus; n: number; cost: number; segments: number; created_at: unknown; currency: string }>(
         `SELECT status, count(*)::int AS n, sum(cost_micros)::bigint AS cost, sum(segments)::bigint AS segments,
                 min(created_at) AS created_at, min(currency) AS currency
          FROM messages WHERE batch_id = $1 AND account_id = $2 GROUP BY status`,
         [batchId, req.auth.accountId],
       );
-      if (!rows.length) throw new ApiError('BATCH_NOT_FOUND', { message: `No batch ${batchId}` });
+      if (!rows.length && !recorded) throw new ApiError('BATCH_NOT_FOUND', { message: `No batch ${batchId}` });
       const counts = Object.fromEntries(ALL_STATUSES.map((s) => [s, 0])) as Record<MessageStatus, number>;
-      let total = 0;
+      let stored = 0;
       let pending = 0;
       let costMicros = 0;
       let segments = 0;
-      let createdAt = Infinity;
+      let createdAt = recorded?.createdAt ?? Infinity;
       for (const r of rows) {
         const n = Number(r.n);
         counts[r.status] = n;
-        total += n;
+        stored += n;
         if (!FINAL_STATUSES.includes(r.status)) pending += n;
         costMicros += Number(r.cost);
         segments += Number(r.segments);
@@ -515,12 +539,14 @@ export async function smsRoutes(app: FastifyInstance, deps: SmsRoutesDeps): Prom
       }
       return ok(req, 'SMS_BATCH', {
         batchId,
-        total,
+        total: recorded?.total ?? stored,
+        accepted: recorded?.accepted ?? stored,
+        rejected: recorded?.rejected ?? null,
         pending,
         counts,
         segments,
         cost: fromMicros(costMicros),
-        currency: rows[0].currency,
+        currency: rows[0]?.currency ?? req.auth.currency,
         createdAt: new Date(createdAt).toISOString(),
       });
     },

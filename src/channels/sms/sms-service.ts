@@ -11,7 +11,8 @@ import { alphabetOf } from '../../smpp/text/encoding.js';
 import { countSegments } from '../../smpp/text/segments.js';
 import type { Lane, PushItem, Queue, Throttle } from '../../store/types.js';
 import { newId } from '../../util/ids.js';
-import { normalizeNumber, normalizeSender } from './phone.js';
+import { normalizeNumber } from './phone.js';
+import { normalizeSender, SENDER_RULE } from './sender.js';
 import {
   SmsError,
   type AcceptedSms,
@@ -178,7 +179,7 @@ export class SmsService implements SmsApi {
   private prepare(sub: SmsSubmission, policy: AccountPolicy, now: number): Prepared {
     if (policy.status !== 'active') throw new SmsError('ACCOUNT_SUSPENDED', 'account is suspended');
     const sender = normalizeSender(sub.source, sub.sourceTon, sub.sourceNpi);
-    if (!sender) throw new SmsError('INVALID_SOURCE', 'sender must be up to 11 letters/digits or up to 15 digits');
+    if (!sender) throw new SmsError('INVALID_SOURCE', `not a valid sender ID: ${SENDER_RULE}`);
     const destination = normalizeNumber(sub.destination, {
       international: sub.destTon === 1,
       defaultCountry: policy.defaultCountry ?? this.o.defaultCountry ?? null,

@@ -3,8 +3,9 @@
  *
  * Refusals found here, by field (command_status):
  * - source_addr_ton not 0–6 → ESME_RINVSRCTON; source_addr_npi not 0,1,3,4,6,8,9,10,14,18 → ESME_RINVSRCNPI
- * - source_addr empty or malformed → ESME_RINVSRCADR. TON 5: 1–11 printable ASCII characters; TON 0: either
- *   shape; any other TON: 1–15 digits with an optional leading +
+ * - source_addr not a sender ID under the one sender rule (channels/sms/sender.ts: alphanumeric, 1–11 GSM characters
+ *   with a letter, or 1–15 digits with an optional leading +), or not the shape its TON says (TON 5: alphanumeric, or
+ *   at most 11 digits; TON 0: either; any other TON: numeric) → ESME_RINVSRCADR
  * - dest_addr_ton / dest_addr_npi out of range → ESME_RINVDSTTON / ESME_RINVDSTNPI
  * - destination_addr not 3–15 digits with an optional leading + → ESME_RINVDSTADR
  * - esm_class with message type bits (ESME delivery / manual ack), or UDHI with a malformed UDH → ESME_RINVESMCLASS
@@ -18,6 +19,7 @@
  * - schedule_delivery_time malformed or more than 7 days ahead → ESME_RINVSCHED
  * - validity_period malformed, already past, or not after the scheduled time → ESME_RINVEXPIRY
  */
+import { validSmppSource } from '../../channels/sms/sender.js';
 import { SmsError, type SmsErrorCode, type SmsSubmission } from '../../channels/sms/types.js';
 import { alphabetOf, decodeText } from '../text/encoding.js';
 import { countSegments } from '../text/segments.js';
@@ -116,10 +118,6 @@ export function isSubmitRefusal(r: SmsSubmission | SubmitRefusal): r is SubmitRe
 }
 
 const VALID_NPI = new Set([0, 1, 3, 4, 6, 8, 9, 10, 14, 18]);
-const TON_ALPHANUMERIC = 5;
-const TON_UNKNOWN = 0;
-const NUMERIC_SOURCE = /^\+?\d{1,15}$/;
-const ALPHANUMERIC_SOURCE = /^[\x20-\x7e]{1,11}$/;
 const DESTINATION = /^\+?\d{3,15}$/;
 const MAX_PRIORITY = 3;
 // Single-segment capacity: septets for 7-bit codings (sent one septet per octet), octets otherwise.
@@ -130,13 +128,6 @@ const refuse = (status: number, reason: string): SubmitRefusal => ({ status, rea
 
 function validTon(ton: number): boolean {
   return ton >= 0 && ton <= 6;
-}
-
-function validSource(addr: string, ton: number): boolean {
-  const alphanumeric = ALPHANUMERIC_SOURCE.test(addr) && addr.trim().length > 0;
-  if (ton === TON_ALPHANUMERIC) return alphanumeric;
-  if (ton === TON_UNKNOWN) return NUMERIC_SOURCE.test(addr) || alphanumeric;
-  return NUMERIC_SOURCE.test(addr);
 }
 
 /** text: decoded and re-encoded by the service; binary: sent as is. undefined: not accepted. */
@@ -168,7 +159,7 @@ export function submissionFromPdu(pdu: SubmitFields, ctx: SubmitContext): SmsSub
   const { now } = ctx;
   if (!validTon(pdu.source_addr_ton)) return refuse(CommandStatus.ESME_RINVSRCTON, 'source_addr_ton out of range');
   if (!VALID_NPI.has(pdu.source_addr_npi)) return refuse(CommandStatus.ESME_RINVSRCNPI, 'source_addr_npi out of range');
-  if (!validSource(pdu.source_addr, pdu.source_addr_ton)) return refuse(CommandStatus.ESME_RINVSRCADR, 'source_addr empty or malformed');
+  if (!validSmppSource(pdu.source_addr, pdu.source_addr_ton)) return refuse(CommandStatus.ESME_RINVSRCADR, 'source_addr empty or malformed');
   if (!validTon(pdu.dest_addr_ton)) return refuse(CommandStatus.ESME_RINVDSTTON, 'dest_addr_ton out of range');
   if (!VALID_NPI.has(pdu.dest_addr_npi)) return refuse(CommandStatus.ESME_RINVDSTNPI, 'dest_addr_npi out of range');
   if (!DESTINATION.test(pdu.destination_addr)) return refuse(CommandStatus.ESME_RINVDSTADR, 'destination_addr is not 3-15 digits');
