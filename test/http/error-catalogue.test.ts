@@ -431,6 +431,9 @@ t.test(`every error answer is a catalogued envelope (${backendLabel})`, async (t
       run: async () => adm('POST', `/admin/receipts/${(await send({ to: '0241234567', from: 'Ferry', message: 'x' })).json.data.messageId}/replay`),
     },
     { name: 'removing a number the account does not own', code: 'NUMBER_NOT_FOUND', run: () => adm('DELETE', '/admin/accounts/cat/numbers/233200000000') },
+    { name: 'reading the embedded simulator where real upstreams are configured', code: 'SIMULATOR_NOT_RUNNING', run: () => adm('GET', '/admin/sim/messages') },
+    { name: 'a credit of 1e308', code: 'INVALID_AMOUNT', run: () => adm('POST', '/admin/accounts/cat/credit', { amount: 1e308 }) },
+    { name: 'a debit below the credit limit', code: 'CREDIT_LIMIT_EXCEEDED', run: () => adm('POST', '/admin/accounts/cat/debit', { amount: 1_000_000 }) },
     // ---- webhooks
     { name: 'an unknown webhook', code: 'WEBHOOK_NOT_FOUND', run: () => api('GET', '/v1/webhooks/wh_nope') },
     { name: 'a webhook URL of another scheme', code: 'INVALID_WEBHOOK_URL', run: () => api('POST', '/v1/webhooks', { body: { url: 'ftp://example.com/hook', events: ['*'] } }) },
