@@ -253,7 +253,13 @@ export class Daemon {
       metrics: this.metrics,
       bodyLimitBytes: config.http.bodyLimitBytes,
       trustProxy: config.http.trustProxy,
-      openapi: { version: VERSION, title: 'Ferry messaging API', description: API_DESCRIPTION, publicUrl: config.http.publicUrl },
+      openapi: {
+        version: VERSION,
+        title: 'Ferry messaging API',
+        description: API_DESCRIPTION,
+        publicUrl: config.http.publicUrl,
+        tags: [{ name: 'account', description: 'Credentials check and the account balance', 'x-maturity': 'stable' }, ...this.modules.tags()],
+      },
     });
     registerOpenApiRoute(app);
     await app.register(authPlugin, {

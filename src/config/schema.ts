@@ -280,7 +280,7 @@ export const configSchema = {
       additionalProperties: false,
       default: {},
       properties: {
-        failureLimit: { type: 'integer', minimum: 1, default: 20, description: 'failed authentications per client address per window before 429' },
+        failureLimit: { type: 'integer', minimum: 1, default: 20, description: 'failed authentications per client address per window before further failed attempts get 429 (valid credentials are always served)' },
         failureWindowSeconds: { type: 'integer', minimum: 1, default: 60 },
         rotationGraceSeconds: { type: 'integer', minimum: 0, default: 86400, description: 'how long a rotated secret keeps working' },
         cacheSeconds: { type: 'integer', minimum: 0, default: 5, description: 'how long a verified key is trusted before it is read again' },

@@ -27,7 +27,14 @@ export interface AppOptions {
   /** Take the client address from X-Forwarded-For (http.trustProxy); the auth plugin warns about proxies when off. */
   trustProxy?: boolean;
   /** Included in the OpenAPI document when set. */
-  openapi?: { version: string; title: string; description: string; publicUrl: string | null };
+  openapi?: {
+    version: string;
+    title: string;
+    description: string;
+    publicUrl: string | null;
+    /** Operation tags with their description and maturity (`x-maturity`, spec §9.2). */
+    tags?: Array<{ name: string; description: string; 'x-maturity'?: string }>;
+  };
 }
 
 /** Fastify's ajv errors → field-level details: { field: 'to', message: 'must be string' }. */
@@ -276,6 +283,7 @@ export async function createApp(opts: AppOptions): Promise<FastifyInstance> {
         openapi: '3.0.3',
         info: { title: opts.openapi.title, version: opts.openapi.version, description: opts.openapi.description },
         servers: [{ url: `${opts.openapi.publicUrl ?? ''}/v1` }],
+        ...(opts.openapi.tags ? { tags: opts.openapi.tags } : {}),
         components: {
           securitySchemes: {
             basicAuth: { type: 'http', scheme: 'basic', description: 'Authorization: Basic base64(API key:API secret)' },

@@ -34,4 +34,14 @@ t.test('a key made with "all" is stored as all and granted every scope; the Open
 
   const doc = (await call(d.api, 'GET', '/v1/openapi.json')).json;
   for (const s of PRODUCT_SCOPES) t.match(doc.info.description, `| \`${s}\` |`, `${s} is documented`);
+  t.same(
+    doc.tags.map((tag: { name: string; 'x-maturity': string }) => [tag.name, tag['x-maturity']]),
+    [
+      ['account', 'stable'],
+      ['sms', 'stable'],
+      ['webhooks', 'stable'],
+      ['otp', 'stable'],
+    ],
+    'every module is a tag with its maturity',
+  );
 });
