@@ -98,5 +98,7 @@ t.test(`with no upstream configured an embedded simulator runs, and says so (${b
   const off = await startDaemon({ FERRY_SMPP_SIMULATOR_ENABLED: 'off' });
   t.teardown(() => off.stop());
   t.equal(off.daemon.embeddedUpstream, null);
-  t.same((await call(off.admin, 'GET', '/readyz')).json.warnings, []);
+  const offReady = (await call(off.admin, 'GET', '/readyz')).json;
+  t.same(offReady.upstreams, [], 'no upstream at all');
+  t.match(offReady.warnings.join(' '), /NO UPSTREAM: the embedded simulator is not started \(smpp.simulator.enabled is off\); messages are refused with NO_ROUTE/, 'and it says so');
 });
