@@ -21,7 +21,7 @@ import { ModuleHost } from './platform/module-host.js';
 import { OutboundRegistry } from './platform/outbound-registry.js';
 import type { OutboundPipeline } from './outbound/outbound-pipeline.js';
 import { deriveKey, loadAdminToken, loadSecretKey } from './security/secrets.js';
-import type { EmbeddedUpstream } from './smpp/sim/embedded.js';
+import type { EmbeddedUpstream } from './sim/smpp/embedded.js';
 import { openBackends } from './store/backends.js';
 import { loadMigrations, migrate } from './store/sql/migrate.js';
 import { openDb, redactUrl } from './store/sql/db.js';
@@ -327,6 +327,8 @@ export class Daemon {
     };
     await probe('database', () => this.db.ping());
     await probe(this.backends.kind === 'redis' ? 'redis' : 'embedded-stores', () => this.backends.ping());
+    // A module that can tell it cannot serve (its provider's credentials refused, its worker dead) says so here.
+    if (this.modules) Object.assign(checks, await this.modules.health());
     const ready = !this.stopping && Object.values(checks).every((c) => c.ok);
     return { ready, checks, warnings: this.warnings, upstreams: this.modules?.has('sms') ? this.gateway.upstreamKinds() : [] };
   }

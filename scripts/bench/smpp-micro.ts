@@ -10,7 +10,7 @@ import { bindClient } from '../../src/smpp/client.js';
 import { decodePdu, encodePdu } from '../../src/smpp/codec.js';
 import type { DeliverSm, PduInput, PduInputOf } from '../../src/smpp/pdu.js';
 import { SmppServer } from '../../src/smpp/server.js';
-import { startSimulator } from '../../src/smpp/sim/simulator.js';
+import { startSimulator } from '../../src/sim/smpp/simulator.js';
 import { readReceipt } from '../../src/smpp/upstream/receipt-pdu.js';
 import { encodeText } from '../../src/smpp/text/encoding.js';
 

@@ -11,7 +11,7 @@ import { RoutingError } from '../routing/routing-error.js';
 import type { UpstreamPool } from '../smpp/upstream/upstream-pool.js';
 import type { UpstreamStatus } from '../smpp/upstream/upstream.js';
 import { UpstreamStore } from '../smpp/upstream/upstream-store.js';
-import { SIMULATOR_UPSTREAM_ID } from '../smpp/sim/simulator-record.js';
+import { SIMULATOR_UPSTREAM_ID } from '../sim/smpp/simulator-record.js';
 import { audit } from './audit.js';
 
 export interface GatewayAdminDeps {

@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify';
-import type { ReceivedMessage, SimulatorBehaviour, SmscSimulator } from '../smpp/sim/simulator.js';
+import type { ReceivedMessage, SimulatorBehaviour, SmscSimulator } from '../sim/smpp/simulator.js';
 import { ApiError } from '../http/errors.js';
 import { ok } from '../http/envelope.js';
 

@@ -3,7 +3,7 @@ import { resolve } from 'node:path';
 import AjvModule, { type ErrorObject } from 'ajv';
 import { parse as parseYaml } from 'yaml';
 import { configSchema, type FerryConfig } from './schema.js';
-import { SIMULATOR_UPSTREAM_ID } from '../smpp/sim/simulator-record.js';
+import { SIMULATOR_UPSTREAM_ID } from '../sim/smpp/simulator-record.js';
 
 // ajv ships CommonJS; under NodeNext its default export sits one level down.
 const Ajv = ((AjvModule as unknown as { default?: typeof AjvModule }).default ?? AjvModule) as unknown as typeof AjvModule.default;

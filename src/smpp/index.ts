@@ -15,5 +15,5 @@ export { parseSmppTime, formatSmppAbsolute, formatSmppRelative, relativeToMs, ty
 export { Session, NO_RESPONSE, type SessionOptions, type SessionStats, type SessionEvents, type SessionRole, type SessionState, type BindType, type RequestHandler, type ResponseFields, type BindAuthenticator, type BindDecision } from './session.js';
 export { SmppServer, type SmppServerOptions } from './server.js';
 export { connect, bindClient, SmppConnectError, type ConnectOptions, type BindOptions } from './client.js';
-export { SmscSimulator, startSimulator, type SimulatorOptions, type SimulatorBehaviour, type SimulatorStats, type SimulatorLogger, type ReceivedMessage, type InjectMoOptions, type InjectUssdOptions } from './sim/simulator.js';
-export { startEmbeddedUpstream, EMBEDDED_UPSTREAM_WARNING, type EmbeddedUpstream } from './sim/embedded.js';
+export { SmscSimulator, startSimulator, type SimulatorOptions, type SimulatorBehaviour, type SimulatorStats, type SimulatorLogger, type ReceivedMessage, type InjectMoOptions, type InjectUssdOptions } from '../sim/smpp/simulator.js';
+export { startEmbeddedUpstream, EMBEDDED_UPSTREAM_WARNING, type EmbeddedUpstream } from '../sim/smpp/embedded.js';

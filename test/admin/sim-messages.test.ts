@@ -2,10 +2,10 @@
 // concatenated parts joined, filtered by recipient; refused when no simulator runs.
 import t from 'tap';
 import { simMessages } from '../../src/admin/sim-routes.js';
-import type { ReceivedMessage } from '../../src/smpp/sim/simulator.js';
+import type { ReceivedMessage } from '../../src/sim/smpp/simulator.js';
 import { accountWithKey, call, ferryRun, startDaemon } from '../helpers/daemon.js';
 import { startGatewayDaemon } from '../helpers/gateway.js';
-import { startSimulator } from '../../src/smpp/sim/simulator.js';
+import { startSimulator } from '../../src/sim/smpp/simulator.js';
 
 t.test('the embedded simulator shows what it received, through the admin API and the CLI', async (t) => {
   const d = await startDaemon();

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { stringify } from 'yaml';
 import { FINAL_STATUSES, type MessageStatus } from '../../src/ledger/types.js';
 import type { Ledger } from '../../src/ledger/ledger.js';
-import { startSimulator, type SmscSimulator } from '../../src/smpp/sim/simulator.js';
+import { startSimulator, type SmscSimulator } from '../../src/sim/smpp/simulator.js';
 import type { CustomerClient } from '../smpp/customer/customer-client.js';
 
 export const DEST = '233241234567';

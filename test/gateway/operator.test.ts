@@ -1,7 +1,7 @@
 // The operator's side of the gateway over real connections: MO routing by owned number, receipt replay, message
 // inspection, and a route switch through the admin API that survives a restart.
 import t from 'tap';
-import { startSimulator } from '../../src/smpp/sim/simulator.js';
+import { startSimulator } from '../../src/sim/smpp/simulator.js';
 import { startGatewayDaemon } from '../helpers/gateway.js';
 import type { ClientPdu } from '../smpp/customer/customer-client.js';
 

@@ -2,9 +2,9 @@
 // the simulator takes nothing new, is not started again after a restart, and a dead carrier makes messages wait or
 // fail, never look delivered.
 import t from 'tap';
-import { startSimulator } from '../../src/smpp/sim/simulator.js';
+import { startSimulator } from '../../src/sim/smpp/simulator.js';
 import { privateTargetsAllowed } from '../../src/channels/webhooks/target-guard.js';
-import { simulatorDecision } from '../../src/smpp/sim/simulator-record.js';
+import { simulatorDecision } from '../../src/sim/smpp/simulator-record.js';
 import { accountWithKey, call, startDaemon } from '../helpers/daemon.js';
 import { startGatewayDaemon } from '../helpers/gateway.js';
 

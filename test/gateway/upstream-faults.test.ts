@@ -1,7 +1,7 @@
 // The gateway against misbehaving upstreams (two simulators), over real TCP end to end: every accepted message
 // ends final, receipts carry the ids the customer was given, and nothing is lost on the way.
 import t from 'tap';
-import { startSimulator, type SmscSimulator } from '../../src/smpp/sim/simulator.js';
+import { startSimulator, type SmscSimulator } from '../../src/sim/smpp/simulator.js';
 import { FINAL_STATUSES } from '../../src/ledger/types.js';
 import { startGatewayDaemon, type GatewayDaemon } from '../helpers/gateway.js';
 import { waitFor } from '../helpers/wait.js';

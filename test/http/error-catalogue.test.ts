@@ -12,7 +12,7 @@ import { ERROR_CATALOGUE, type ErrorCode } from '../../src/http/errors.js';
 import { requestHash } from '../../src/http/idempotency.js';
 import { createLogger } from '../../src/log.js';
 import { Metrics } from '../../src/metrics.js';
-import { startSimulator } from '../../src/smpp/sim/simulator.js';
+import { startSimulator } from '../../src/sim/smpp/simulator.js';
 import { encodeGsm7 } from '../../src/smpp/text/gsm7.js';
 import { call, startDaemon, type CallResult } from '../helpers/daemon.js';
 import { backendLabel } from '../helpers/env.js';

@@ -1,6 +1,6 @@
 import t from 'tap';
 import { UssdServiceOp } from '../../src/smpp/constants.js';
-import type { ReceivedMessage } from '../../src/smpp/sim/simulator.js';
+import type { ReceivedMessage } from '../../src/sim/smpp/simulator.js';
 import { call, startDaemon, type TestDaemon } from '../helpers/daemon.js';
 import { backendLabel } from '../helpers/env.js';
 

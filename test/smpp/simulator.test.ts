@@ -7,8 +7,8 @@ import { SessionClosedError, SmppBindError, SmppTimeoutError } from '../../src/s
 import type { Pdu, PduOf } from '../../src/smpp/pdu.js';
 import { messageIdVariants, normalizeMessageId, parseReceipt } from '../../src/smpp/receipt.js';
 import type { Session } from '../../src/smpp/session.js';
-import { startEmbeddedUpstream } from '../../src/smpp/sim/embedded.js';
-import { startSimulator, type SimulatorOptions, type SmscSimulator } from '../../src/smpp/sim/simulator.js';
+import { startEmbeddedUpstream } from '../../src/sim/smpp/embedded.js';
+import { startSimulator, type SimulatorOptions, type SmscSimulator } from '../../src/sim/smpp/simulator.js';
 import { decodeText, encodeText } from '../../src/smpp/text/encoding.js';
 import { messageParts } from '../../src/smpp/text/udh.js';
 import { smpp } from './fixtures/oracle.js';

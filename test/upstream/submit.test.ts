@@ -1,7 +1,7 @@
 import { Registry } from 'prom-client';
 import t from 'tap';
 import { DataCoding, MessageState } from '../../src/smpp/constants.js';
-import type { SimulatorOptions } from '../../src/smpp/sim/simulator.js';
+import type { SimulatorOptions } from '../../src/sim/smpp/simulator.js';
 import type { UpstreamMo } from '../../src/smpp/upstream/outbound.js';
 import { UpstreamMetrics } from '../../src/smpp/upstream/upstream-metrics.js';
 import { message, sim, testPool, upstreamConfig, waitFor, waitUp } from './upstream-helpers.js';

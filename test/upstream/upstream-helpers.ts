@@ -1,6 +1,6 @@
 import { waitFor } from '../helpers/wait.js';
 import type { UpstreamConfig } from '../../src/config/schema.js';
-import { startSimulator, type SimulatorOptions, type SmscSimulator } from '../../src/smpp/sim/simulator.js';
+import { startSimulator, type SimulatorOptions, type SmscSimulator } from '../../src/sim/smpp/simulator.js';
 import type { OutboundMessage, SubmitOutcome, UpstreamReceipt } from '../../src/smpp/upstream/outbound.js';
 import { UpstreamPool, type UpstreamPoolOptions } from '../../src/smpp/upstream/upstream-pool.js';
 

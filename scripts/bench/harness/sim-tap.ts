@@ -8,8 +8,8 @@
  */
 import net from 'node:net';
 import { pino } from 'pino';
-import { serveUntilSignal } from '../../../src/smpp/sim/serve-until-signal.js';
-import { startSimulator } from '../../../src/smpp/sim/simulator.js';
+import { serveUntilSignal } from '../../../src/sim/smpp/serve-until-signal.js';
+import { startSimulator } from '../../../src/sim/smpp/simulator.js';
 import { Args } from './args.js';
 
 const args = new Args();

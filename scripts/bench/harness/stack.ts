@@ -13,7 +13,7 @@ import pg from 'pg';
 import { Redis } from 'ioredis';
 import { packageRoot } from '../../../src/util/paths.js';
 import { openDb } from '../../../src/store/sql/db.js';
-import type { SimulatorStats } from '../../../src/smpp/sim/simulator.js';
+import type { SimulatorStats } from '../../../src/sim/smpp/simulator.js';
 import { Child, freePort } from './proc.js';
 import type { HistogramSnapshot } from './stats.js';
 

@@ -1,7 +1,7 @@
 import { Command, InvalidArgumentError } from 'commander';
 import { pino } from 'pino';
-import { startSimulator, type OutcomeRule, type SimulatorBehaviour, type SimulatorOptions } from '../../smpp/sim/simulator.js';
-import { serveUntilSignal } from '../../smpp/sim/serve-until-signal.js';
+import { startSimulator, type OutcomeRule, type SimulatorBehaviour, type SimulatorOptions } from '../../sim/smpp/simulator.js';
+import { serveUntilSignal } from '../../sim/smpp/serve-until-signal.js';
 import type { SimMessage } from '../../admin/sim-routes.js';
 import { CliError, adminCall, adminTarget } from '../admin-client.js';
 import { print } from '../output.js';
@@ -122,6 +122,7 @@ export function simCommand(): Command {
 /** The standalone simulator; the default of `ferry sim`, so `ferry sim --port 2776` runs it. */
 function simRunCommand(): Command {
   return new Command('run')
+    .alias('smpp')
     .description('run a standalone SMSC simulator (SMPP v3.4) for tests and demos; nothing is delivered anywhere (the default of ferry sim)')
     .option('--host <host>', 'address to listen on', '127.0.0.1')
     .option('--port <port>', 'port to listen on (0 picks a free one)', int, 2776)

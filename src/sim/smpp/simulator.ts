@@ -1,11 +1,11 @@
-import { CommandStatus, DataCoding, EsmClass, MessageState, RegisteredDelivery, UssdServiceOp, messageStateFromStat } from '../constants.js';
-import type { BindPdu, Pdu, PduOf, Tlvs } from '../pdu.js';
-import { formatReceipt } from '../receipt.js';
-import { SmppServer } from '../server.js';
-import { NO_RESPONSE, type BindDecision, type ResponseFields, type Session } from '../session.js';
-import { decodeText, encodeText, encodeWith } from '../text/encoding.js';
-import { splitMessage } from '../text/segments.js';
-import { messageParts } from '../text/udh.js';
+import { CommandStatus, DataCoding, EsmClass, MessageState, RegisteredDelivery, UssdServiceOp, messageStateFromStat } from '../../smpp/constants.js';
+import type { BindPdu, Pdu, PduOf, Tlvs } from '../../smpp/pdu.js';
+import { formatReceipt } from '../../smpp/receipt.js';
+import { SmppServer } from '../../smpp/server.js';
+import { NO_RESPONSE, type BindDecision, type ResponseFields, type Session } from '../../smpp/session.js';
+import { decodeText, encodeText, encodeWith } from '../../smpp/text/encoding.js';
+import { splitMessage } from '../../smpp/text/segments.js';
+import { messageParts } from '../../smpp/text/udh.js';
 import { Random } from './random.js';
 import { trimOldest } from '../../util/trim-oldest.js';
 
