@@ -156,7 +156,11 @@ export async function ferryRun(args: string[], env: Record<string, string>, time
 
 /** Starts `ferry start` as a child and waits for its "ferry started" log line. */
 export async function startDaemonProcess(env: Record<string, string>, timeoutMs = 60_000): Promise<DaemonProcess> {
-  const child = ferry(['start'], { ...env, FERRY_LOG_LEVEL: 'info' });
+  return awaitStarted(ferry(['start'], { ...env, FERRY_LOG_LEVEL: 'info' }), timeoutMs);
+}
+
+/** Collects a daemon child's log lines and waits for its "ferry started" line (or its exit, which fails). */
+export async function awaitStarted(child: ChildProcess, timeoutMs = 60_000): Promise<DaemonProcess> {
   const output: string[] = [];
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.on('exit', (code, signal) => resolve({ code, signal })));
   const started = new Promise<{ api: string; admin: string }>((resolve, reject) => {

@@ -8,6 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t from 'tap';
 import { packageRoot } from '../../src/util/paths.js';
+import { awaitStarted } from '../helpers/daemon.js';
 
 /** The shell blocks of the README's quick start, in order. */
 export function quickstartBlocks(readme: string): string[] {
@@ -34,44 +35,19 @@ t.test('the README quick start runs as written', { skip: process.env.DATABASE_UR
   delete env.REDIS_URL;
   for (const k of Object.keys(env)) if (k.startsWith('FERRY_') && !['FERRY_DATA_DIR', 'FERRY_HTTP_PORT', 'FERRY_ADMIN_PORT', 'FERRY_SMPP_PORT'].includes(k)) delete env[k];
 
-  const daemon = spawn(process.execPath, ['dist/cli/index.js', 'start'], { cwd: packageRoot, env, stdio: ['ignore', 'pipe', 'pipe'] });
-  const exited = new Promise<void>((resolve) => daemon.on('exit', () => resolve()));
+  const { child: daemon, api, admin, exited } = await awaitStarted(
+    spawn(process.execPath, ['dist/cli/index.js', 'start'], { cwd: packageRoot, env, stdio: ['ignore', 'pipe', 'pipe'] }),
+  );
   t.teardown(async () => {
     daemon.kill('SIGTERM');
     await exited;
   });
-  const output: string[] = [];
-  const started = await new Promise<{ http: string; admin: string }>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error('daemon did not start:\n' + output.join('\n'))), 60_000);
-    let buf = '';
-    const onData = (d: Buffer) => {
-      buf += d;
-      let nl;
-      while ((nl = buf.indexOf('\n')) >= 0) {
-        const line = buf.slice(0, nl);
-        buf = buf.slice(nl + 1);
-        output.push(line);
-        try {
-          const j = JSON.parse(line);
-          if (j.msg === 'ferry started') {
-            clearTimeout(timer);
-            resolve({ http: j.http, admin: j.admin });
-          }
-        } catch {
-          /* not JSON */
-        }
-      }
-    };
-    daemon.stdout!.on('data', onData);
-    daemon.stderr!.on('data', onData);
-    void exited.then(() => reject(new Error('daemon exited:\n' + output.join('\n'))));
-  });
 
-  const script = ['set -euo pipefail', ...blocks].join('\n').replaceAll('http://127.0.0.1:8080', started.http);
+  const script = ['set -euo pipefail', ...blocks].join('\n').replaceAll('http://127.0.0.1:8080', api);
   t.notMatch(script, /127\.0\.0\.1:8080/, 'every address was the documented one');
   const run = spawnSync('bash', ['-c', script], {
     cwd: packageRoot,
-    env: { ...env, FERRY_ADMIN_URL: started.admin, PATH: `${join(packageRoot, 'node_modules/.bin')}:${process.env.PATH}` },
+    env: { ...env, FERRY_ADMIN_URL: admin, PATH: `${join(packageRoot, 'node_modules/.bin')}:${process.env.PATH}` },
     encoding: 'utf8',
     timeout: 120_000,
   });
