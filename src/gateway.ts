@@ -204,16 +204,31 @@ export class Gateway {
     for (const r of this.router.rules()) if (r.override === simulatorId) this.router.clearSwitch(r.id, origin);
   }
 
+  /**
+   * A real upstream exists (added here, or recorded by another instance sharing the database): the stand-in
+   * simulator takes no new traffic for the rest of this process. It keeps its binds so receipts of what it already
+   * took come back. No-op when it was enabled by name, or is already retired.
+   */
+  retireSimulator(upstreamId: string): void {
+    const { log, simulator } = this.d;
+    if (!simulator || simulator.explicit || this.simulatorRetired || upstreamId === simulator.id) return;
+    this.simulatorRetired = true;
+    log.warn({ upstream: upstreamId, simulator: simulator.id }, 'real upstream exists: the embedded simulator takes no new messages from now on');
+    this.d.onSimulatorRetired?.(upstreamId);
+    this.refreshRoutes();
+  }
+
   private upstreamChanged(upstreamId: string, change: 'added' | 'replaced' | 'removed'): void {
-    const { config, log, metrics, simulator } = this.d;
+    const { metrics, simulator } = this.d;
     if (change === 'removed') metrics.upstreamSimulated.remove({ upstream: upstreamId });
     else metrics.upstreamSimulated.set({ upstream: upstreamId }, upstreamId === simulator?.id ? 1 : 0);
-    if (simulator && !simulator.explicit && !this.simulatorRetired && upstreamId !== simulator.id && change !== 'removed') {
-      // The simulator keeps its binds so receipts of what it already took come back; it gets nothing new.
-      this.simulatorRetired = true;
-      log.warn({ upstream: upstreamId, simulator: simulator.id }, 'real upstream added: the embedded simulator takes no new messages from now on');
-      this.d.onSimulatorRetired?.(upstreamId);
-    }
+    if (change !== 'removed') this.retireSimulator(upstreamId);
+    this.refreshRoutes();
+  }
+
+  /** The default route follows the pool's routable upstreams; switches to a simulator that may not take traffic go. */
+  private refreshRoutes(): void {
+    const { config, simulator } = this.d;
     if (!config.routing.rules.length) {
       const ids = this.pool.ids().filter((id) => this.routable(id));
       this.router.setRules(defaultRules(config, ids, simulator?.id ?? null));

@@ -190,3 +190,19 @@ async function waitFor(check: () => Promise<boolean>, what: string, timeoutMs = 
     await new Promise((r) => setTimeout(r, 50));
   }
 }
+
+t.test('two instances on one database: a real upstream added on one retires the simulator of the other', { skip: process.env.DATABASE_URL ? false : 'several instances share a Postgres server; the embedded database is one process' }, async (t) => {
+  const carrier = await startSimulator({ host: '127.0.0.1', port: 0, accounts: { ferry: 'pw' } });
+  t.teardown(() => carrier.close());
+  const a = await startDaemon();
+  t.teardown(() => a.stop());
+  const b = await startDaemon({ DATABASE_URL: a.reuse.env.DATABASE_URL });
+  t.teardown(() => b.stop());
+  t.ok(b.daemon.embeddedUpstream, 'the second instance stands in with its simulator too');
+  await a.adminCall('PUT', '/admin/upstreams/carrier', { host: '127.0.0.1', port: carrier.port, systemId: 'ferry', password: 'pw' });
+  await waitFor(async () => (await readyz(b.admin)).upstreams.some((u: { id: string; routable: boolean }) => u.id === 'embedded' && !u.routable), 'the other instance retires its simulator');
+  const { token } = await accountWithKey(b, 'two-instances');
+  const res = await send(b.api, token, 'on the other instance');
+  t.equal(res.json.code, 'NO_ROUTE', 'it sends nothing to its simulator (it learns of the upstream itself at its restart)');
+  t.match((await readyz(b.admin)).warnings.join('\n'), /retired when real upstream carrier was added/);
+});

@@ -9,6 +9,9 @@ import type { UpstreamMo } from '../../smpp/upstream/outbound.js';
 import { UpstreamStore } from '../../smpp/upstream/upstream-store.js';
 import type { ModuleContext } from '../../platform/channel-module.js';
 
+/** How often an instance running the stand-in simulator looks whether another one recorded a real upstream. */
+const RETIREMENT_POLL_MS = 2000;
+
 /** A start-up problem of the SMS gateway, reported as the daemon's one-line cause. */
 export class SmsStartupError extends Error {
   override readonly name = 'SmsStartupError';
@@ -133,6 +136,23 @@ export async function startSmsGateway(ctx: ModuleContext, onClose: (name: string
     const e = err as NodeJS.ErrnoException;
     if (e.code === 'EADDRINUSE') throw new SmsStartupError(`smpp listener: ${config.smpp.host}:${config.smpp.port} is already in use`);
     throw new SmsStartupError(`SMPP gateway: ${e.message}`);
+  }
+  // Another instance sharing the database may add a real upstream: its record retires this instance's stand-in too.
+  let watch: NodeJS.Timeout | undefined;
+  if (embeddedUpstream && simMode === 'auto') {
+    const g = gateway;
+    watch = setInterval(() => {
+      void simulatorRecord
+        .read()
+        .then((r) => {
+          if (!r) return;
+          g.retireSimulator(r.upstream);
+          clearInterval(watch);
+        })
+        .catch(() => undefined); // the database is down: the next look will tell
+    }, RETIREMENT_POLL_MS);
+    watch.unref();
+    onClose('simulator retirement watch', async () => clearInterval(watch));
   }
   return {
     gateway,
