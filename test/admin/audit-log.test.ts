@@ -1,29 +1,15 @@
 // Every admin action that changes something leaves one info line with the request id, the actor and what changed;
 // reads and refused requests leave none, and no password, secret or token ever appears in the log.
-import { randomBytes } from 'node:crypto';
 import t from 'tap';
-import { AccountService } from '../../src/accounts/account-service.js';
-import { KeyService } from '../../src/accounts/key-service.js';
-import { adminRoutes } from '../../src/admin/admin-routes.js';
 import { sanitiseActorName } from '../../src/admin/audit.js';
-import { PriceBook } from '../../src/billing/price-book.js';
-import { PricingStore } from '../../src/billing/pricing-store.js';
-import { createApp } from '../../src/http/app.js';
-import { Ledger } from '../../src/ledger/ledger.js';
-import { LedgerWriter } from '../../src/ledger/ledger-writer.js';
 import { createLogger } from '../../src/log.js';
-import { Metrics } from '../../src/metrics.js';
-import { CustomerOutbox } from '../../src/receipts/customer-outbox.js';
-import { Router } from '../../src/routing/router.js';
-import { SecretCipher } from '../../src/security/cipher.js';
-import { deriveKey } from '../../src/security/secrets.js';
-import { UpstreamPool } from '../../src/smpp/upstream/upstream-pool.js';
 import { UpstreamStore } from '../../src/smpp/upstream/upstream-store.js';
 import { call } from '../helpers/daemon.js';
 import { testDb } from '../helpers/db.js';
 import { backendLabel } from '../helpers/env.js';
 import { sampleMessage } from '../helpers/ledger-rows.js';
-import { sim, upstreamConfig } from '../upstream/upstream-helpers.js';
+import { sim } from '../upstream/upstream-helpers.js';
+import { startAdminApp } from './admin-app.js';
 
 interface Line {
   level: string;
@@ -45,32 +31,7 @@ t.test(`admin actions are logged with request id and actor, never a secret (${ba
   const lines = (): Line[] => output.join('').split('\n').filter(Boolean).map((l) => JSON.parse(l) as Line);
   const audited = () => lines().filter((l) => l.event);
 
-  const accounts = new AccountService(db);
-  const keys = new KeyService(db, accounts, deriveKey(randomBytes(32), 'api-secret'), { rotationGraceSeconds: 60, cacheSeconds: 0 });
-  const fileUpstreams = [upstreamConfig('a', smsc.port), upstreamConfig('b', smsc.port)];
-  const pool = UpstreamPool.start(fileUpstreams, { drainMs: 100 });
-  t.teardown(() => pool.close());
-  const router = new Router([{ id: 'uk', match: { prefix: ['44'] }, upstreams: ['a', 'b'] }], { knowsUpstream: (id) => pool.has(id) });
-  const ledger = new Ledger(db);
-  const outbox = new CustomerOutbox(db);
-  ledger.addEffect(outbox.effect);
-  t.teardown(() => ledger.close());
-  const writer = new LedgerWriter(db);
-  t.teardown(() => writer.close());
-  const upstreamStore = new UpstreamStore(db, new SecretCipher({ current: { id: 'k1', key: randomBytes(32) } }));
-  const prices = new PriceBook();
-
-  const app = await createApp({ log, metrics: new Metrics(), bodyLimitBytes: 1 << 20 });
-  const token = 'fat_' + randomBytes(16).toString('hex');
-  await app.register(adminRoutes, {
-    token,
-    accounts,
-    keys,
-    gateway: { router, pool, ledger, outbox, accounts, upstreamStore, configUpstreamIds: new Set(['a', 'b']), configUpstream: (id) => fileUpstreams.find((u) => u.id === id) },
-    pricing: { prices, store: new PricingStore(db, prices, log) },
-  });
-  const base = await app.listen({ host: '127.0.0.1', port: 0 });
-  t.teardown(() => app.close());
+  const { base, token, writer, ledger } = await startAdminApp(t, db, smsc.port, { log, pricing: true });
   const headers = { authorization: `Bearer ${token}`, 'x-ferry-actor': 'cli:tester' };
   const api = async (method: string, path: string, body?: unknown) => {
     const r = await call(base, method, path, { body, headers });

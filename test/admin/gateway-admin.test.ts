@@ -1,24 +1,12 @@
-import { randomBytes } from 'node:crypto';
 import t from 'tap';
-import { AccountService } from '../../src/accounts/account-service.js';
-import { KeyService } from '../../src/accounts/key-service.js';
-import { adminRoutes } from '../../src/admin/admin-routes.js';
-import { createApp } from '../../src/http/app.js';
-import { Ledger } from '../../src/ledger/ledger.js';
-import { LedgerWriter } from '../../src/ledger/ledger-writer.js';
 import { createLogger } from '../../src/log.js';
-import { Metrics } from '../../src/metrics.js';
-import { CustomerOutbox } from '../../src/receipts/customer-outbox.js';
-import { Router } from '../../src/routing/router.js';
-import { SecretCipher } from '../../src/security/cipher.js';
-import { deriveKey } from '../../src/security/secrets.js';
-import { UpstreamPool } from '../../src/smpp/upstream/upstream-pool.js';
 import { UpstreamStore } from '../../src/smpp/upstream/upstream-store.js';
 import { call } from '../helpers/daemon.js';
 import { testDb } from '../helpers/db.js';
 import { backendLabel } from '../helpers/env.js';
 import { sampleMessage } from '../helpers/ledger-rows.js';
-import { sim, upstreamConfig, waitFor } from '../upstream/upstream-helpers.js';
+import { sim, waitFor } from '../upstream/upstream-helpers.js';
+import { startAdminApp } from './admin-app.js';
 
 t.test(`gateway admin API (${backendLabel})`, async (t) => {
   const tdb = await testDb();
@@ -26,44 +14,8 @@ t.test(`gateway admin API (${backendLabel})`, async (t) => {
   const { db } = tdb;
   const smsc = await sim(t);
 
-  const log = createLogger('silent');
-  const metrics = new Metrics();
-  const accounts = new AccountService(db);
-  const keys = new KeyService(db, accounts, deriveKey(randomBytes(32), 'api-secret'), { rotationGraceSeconds: 60, cacheSeconds: 0 });
-  const fileUpstreams = [upstreamConfig('a', smsc.port), upstreamConfig('b', smsc.port)];
-  const pool = UpstreamPool.start(fileUpstreams, { drainMs: 100 });
-  t.teardown(() => pool.close());
-  const router = new Router([{ id: 'uk', match: { prefix: ['44'] }, upstreams: ['a', 'b'] }], { knowsUpstream: (id) => pool.has(id) });
-  const ledger = new Ledger(db);
-  const outbox = new CustomerOutbox(db);
-  ledger.addEffect(outbox.effect);
-  t.teardown(() => ledger.close());
-  const writer = new LedgerWriter(db);
-  t.teardown(() => writer.close());
-  const cipher = new SecretCipher({ current: { id: 'k1', key: randomBytes(32) } });
-  const upstreamStore = new UpstreamStore(db, cipher);
   let owed = 0;
-
-  const app = await createApp({ log, metrics, bodyLimitBytes: 1 << 20 });
-  const token = 'fat_' + randomBytes(16).toString('hex');
-  await app.register(adminRoutes, {
-    token,
-    accounts,
-    keys,
-    gateway: {
-      router,
-      pool,
-      ledger,
-      outbox,
-      accounts,
-      upstreamStore,
-      configUpstreamIds: new Set(fileUpstreams.map((u) => u.id)),
-      configUpstream: (id) => fileUpstreams.find((u) => u.id === id),
-      onOwed: () => owed++,
-    },
-  });
-  const base = await app.listen({ host: '127.0.0.1', port: 0 });
-  t.teardown(() => app.close());
+  const { base, token, fileUpstreams, upstreamStore, writer, router, pool, ledger, accounts } = await startAdminApp(t, db, smsc.port, { log: createLogger('silent'), onOwed: () => owed++ });
   const headers = { authorization: `Bearer ${token}` };
   const api = (method: string, path: string, body?: unknown) => call(base, method, path, { body, headers });
 
