@@ -2,6 +2,7 @@ import { normalize, toResult, windowEnd, windowIndexes, type NormalEntry, type W
 import type { RateLimitEntry, RateWindowResult, RateWindows, WindowLimits } from '../types.js';
 import { hashTagOf, type RedisKeys } from './keys.js';
 import type { ScriptedRedis } from './scripts.js';
+import { TurnBatch } from './turn-batch.js';
 
 /**
  * How long a key's counters outlive the end of their longest window. An instance whose clock lags behind the others
@@ -34,8 +35,7 @@ interface PendingTake {
  */
 export class RedisRateWindows implements RateWindows {
   private readonly clock: () => number;
-  private groups = new Map<string, PendingTake[]>();
-  private scheduled = false;
+  private readonly batch = new TurnBatch<PendingTake[]>((groups) => this.flush(groups));
 
   constructor(
     private readonly redis: ScriptedRedis,
@@ -62,27 +62,18 @@ export class RedisRateWindows implements RateWindows {
     // single Redis, not on Cluster.
     const tags = [...new Set(keys.map(hashTagOf))];
     const group = tags.length === 1 ? tags[0] : `\u0000${tags.join('\u0000')}`;
-    let takes = this.groups.get(group);
-    if (!takes) {
-      this.groups.set(group, (takes = []));
-      if (!this.scheduled) {
-        this.scheduled = true;
-        setImmediate(this.flush);
-      }
-    }
+    let takes = this.batch.get(group);
+    if (!takes) this.batch.add(group, (takes = []));
     const pending = takes;
     return new Promise<RateWindowResult>((resolve, reject) => pending.push({ entries, keys, resolve, reject }));
   }
 
-  private readonly flush = (): void => {
-    this.scheduled = false;
-    const groups = this.groups;
-    this.groups = new Map();
+  private flush(groups: ReadonlyMap<string, PendingTake[]>): void {
     const now = Math.floor(this.clock());
     for (const takes of groups.values()) {
       for (let i = 0; i < takes.length; i += MAX_TAKES_PER_CALL) this.call(takes.slice(i, i + MAX_TAKES_PER_CALL), now);
     }
-  };
+  }
 
   private call(takes: PendingTake[], now: number): void {
     const current = windowIndexes(now);

@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import type { TakeResult, Throttle, WindowResult } from '../types.js';
 import type { RedisKeys } from './keys.js';
 import type { ScriptedRedis } from './scripts.js';
+import { TurnBatch } from './turn-batch.js';
 
 interface PendingTake {
   cost: number;
@@ -27,8 +28,7 @@ export class RedisThrottle implements Throttle {
   // Sliding-window members must be unique across instances: a per-process tag plus a counter.
   private readonly tag = randomBytes(4).toString('hex');
   private seq = 0;
-  private groups = new Map<string, TakeGroup>();
-  private scheduled = false;
+  private readonly batch = new TurnBatch<TakeGroup>((groups) => this.flush(groups));
 
   constructor(
     private readonly redis: ScriptedRedis,
@@ -43,23 +43,13 @@ export class RedisThrottle implements Throttle {
     const bucket = this.keys.throttleBucket(key);
     // A bucket's rate and burst are its caller's; takes that disagree on them are not mixed.
     const id = `${bucket}\u0000${ratePerSec}\u0000${burst}`;
-    let group = this.groups.get(id);
-    if (!group) {
-      group = { bucket, ratePerSec, burst, takes: [] };
-      this.groups.set(id, group);
-      if (!this.scheduled) {
-        this.scheduled = true;
-        setImmediate(this.flush);
-      }
-    }
+    let group = this.batch.get(id);
+    if (!group) this.batch.add(id, (group = { bucket, ratePerSec, burst, takes: [] }));
     const takes = group.takes;
     return new Promise<TakeResult>((resolve, reject) => takes.push({ cost, resolve, reject }));
   }
 
-  private readonly flush = (): void => {
-    this.scheduled = false;
-    const groups = this.groups;
-    this.groups = new Map();
+  private flush(groups: ReadonlyMap<string, TakeGroup>): void {
     const now = Math.floor(this.clock());
     for (const g of groups.values()) {
       const costs = g.takes.map((p) => p.cost);
@@ -73,7 +63,7 @@ export class RedisThrottle implements Throttle {
         },
       );
     }
-  };
+  }
 
   async hit(key: string, limit: number, windowMs: number): Promise<WindowResult> {
     if (!(windowMs > 0)) throw new RangeError('windowMs must be > 0');
