@@ -29,6 +29,8 @@ export interface SmppLoadConfig {
   finalTimeoutSeconds: number;
   /** After the warm-up, report `warmup-done` and wait for the parent's `go` (it waits for the warm-up's webhooks). */
   gated?: boolean;
+  /** 'single': one-segment messages only (GSM-7, 10% UCS-2), the shape of an HTTP send; default 'mixed' adds 5% long. */
+  mix?: 'mixed' | 'single';
 }
 
 export interface SmppPhaseResult {
@@ -79,7 +81,7 @@ function pduFor(i: number): { pdu: PduInputOf<'submit_sm'>; kind: 'gsm' | 'ucs2'
     destination_addr,
     registered_delivery: 1,
   };
-  if (i % 20 === 7) return { kind: 'long', pdu: { ...base, data_coding: 0, tlvs: { message_payload: LONG.bytes } } };
+  if (i % 20 === 7 && cfg.mix !== 'single') return { kind: 'long', pdu: { ...base, data_coding: 0, tlvs: { message_payload: LONG.bytes } } };
   if (i % 10 === 3) return { kind: 'ucs2', pdu: { ...base, data_coding: 8, short_message: UCS2.bytes } };
   return { kind: 'gsm', pdu: { ...base, data_coding: 0, short_message: GSM.bytes } };
 }

@@ -68,7 +68,13 @@ function logLevel(v: string): string {
   return v;
 }
 
-export function commonOptions(args: Args): CommonOptions {
+/** Scenario defaults that differ from the common ones (e.g. the window a comparison states). */
+export interface CommonDefaults {
+  upstreamBinds?: number;
+  upstreamWindow?: number;
+}
+
+export function commonOptions(args: Args, defaults: CommonDefaults = {}): CommonOptions {
   const databaseUrl = args.string('database-url') ?? process.env.DATABASE_URL ?? undefined;
   const redisUrl = args.string('redis-url') ?? process.env.REDIS_URL ?? undefined;
   const backend = (args.string('backend') ?? (databaseUrl && redisUrl ? 'redis+postgres' : 'embedded')) as Backend;
@@ -92,8 +98,8 @@ export function commonOptions(args: Args): CommonOptions {
     json: args.has('json'),
     profileDir,
     receiptDelayMs: args.number('receipt-delay-ms', 50, { min: 0, integer: true }),
-    upstreamBinds: args.number('upstream-binds', 4, { min: 1, max: 64, integer: true }),
-    upstreamWindow: args.number('upstream-window', 200, { min: 1, max: 10_000, integer: true }),
+    upstreamBinds: args.number('upstream-binds', defaults.upstreamBinds ?? 4, { min: 1, max: 64, integer: true }),
+    upstreamWindow: args.number('upstream-window', defaults.upstreamWindow ?? 200, { min: 1, max: 10_000, integer: true }),
     finalTimeoutSeconds: args.number('final-timeout', 120, { min: 1, max: 3600 }),
     price: args.number('price', 0, { min: 0, max: 1 }),
     limits: args.has('limits'),
@@ -122,6 +128,8 @@ export interface ScenarioDefinition {
   /** Options of this scenario (besides the common ones) and its usage text. */
   flags: readonly string[];
   usage: string;
+  /** Defaults of common options that differ for this scenario. */
+  defaults?: CommonDefaults;
   /** Daemon env / upstream tweaks before the stack starts. */
   stackOverrides?: (args: Args, common: CommonOptions) => { daemonEnv?: Record<string, string>; simArgs?: string[]; simTap?: boolean };
   /** An upper bound of the whole run, in seconds, for the watchdog. */
@@ -145,7 +153,7 @@ export async function runScenario(def: ScenarioDefinition): Promise<never> {
     }
     const unknown = args.unknown([...COMMON_FLAGS, ...def.flags]);
     if (unknown.length) throw new UsageError(`unknown option ${unknown.join(', ')}`);
-    common = commonOptions(args);
+    common = commonOptions(args, def.defaults);
   } catch (err) {
     if (err instanceof UsageError) {
       process.stderr.write(`bench ${def.name}: ${err.message}\n\n${def.usage}\n\n${COMMON_USAGE}\n`);
