@@ -17,6 +17,7 @@ import { LoadGen } from './harness/ipc.js';
 import { Kannel, kannelBinaries } from './harness/kannel.js';
 import type { HttpRunResult, HttpSendConfig } from './harness/loadgen-http-send.js';
 import type { SmppLoadConfig, SmppLoadResult } from './harness/loadgen-smpp.js';
+import type { PgCounters } from './harness/stack.js';
 import { Child, freePort } from './harness/proc.js';
 import { fmt, printJson, printTable, verdict, type Row } from './harness/report.js';
 import { runScenario, type ScenarioContext } from './harness/scenario.js';
@@ -53,6 +54,8 @@ interface Round {
   cpuPer1000: Record<string, number>;
   /** The gateway and its stores: Kannel's two boxes; Ferry's daemon, Postgres and Redis. */
   gatewayCpuPer1000: number;
+  /** Ferry on Postgres: what the database did per accepted message over the round (receipts included). */
+  pgPerMessage?: { commits: number; inserted: number; updated: number; deleted: number; tables: Record<string, number> };
   notes: string[];
 }
 
@@ -132,7 +135,25 @@ await runScenario({
       Object.fromEntries(names.map((p) => [p, ((cpu[p] ?? NaN) / Math.max(1, n)) * 1000]));
     const sum = (r: Record<string, number>, names: string[]) => names.reduce((s, p) => s + (r[p] ?? 0), 0);
 
+    /** Postgres counters per message between two readings (the server publishes them within about a second). */
+    const pgPer = (a: PgCounters | null, b: PgCounters | null, n: number): Round['pgPerMessage'] => {
+      if (!a || !b) return undefined;
+      const d = (x: number, y: number) => (y - x) / Math.max(1, n);
+      const tables = Object.fromEntries(
+        Object.entries(b.tables)
+          .map(([t, v]) => [t, d(a.tables[t] ?? 0, v)] as const)
+          .filter(([, v]) => v >= 0.01)
+          .sort((x, y) => y[1] - x[1]),
+      );
+      return { commits: d(a.commits, b.commits), inserted: d(a.inserted, b.inserted), updated: d(a.updated, b.updated), deleted: d(a.deleted, b.deleted), tables };
+    };
+    const pgAfter = async (): Promise<PgCounters | null> => {
+      await sleep(1500);
+      return stack.pgCounters();
+    };
+
     const httpRound = async (target: 'kannel' | 'ferry', label: string): Promise<Round> => {
+      const pg0 = target === 'ferry' ? await stack.pgCounters() : null;
       const cpu0 = mark();
       const started = performance.now();
       http.send({ type: 'run', target, count: messages, connections, finalTimeoutSeconds: common.finalTimeoutSeconds });
@@ -160,6 +181,7 @@ await runScenario({
         finalPerSec: r.accepted / finalSeconds,
         cpuPer1000: c,
         gatewayCpuPer1000: sum(c, target === 'kannel' ? ['bearerbox', 'smsbox'] : ['daemon', 'postgres', 'redis']),
+        pgPerMessage: target === 'ferry' ? pgPer(pg0, await pgAfter(), r.accepted) : undefined,
         notes,
       };
     };
@@ -181,6 +203,7 @@ await runScenario({
       };
       const gen = new LoadGen('loadgen-smpp.ts', config, stack.logDir);
       addChild('loadgen-smpp', gen.child);
+      const pg0 = await stack.pgCounters();
       await gen.next('measure-start', 120_000);
       const cpu0 = mark();
       await gen.next('submitted', 400_000);
@@ -201,6 +224,7 @@ await runScenario({
         finalPerSec: m.accepted / Math.max(1e-9, m.finalSeconds),
         cpuPer1000: c,
         gatewayCpuPer1000: sum(c, ['daemon', 'postgres', 'redis']),
+        pgPerMessage: pgPer(pg0, await pgAfter(), m.accepted),
         notes,
       };
     };
@@ -237,6 +261,14 @@ await runScenario({
         target: cpuTarget !== undefined && r !== cold ? `≤ ${cpuTarget}` : '',
         verdict: cpuTarget !== undefined && r !== cold && common.backend === 'redis+postgres' ? verdict(r.gatewayCpuPer1000 <= cpuTarget) : '',
       });
+      const pgm = r.pgPerMessage;
+      if (pgm) {
+        const top = Object.entries(pgm.tables).slice(0, 6).map(([t, v]) => `${t} ${v.toFixed(2)}`);
+        rows.push({
+          figure: `${r.label}: Postgres per message`,
+          value: `${pgm.commits.toFixed(2)} commits; rows inserted ${pgm.inserted.toFixed(2)}, updated ${pgm.updated.toFixed(2)}, deleted ${pgm.deleted.toFixed(2)} (${top.join(', ')})`,
+        });
+      }
     }
     const ratios: Array<Record<string, number>> = [];
     for (let p = 0; p < pairs; p++) {

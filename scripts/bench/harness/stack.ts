@@ -53,6 +53,15 @@ export interface StackOptions {
 /** Counters the simulator logs every interval (`ferry sim --stats-interval-ms`): its own stats, parsed from JSON. */
 export type SimStats = SimulatorStats;
 
+export interface PgCounters {
+  commits: number;
+  inserted: number;
+  updated: number;
+  deleted: number;
+  /** Rows inserted + updated + deleted, by table. */
+  tables: Record<string, number>;
+}
+
 export interface LedgerCounts {
   total: number;
   final: number;
@@ -420,6 +429,28 @@ export class Stack {
   async walBytes(): Promise<bigint | null> {
     if (!this.dbUrl) return null;
     return withPg(this.dbUrl, async (c) => BigInt((await c.query<{ b: string }>(`SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), '0/0')::text AS b`)).rows[0].b));
+  }
+
+  /**
+   * Postgres' own counters for the throw-away database (redis+postgres only): commits, rows written by kind, and
+   * rows written per table. The server publishes them within about a second, so read them after a pause.
+   */
+  async pgCounters(): Promise<PgCounters | null> {
+    if (!this.dbUrl) return null;
+    return withPg(this.dbUrl, async (c) => {
+      await c.query('SELECT pg_stat_clear_snapshot()');
+      const db = (
+        await c.query<{ commits: string; inserted: string; updated: string; deleted: string }>(
+          `SELECT xact_commit::text AS commits, tup_inserted::text AS inserted, tup_updated::text AS updated, tup_deleted::text AS deleted
+             FROM pg_stat_database WHERE datname = current_database()`,
+        )
+      ).rows[0];
+      const tables: Record<string, number> = {};
+      for (const r of (await c.query<{ relname: string; n: string }>(`SELECT relname, (n_tup_ins + n_tup_upd + n_tup_del)::text AS n FROM pg_stat_user_tables`)).rows) {
+        tables[r.relname] = Number(r.n);
+      }
+      return { commits: Number(db.commits), inserted: Number(db.inserted), updated: Number(db.updated), deleted: Number(db.deleted), tables };
+    });
   }
 
   /** The simulator's counters from a report made after this call (it reports every 250 ms), or the last ones after 2 s. */
