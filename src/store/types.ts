@@ -204,8 +204,9 @@ export type OtpCreateResult =
 
 export type OtpVerifyResult =
   | { status: 'verified'; record: OtpRecord }
+  /** A wrong pin; the one that uses the last attempt is invalid with 0 remaining (spec §3.1), and locks the OTP. */
   | { status: 'invalid'; attemptsRemaining: number; record: OtpRecord }
-  /** The wrong pin that used the last attempt, or any verify after that. */
+  /** Any verify after the last attempt was used, the right pin included. */
   | { status: 'locked'; record: OtpRecord }
   | { status: 'expired' }
   | { status: 'not_found' };
@@ -231,7 +232,7 @@ export interface OtpStore {
   /** The unexpired, unlocked OTPs for the phone under every account, newest first (USSD arrives without an account). */
   activeForPhone(phone: string, now: number): Promise<OtpRecord[]>;
   /**
-   * Right pin: verified and deleted (the id is then not found). Wrong pin: one attempt used; at 0 the OTP is locked and the phone is free for a new one.
+   * Right pin: verified and deleted (the id is then not found). Wrong pin: one attempt used (invalid, with the attempts left); at 0 the OTP is locked and the phone is free for a new one.
    * Another account's OTP is not found and left untouched: the owner check is part of the one atomic step, so verify needs no read before it.
    */
   verify(accountId: string, id: string, codeHash: string, now: number): Promise<OtpVerifyResult>;
