@@ -240,6 +240,42 @@ export interface OtpStore {
   resend(accountId: string, id: string, cooldownMs: number, now: number): Promise<OtpResendResult>;
 }
 
+/** When failures of a key start a cool-down, and how long it lasts (FailureCooldowns.fail). */
+export interface CooldownPolicy {
+  /** The failure that starts the first cool-down (1: the first failure does). */
+  threshold: number;
+  /** The first cool-down; each further failure doubles it, up to maxMs. */
+  firstMs: number;
+  maxMs: number;
+  /** A key's failures are forgotten this long after the last one, or after the cool-down it started ended. */
+  forgetMs: number;
+}
+
+/**
+ * Failures counted per key, with a cool-down that grows with them: what slows password guessing (SMPP binds) without
+ * a lockout that lasts. Shared by every instance (Redis: one hash per key, one script per failure) or in-process
+ * (embedded). The caller decides what a cool-down means; the store only counts and keeps the time it ends.
+ */
+export interface FailureCooldowns {
+  /** The time left of the key's cool-down; 0 when it has none. */
+  remainingMs(key: string): Promise<number>;
+  /**
+   * Counts one failure. From `threshold` failures on, each starts a cool-down of firstMs, doubled per failure past the
+   * threshold, at most maxMs (one already running that ends later is kept). Returns the failures counted (this one
+   * included) and the cool-down it started (0: none).
+   */
+  fail(key: string, policy: CooldownPolicy): Promise<{ failures: number; cooldownMs: number }>;
+  /** Forgets the key's failures and cool-down (a success). */
+  reset(key: string): Promise<void>;
+}
+
+/** The cool-down the `failures`-th failure starts under the policy (0: none); cooldown-fail.lua computes the same. */
+export function cooldownAfter(failures: number, policy: CooldownPolicy): number {
+  if (failures < policy.threshold) return 0;
+  // The exponent is bounded so the product stays a finite number whatever the count.
+  return Math.min(policy.maxMs, policy.firstMs * 2 ** Math.min(failures - policy.threshold, 40));
+}
+
 /** What the daemon runs on: the SQL ledger plus the Redis roles (Redis, or embedded equivalents). */
 export interface Backends {
   readonly kind: 'redis' | 'local';
@@ -247,6 +283,7 @@ export interface Backends {
   readonly throttle: Throttle;
   readonly rateWindows: RateWindows;
   readonly otp: OtpStore;
+  readonly cooldowns: FailureCooldowns;
   queue<P = unknown>(name: string): Queue<P>;
   /** Throws when a backend is unreachable (readiness). */
   ping(): Promise<void>;
