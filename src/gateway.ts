@@ -18,6 +18,7 @@ import { CustomerDelivery } from './receipts/customer-delivery.js';
 import { CustomerOutbox } from './receipts/customer-outbox.js';
 import { ReceiptService } from './receipts/receipt-service.js';
 import { Router } from './routing/router.js';
+import { bindGuardPolicy } from './smpp/customer/bind-guard.js';
 import { CustomerMetrics } from './smpp/customer/customer-metrics.js';
 import { CustomerServer } from './smpp/customer/customer-server.js';
 import { ReceiptCorrelator } from './smpp/upstream/receipt-correlator.js';
@@ -260,6 +261,7 @@ export class Gateway {
       idleTimeoutMs: config.smpp.idleTimeoutSeconds * 1000,
       enquireLinkIntervalMs: config.smpp.enquireLinkSeconds * 1000,
       maxSessions: config.smpp.maxSessions,
+      bindGuard: { cooldowns: this.d.backends.cooldowns, policy: bindGuardPolicy(config.smpp.bindGuard) },
       log: log.child({ component: 'smpp-server' }),
       metrics: new CustomerMetrics(metrics.registry),
     });

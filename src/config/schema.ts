@@ -138,6 +138,19 @@ export const configSchema = {
         idleTimeoutSeconds: { type: 'integer', minimum: 5, default: 120, description: 'a customer session silent this long is closed' },
         enquireLinkSeconds: { type: 'integer', minimum: 0, default: 30, description: 'Ferry sends enquire_link to a customer silent this long; 0 never' },
         maxSessions: { type: 'integer', minimum: 1, default: 1000, description: 'customer connections at once (all accounts)' },
+        bindGuard: {
+          type: 'object',
+          additionalProperties: false,
+          default: {},
+          description:
+            'slows password guessing: failed binds are counted per (address, system_id); from `failures` on, that pair\'s binds get ESME_RBINDFAIL unchecked (the right password too) for a cool-down that doubles per further failure',
+          properties: {
+            failures: { type: 'integer', minimum: 1, default: 5, description: 'failed binds of one system_id from one address that start the first cool-down' },
+            firstCooldownSeconds: { type: 'number', minimum: 0.001, default: 1 },
+            maxCooldownSeconds: { type: 'number', minimum: 0.001, default: 900 },
+            forgetSeconds: { type: 'number', minimum: 0.001, default: 900, description: 'the failures of a pair are forgotten this long after its last failure or cool-down' },
+          },
+        },
         receiptRetentionHours: {
           type: 'number',
           minimum: 0,
@@ -348,6 +361,7 @@ export interface FerryConfig {
     idleTimeoutSeconds: number;
     enquireLinkSeconds: number;
     maxSessions: number;
+    bindGuard: { failures: number; firstCooldownSeconds: number; maxCooldownSeconds: number; forgetSeconds: number };
     receiptRetentionHours: number;
     upstreams: UpstreamConfig[];
     simulator: { enabled: 'auto' | 'on' | 'off'; receiptDelayMs: number };

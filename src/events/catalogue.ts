@@ -45,7 +45,7 @@ const BUILTIN_DESCRIPTIONS: Readonly<Record<BuiltinEventType, string>> = {
   'sms.inbound': 'a message arrived at a number the account owns',
   'otp.requested': 'an OTP code was sent',
   'otp.verified': 'an OTP code was verified',
-  'otp.failed': 'a wrong code was tried (data.reason INVALID_PIN, or OTP_LOCKED when no attempts are left)',
+  'otp.failed': 'a wrong code was tried (data.reason INVALID_PIN with data.attemptsRemaining, 0 for the one that used the last attempt; OTP_LOCKED for a verify after that)',
   'otp.expired': 'an OTP expired without being verified',
   'webhook.test': 'sent by POST /v1/webhooks/{id}/test',
 };

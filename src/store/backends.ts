@@ -1,8 +1,10 @@
 import { Redis } from 'ioredis';
+import { MemoryCooldowns } from './local/memory-cooldowns.js';
 import { MemoryRateWindows } from './local/memory-rate-windows.js';
 import { MemoryThrottle } from './local/memory-throttle.js';
 import { SqlOtpStore } from './local/sql-otp-store.js';
 import { SqlQueue } from './local/sql-queue.js';
+import { RedisCooldowns } from './redis/redis-cooldowns.js';
 import { RedisKeys } from './redis/keys.js';
 import { RedisOtpStore } from './redis/redis-otp-store.js';
 import { RedisQueue } from './redis/redis-queue.js';
@@ -10,11 +12,14 @@ import { RedisRateWindows } from './redis/redis-rate-windows.js';
 import { RedisThrottle } from './redis/redis-throttle.js';
 import { defineScripts } from './redis/scripts.js';
 import { redactUrl, StorageUnavailableError } from './sql/db.js';
-import type { Backends, Db, OtpStore, Queue, RateWindows, Throttle } from './types.js';
+import type { Backends, Db, FailureCooldowns, OtpStore, Queue, RateWindows, Throttle } from './types.js';
 
 export interface BackendOptions {
   db: Db;
-  /** Redis for the queue, throttles, rate windows and OTPs; absent → embedded (SQL queue and OTP store, in-process throttle and rate windows). */
+  /**
+   * Redis for the queue, throttles, rate windows, OTPs and failure cool-downs; absent → embedded (SQL queue and OTP
+   * store, in-process throttle, rate windows and cool-downs).
+   */
   redisUrl?: string | null;
   /** Prefix of every Redis key (default "ferry:"). */
   keyPrefix?: string;
@@ -33,7 +38,16 @@ export async function openBackends(opts: BackendOptions): Promise<Backends> {
       if (!q) queues.set(name, (q = new SqlQueue(opts.db, name, { clock })));
       return q;
     };
-    return new StoreBackends('local', opts.db, new MemoryThrottle({ clock }), new MemoryRateWindows({ clock }), new SqlOtpStore(opts.db, { clock }), queueOf, null);
+    return new StoreBackends(
+      'local',
+      opts.db,
+      new MemoryThrottle({ clock }),
+      new MemoryRateWindows({ clock }),
+      new SqlOtpStore(opts.db, { clock }),
+      new MemoryCooldowns({ clock }),
+      queueOf,
+      null,
+    );
   }
 
   const redis = await connectRedis(opts.redisUrl, opts.onRedisError);
@@ -51,6 +65,7 @@ export async function openBackends(opts: BackendOptions): Promise<Backends> {
     new RedisThrottle(scripted, keys, { clock }),
     new RedisRateWindows(scripted, keys, { clock }),
     new RedisOtpStore(scripted, keys, { clock }),
+    new RedisCooldowns(scripted, keys, { clock }),
     queueOf,
     redis,
   );
@@ -104,6 +119,7 @@ class StoreBackends implements Backends {
     readonly throttle: Throttle,
     readonly rateWindows: RateWindows,
     readonly otp: OtpStore,
+    readonly cooldowns: FailureCooldowns,
     private readonly queueOf: (name: string) => Queue<unknown>,
     private readonly redis: Redis | null,
   ) {}

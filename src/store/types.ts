@@ -204,8 +204,9 @@ export type OtpCreateResult =
 
 export type OtpVerifyResult =
   | { status: 'verified'; record: OtpRecord }
+  /** A wrong pin; the one that uses the last attempt is invalid with 0 remaining (spec §3.1), and locks the OTP. */
   | { status: 'invalid'; attemptsRemaining: number; record: OtpRecord }
-  /** The wrong pin that used the last attempt, or any verify after that. */
+  /** Any verify after the last attempt was used, the right pin included. */
   | { status: 'locked'; record: OtpRecord }
   | { status: 'expired' }
   | { status: 'not_found' };
@@ -231,12 +232,48 @@ export interface OtpStore {
   /** The unexpired, unlocked OTPs for the phone under every account, newest first (USSD arrives without an account). */
   activeForPhone(phone: string, now: number): Promise<OtpRecord[]>;
   /**
-   * Right pin: verified and deleted (the id is then not found). Wrong pin: one attempt used; at 0 the OTP is locked and the phone is free for a new one.
+   * Right pin: verified and deleted (the id is then not found). Wrong pin: one attempt used (invalid, with the attempts left); at 0 the OTP is locked and the phone is free for a new one.
    * Another account's OTP is not found and left untouched: the owner check is part of the one atomic step, so verify needs no read before it.
    */
   verify(accountId: string, id: string, codeHash: string, now: number): Promise<OtpVerifyResult>;
   /** Marks a resend (lastSentAt = now) when the cooldown since lastSentAt has passed. Another account's OTP is not found and left untouched. */
   resend(accountId: string, id: string, cooldownMs: number, now: number): Promise<OtpResendResult>;
+}
+
+/** When failures of a key start a cool-down, and how long it lasts (FailureCooldowns.fail). */
+export interface CooldownPolicy {
+  /** The failure that starts the first cool-down (1: the first failure does). */
+  threshold: number;
+  /** The first cool-down; each further failure doubles it, up to maxMs. */
+  firstMs: number;
+  maxMs: number;
+  /** A key's failures are forgotten this long after the last one, or after the cool-down it started ended. */
+  forgetMs: number;
+}
+
+/**
+ * Failures counted per key, with a cool-down that grows with them: what slows password guessing (SMPP binds) without
+ * a lockout that lasts. Shared by every instance (Redis: one hash per key, one script per failure) or in-process
+ * (embedded). The caller decides what a cool-down means; the store only counts and keeps the time it ends.
+ */
+export interface FailureCooldowns {
+  /** The time left of the key's cool-down; 0 when it has none. */
+  remainingMs(key: string): Promise<number>;
+  /**
+   * Counts one failure. From `threshold` failures on, each starts a cool-down of firstMs, doubled per failure past the
+   * threshold, at most maxMs (one already running that ends later is kept). Returns the failures counted (this one
+   * included) and the cool-down it started (0: none).
+   */
+  fail(key: string, policy: CooldownPolicy): Promise<{ failures: number; cooldownMs: number }>;
+  /** Forgets the key's failures and cool-down (a success). */
+  reset(key: string): Promise<void>;
+}
+
+/** The cool-down the `failures`-th failure starts under the policy (0: none); cooldown-fail.lua computes the same. */
+export function cooldownAfter(failures: number, policy: CooldownPolicy): number {
+  if (failures < policy.threshold) return 0;
+  // The exponent is bounded so the product stays a finite number whatever the count.
+  return Math.min(policy.maxMs, policy.firstMs * 2 ** Math.min(failures - policy.threshold, 40));
 }
 
 /** What the daemon runs on: the SQL ledger plus the Redis roles (Redis, or embedded equivalents). */
@@ -246,6 +283,7 @@ export interface Backends {
   readonly throttle: Throttle;
   readonly rateWindows: RateWindows;
   readonly otp: OtpStore;
+  readonly cooldowns: FailureCooldowns;
   queue<P = unknown>(name: string): Queue<P>;
   /** Throws when a backend is unreachable (readiness). */
   ping(): Promise<void>;

@@ -127,7 +127,7 @@ t.test(`OTP request and verify over HTTP (${backendLabel})`, async (t) => {
     t.equal((await request({ phone: newPhone().local })).status, 200, 'other phones are not limited');
   });
 
-  t.test('INVALID_PIN with attemptsRemaining; at 0 OTP_LOCKED, and the phone may request a new OTP', async (t) => {
+  t.test('INVALID_PIN with attemptsRemaining down to 0; after that OTP_LOCKED, and the phone may request a new OTP', async (t) => {
     const o = await sent();
     const w1 = await verify(o.id, wrong(o.code));
     t.equal(w1.status, 400);
@@ -135,9 +135,13 @@ t.test(`OTP request and verify over HTTP (${backendLabel})`, async (t) => {
     t.same(w1.json.data, { verified: false, attemptsRemaining: 2 });
     t.equal((await verify(o.id, wrong(o.code))).json.data.attemptsRemaining, 1);
     const last = await verify(o.id, wrong(o.code));
-    t.equal(last.status, 423, 'the wrong pin that uses the last attempt locks');
-    t.equal(last.json.code, 'OTP_LOCKED');
-    t.equal(last.json.data.attemptsRemaining, 0);
+    t.equal(last.status, 400, 'the wrong pin that uses the last attempt is INVALID_PIN (spec §3.1)');
+    t.equal(last.json.code, 'INVALID_PIN');
+    t.same(last.json.data, { verified: false, attemptsRemaining: 0 });
+    const after = await verify(o.id, wrong(o.code));
+    t.equal(after.status, 423, 'a wrong pin after it');
+    t.equal(after.json.code, 'OTP_LOCKED');
+    t.equal(after.json.data.attemptsRemaining, 0);
     const right = await verify(o.id, o.code);
     t.equal(right.status, 423, 'even the right pin once locked');
     t.equal(right.json.code, 'OTP_LOCKED');
@@ -303,8 +307,12 @@ t.test(`OTP request and verify over HTTP (${backendLabel})`, async (t) => {
 
     const p = await sent({ maxAmountOfValidationRetries: 5 });
     const res2 = await Promise.all(Array.from({ length: 15 }, () => verify(p.id, wrong(p.code))));
-    t.equal(res2.filter((r) => r.json.code === 'INVALID_PIN').length, 4, 'four wrong pins answered INVALID_PIN');
-    t.equal(res2.filter((r) => r.json.code === 'OTP_LOCKED').length, 11, 'the fifth locked it; the rest find it locked');
+    t.same(
+      res2.flatMap((r) => (r.json.code === 'INVALID_PIN' ? [r.json.data.attemptsRemaining] : [])).sort((a: number, b: number) => a - b),
+      [0, 1, 2, 3, 4],
+      'five wrong pins answered INVALID_PIN, the fifth with 0',
+    );
+    t.equal(res2.filter((r) => r.json.code === 'OTP_LOCKED').length, 10, 'the rest find it locked');
   });
 
   t.test('scopes: otp:send requests, otp:verify verifies', async (t) => {
@@ -333,6 +341,7 @@ t.test(`OTP request and verify over HTTP (${backendLabel})`, async (t) => {
     await verify(a.id, a.code);
     const b = await sent({ maxAmountOfValidationRetries: 1 });
     await verify(b.id, wrong(b.code));
+    await verify(b.id, b.code);
     const c = await sent({ expiry: { amount: 1, duration: 'minutes' } });
     otp.clock = () => Date.now() + 60_001;
     // Wait for this OTP's event: OTPs of earlier subtests expire under the moved clock too, and may come first.
@@ -348,8 +357,9 @@ t.test(`OTP request and verify over HTTP (${backendLabel})`, async (t) => {
     ]);
     t.same(of(b.id), [
       ['otp.requested', null, null],
+      ['otp.failed', 'INVALID_PIN', 0],
       ['otp.failed', 'OTP_LOCKED', 0],
-    ]);
+    ], 'the last wrong pin is INVALID_PIN with 0; the right pin after it finds the OTP locked');
     t.same(of(c.id), [
       ['otp.requested', null, null],
       ['otp.expired', null, null],

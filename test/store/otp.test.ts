@@ -95,7 +95,7 @@ function contract(label: string, otp: OtpStore): void {
       t.same(await otp.create(record('acc1', ph, now + 30), { ...RULES, now: now + 30 }), { ok: true }, 'the phone may get a new code');
     });
 
-    t.test('wrong codes use attempts one by one, then lock', async (t) => {
+    t.test('wrong codes use attempts one by one; the last answers invalid with 0 and locks', async (t) => {
       const now = clock.now;
       const ph = phone();
       const rec = record('acc1', ph, now);
@@ -104,7 +104,8 @@ function contract(label: string, otp: OtpStore): void {
       t.same(first, { status: 'invalid', attemptsRemaining: 2, record: { ...rec, attemptsLeft: 2 } });
       t.equal((await otp.get(rec.id))?.attemptsLeft, 2);
       t.match(await otp.verify(rec.accountId, rec.id, hash('000001'), now + 2), { status: 'invalid', attemptsRemaining: 1 });
-      t.same(await otp.verify(rec.accountId, rec.id, hash('000002'), now + 3), { status: 'locked', record: { ...rec, attemptsLeft: 0 } }, 'the last attempt locks');
+      t.same(await otp.verify(rec.accountId, rec.id, hash('000002'), now + 3), { status: 'invalid', attemptsRemaining: 0, record: { ...rec, attemptsLeft: 0 } }, 'the last attempt answers invalid with 0 (spec §3.1)');
+      t.same(await otp.verify(rec.accountId, rec.id, hash('000003'), now + 3), { status: 'locked', record: { ...rec, attemptsLeft: 0 } }, 'a wrong code after it finds it locked');
       t.same(await otp.verify(rec.accountId, rec.id, hash('123456'), now + 4), { status: 'locked', record: { ...rec, attemptsLeft: 0 } }, 'even the right code after that');
       t.same(await otp.resend(rec.accountId, rec.id, 0, now + 4), { status: 'locked' });
       t.equal(await otp.active('acc1', ph, now + 4), null, 'a locked OTP is not active');
@@ -130,8 +131,12 @@ function contract(label: string, otp: OtpStore): void {
       const b = record('acc1', phone(), now, { maxAttempts: 5, attemptsLeft: 5 });
       await otp.create(b, { ...RULES, now });
       const res2 = await Promise.all(Array.from({ length: 15 }, (_, i) => otp.verify(b.accountId, b.id, hash(`bad${i}`), now + 1)));
-      t.equal(res2.filter((r) => r.status === 'invalid').length, 4, 'four attempts answer invalid');
-      t.equal(res2.filter((r) => r.status === 'locked').length, 11, 'the fifth locks, the rest find it locked');
+      t.same(
+        res2.flatMap((r) => (r.status === 'invalid' ? [r.attemptsRemaining] : [])).sort((x, y) => x - y),
+        [0, 1, 2, 3, 4],
+        'five attempts answer invalid, the fifth with 0',
+      );
+      t.equal(res2.filter((r) => r.status === 'locked').length, 10, 'the rest find it locked');
     });
 
     t.test('at most 3 creates per phone per hour (sliding window)', async (t) => {

@@ -229,8 +229,9 @@ export async function otpRoutes(app: FastifyInstance, deps: OtpRoutesDeps): Prom
         summary: 'Check a code',
         description:
           'The right pin answers data.verified true, once: the id then behaves as not found. A wrong pin uses one attempt: ' +
-          'INVALID_PIN (400) with data.attemptsRemaining; the wrong pin that uses the last attempt, and every verify after it, get ' +
-          'OTP_LOCKED (423, attemptsRemaining 0), and the phone may request a new OTP at once. After the expiry: OTP_EXPIRED (410). ' +
+          'INVALID_PIN (400) with data.attemptsRemaining. The wrong pin that uses the last attempt answers INVALID_PIN with ' +
+          'attemptsRemaining 0 (lock the flow at 0) and locks the OTP: every verify after it, the right pin included, gets OTP_LOCKED ' +
+          '(423, attemptsRemaining 0), and the phone may request a new OTP at once. After the expiry: OTP_EXPIRED (410). ' +
           'Unknown, verified, long-expired or another account\'s ids: OTP_NOT_FOUND (404). Letters are compared case-insensitively.',
         body: {
           type: 'object',
@@ -243,10 +244,10 @@ export async function otpRoutes(app: FastifyInstance, deps: OtpRoutesDeps): Prom
         },
         response: {
           200: envelopeSchema({ type: 'object', properties: { verified: { type: 'boolean', enum: [true] }, id: { type: 'string' } } }, 'Verified (code OTP_VERIFIED)'),
-          400: errorResponse('INVALID_PIN: wrong code, data.verified false and data.attemptsRemaining; VALIDATION_ERROR'),
+          400: errorResponse('INVALID_PIN: wrong code, data.verified false and data.attemptsRemaining (0: that was the last attempt, the OTP is now locked); VALIDATION_ERROR'),
           404: errorResponse('OTP_NOT_FOUND: unknown id, already verified, or past retention'),
           410: errorResponse('OTP_EXPIRED: the expiry time has passed'),
-          423: errorResponse('OTP_LOCKED: no attempts left (data.attemptsRemaining 0); request a new OTP'),
+          423: errorResponse('OTP_LOCKED: a verify after the last attempt was used, even with the right pin (data.attemptsRemaining 0); request a new OTP'),
           429: errorResponse("RATE_LIMIT_EXCEEDED: the key's request rate"),
           ...AUTH_ERRORS,
         },

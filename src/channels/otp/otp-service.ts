@@ -41,7 +41,7 @@ export interface OtpEventData {
   expiresAt?: string;
   messageId?: string;
   metadata?: Record<string, unknown>;
-  /** otp.failed: INVALID_PIN (attempts left) or OTP_LOCKED (none left). */
+  /** otp.failed: INVALID_PIN (a wrong pin, attemptsRemaining 0 for the one that used the last attempt) or OTP_LOCKED (a verify after that). */
   reason?: 'INVALID_PIN' | 'OTP_LOCKED';
   attemptsRemaining?: number;
 }
@@ -221,6 +221,8 @@ export class OtpService {
         return { status: 'verified', id };
       case 'invalid':
         this.o.metrics?.verify('invalid_pin');
+        // The last attempt is used: the OTP is locked, so it cannot expire unverified in the sense of otp.expired.
+        if (res.attemptsRemaining === 0) this.unwatch(id);
         this.emit('otp.failed', res.record, { reason: 'INVALID_PIN', attemptsRemaining: res.attemptsRemaining, metadata: metaOf(res.record).metadata });
         return { status: 'invalid', attemptsRemaining: res.attemptsRemaining };
       case 'locked':

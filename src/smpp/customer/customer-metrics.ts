@@ -3,7 +3,7 @@ import { statusName } from '../constants.js';
 import type { BindType } from '../session.js';
 
 /** Why a customer bind was refused (a bounded label set). */
-export type BindFailureReason = 'unknown_system_id' | 'wrong_password' | 'suspended' | 'ip_not_allowed' | 'max_binds' | 'error';
+export type BindFailureReason = 'unknown_system_id' | 'wrong_password' | 'suspended' | 'ip_not_allowed' | 'max_binds' | 'cooling_down' | 'error';
 
 /** What the binds gauge reads at scrape time (the server's bind registry). */
 export interface CustomerBindSource {
@@ -17,6 +17,7 @@ export interface CustomerBindSource {
 export class CustomerMetrics {
   readonly binds: Gauge<'bind_type'>;
   readonly bindFailures: Counter<'reason'>;
+  readonly bindCooldowns: Counter;
   readonly submits: Counter<'status'>;
   readonly submitDuration: Histogram;
   private sources: CustomerBindSource[] = [];
@@ -45,6 +46,11 @@ export class CustomerMetrics {
       labelNames: ['reason'] as const,
       registers,
     });
+    this.bindCooldowns = new Counter({
+      name: 'ferry_smpp_bind_cooldowns_total',
+      help: 'Cool-downs started by failed binds of one system_id from one address (the log line names both)',
+      registers,
+    });
     this.submits = new Counter({
       name: 'ferry_smpp_customer_submits_total',
       help: 'Customer submissions (submit_sm, data_sm, each submit_multi destination) by answered command_status',
@@ -69,6 +75,11 @@ export class CustomerMetrics {
 
   bindFailed(reason: BindFailureReason): void {
     this.bindFailures.labels(reason).inc();
+  }
+
+  /** Failed binds started a cool-down for one (address, system_id). */
+  cooldownStarted(): void {
+    this.bindCooldowns.inc();
   }
 
   /** One submission answered with `status`. */

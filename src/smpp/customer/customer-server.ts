@@ -1,12 +1,14 @@
 import { readFileSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
-import type { AccountService } from '../../accounts/account-service.js';
+import type { AccountService, SmppCredentials } from '../../accounts/account-service.js';
 import type { SmsIngress } from '../../channels/sms/types.js';
+import type { CooldownPolicy, FailureCooldowns } from '../../store/types.js';
 import { CommandStatus, INTERFACE_VERSION_34 } from '../constants.js';
 import type { BindPdu } from '../pdu.js';
 import { SmppServer } from '../server.js';
 import type { BindDecision, BindType, Session } from '../session.js';
+import { BindGuard, type BindVerdict as GuardVerdict } from './bind-guard.js';
 import { BindRegistry } from './bind-registry.js';
 import type { BindFailureReason, CustomerMetrics } from './customer-metrics.js';
 import { CustomerRequests } from './customer-requests.js';
@@ -44,10 +46,14 @@ export interface CustomerServerOptions {
   systemId?: string;
   /** Clock for relative SMPP times (default Date.now). */
   now?: () => number;
+  /** Failed binds per (address, system_id) and their cool-downs (BindGuard); none when absent. */
+  bindGuard?: { cooldowns: FailureCooldowns; policy: CooldownPolicy } | null;
 }
 
 // How long close() waits for customers to answer unbind before dropping them.
 const UNBIND_TIMEOUT_MS = 1000;
+
+type BindVerdict = GuardVerdict<SmppCredentials>;
 
 const BIND_TYPE_OF: Record<BindPdu['command'], BindType> = {
   bind_transmitter: 'transmitter',
@@ -61,6 +67,7 @@ const REFUSAL_STATUS: Record<BindFailureReason, number> = {
   suspended: CommandStatus.ESME_RBINDFAIL,
   ip_not_allowed: CommandStatus.ESME_RBINDFAIL,
   max_binds: CommandStatus.ESME_RBINDFAIL,
+  cooling_down: CommandStatus.ESME_RBINDFAIL,
   error: CommandStatus.ESME_RBINDFAIL,
 };
 
@@ -74,7 +81,7 @@ function pem(value: string | Buffer): string | Buffer {
  * tracked in `binds` for receipt delivery, and their requests answered by CustomerRequests.
  *
  * Bind refusals: unknown system_id → ESME_RINVSYSID, wrong password → ESME_RINVPASWD, suspended account, address
- * not allowed or too many binds → ESME_RBINDFAIL.
+ * not allowed, too many binds or an (address, system_id) cooling down after failed binds (BindGuard) → ESME_RBINDFAIL.
  */
 export class CustomerServer {
   readonly binds = new BindRegistry();
@@ -82,6 +89,7 @@ export class CustomerServer {
   private readonly plain: SmppServer;
   private readonly secure: SmppServer | null;
   private readonly allowLists = new Map<string, IpAllowList>();
+  private readonly guard: BindGuard | null;
   private readonly detachMetrics: () => void;
   private closing: Promise<void> | undefined;
   private listening: { plain: AddressInfo; tls: AddressInfo | null } | undefined;
@@ -106,6 +114,7 @@ export class CustomerServer {
       s.on('error', (err) => options.log.error({ err }, 'customer SMPP listener error'));
     }
     this.detachMetrics = options.metrics?.addSource(this.binds) ?? (() => {});
+    this.guard = options.bindGuard ? new BindGuard({ ...options.bindGuard, log: options.log, metrics: options.metrics }) : null;
   }
 
   /** Starts listening (plain, then TLS when configured); rejects when a port cannot be bound. */
@@ -159,20 +168,21 @@ export class CustomerServer {
       this.options.metrics?.bindFailed(reason);
       const fields = { systemId: bind.system_id, remote, bindType, reason };
       if (err) this.options.log.error({ ...fields, err }, 'customer bind failed');
+      // The cool-down's start is logged once (BindGuard); a guesser's binds during it would flood the log.
+      else if (reason === 'cooling_down') this.options.log.debug(fields, 'customer bind refused');
       else this.options.log.warn(fields, 'customer bind refused');
       return { status: REFUSAL_STATUS[reason] };
     };
     if (this.closing) return refuse('error');
-    let checked;
+    let checked: BindVerdict;
     try {
-      // The only password check of the bind: scrypt runs once, off the event loop.
-      checked = await this.options.accounts.checkSmppBind(bind.system_id, bind.password);
+      const verify = () => this.checkCredentials(bind, remote);
+      checked = this.guard ? await this.guard.check(plainAddress(remote), bind.system_id, verify) : await verify();
     } catch (err) {
       return refuse('error', err);
     }
     if (!checked.ok) return refuse(checked.reason);
     const credentials = checked.credentials;
-    if (!this.allowList(credentials.allowedIps).allows(remote)) return refuse('ip_not_allowed');
     const admitted = this.binds.admit(
       session,
       { accountId: credentials.accountId, systemId: credentials.systemId, bindType, interfaceVersion: bind.interface_version || INTERFACE_VERSION_34, remoteAddress: plainAddress(remote) },
@@ -185,6 +195,15 @@ export class CustomerServer {
     }
     this.options.log.info({ systemId: credentials.systemId, accountId: credentials.accountId, remote, bindType }, 'customer bound');
     return { status: CommandStatus.ESME_ROK };
+  }
+
+  /** Password, account and address: what a guesser could learn from; BindGuard counts its refusals. */
+  private async checkCredentials(bind: BindPdu, remote: string): Promise<BindVerdict> {
+    // The only password check of the bind: scrypt runs once, off the event loop.
+    const checked = await this.options.accounts.checkSmppBind(bind.system_id, bind.password);
+    if (!checked.ok) return checked;
+    if (!this.allowList(checked.credentials.allowedIps).allows(remote)) return { ok: false, reason: 'ip_not_allowed' };
+    return { ok: true, credentials: checked.credentials };
   }
 
   private allowList(entries: string[] | null): IpAllowList {

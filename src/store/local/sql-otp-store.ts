@@ -23,7 +23,7 @@ const OTP_COLUMNS = COLUMNS.split(', ')
   .join(', ');
 const PURGE_EVERY_MS = 60_000;
 
-// Create, verify and resend are functions of their own (migration 0017): one statement each, so a request is one
+// Create, verify and resend are functions of their own (migration 0017; verify as 0022 replaced it): one statement each, so a request is one
 // round trip on Postgres and one call into the embedded database. Prepared, as the hot path's statements are.
 const CREATE_SQL = prepared(`SELECT f.outcome, f.retry_after, f.active_id
   FROM ferry_otp_create($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15) AS f`);

@@ -66,6 +66,11 @@ export class RedisKeys {
     return hasHashTag(key) ? `${this.prefix}rw:${key}` : `${this.prefix}{rw:${key}}`;
   }
 
+  /** A key's failures and the end of its cool-down (hash: failures, until). */
+  cooldown(key: string): string {
+    return `${this.prefix}{cd:${key}}`;
+  }
+
   otpPhone(accountId: string, phone: string): OtpPhoneKeys {
     const base = this.otpTagBase(accountId, phone);
     return { active: base + 'active', rate: base + 'rate' };

@@ -22,6 +22,7 @@ const SCRIPTS = {
   otpVerify: { file: 'otp-verify.lua', keys: 2 },
   otpResend: { file: 'otp-resend.lua', keys: 1 },
   otpPhoneIndex: { file: 'otp-phone-index.lua', keys: 1 },
+  cooldownFail: { file: 'cooldown-fail.lua', keys: 1 },
 } as const;
 
 export type ScriptName = keyof typeof SCRIPTS;

@@ -23,7 +23,7 @@ interface SmppSession extends EventEmitter {
 }
 
 interface SmppModule {
-  connect(options: { url: string; rejectUnauthorized?: boolean }, listener?: () => void): SmppSession;
+  connect(options: { url: string; rejectUnauthorized?: boolean; localAddress?: string }, listener?: () => void): SmppSession;
   PDU: new (command: string, options?: Record<string, unknown>) => SmppPduInstance;
 }
 
@@ -31,6 +31,13 @@ interface SmppModule {
 const smpp = createRequire(import.meta.url)('smpp') as SmppModule;
 
 export type ClientBindType = 'transmitter' | 'receiver' | 'transceiver';
+
+export interface ConnectOptions {
+  tls?: boolean;
+  host?: string;
+  /** The client's own address (e.g. 127.0.0.2, to bind as another peer). */
+  localAddress?: string;
+}
 
 /** One customer connection. Answers unbind and deliver_sm itself, like a well-behaved ESME. */
 export class CustomerClient {
@@ -46,12 +53,13 @@ export class CustomerClient {
     });
   }
 
-  /** Connects over TCP, or over TLS (certificate not verified) when `tls` is set. */
-  static connect(port: number, options: { tls?: boolean; host?: string } = {}): Promise<CustomerClient> {
+  /** Connects over TCP, or over TLS (certificate not verified) when `tls` is set; from `localAddress` when given. */
+  static connect(port: number, options: ConnectOptions = {}): Promise<CustomerClient> {
     const host = options.host ?? '127.0.0.1';
     return new Promise((resolve, reject) => {
       const url = `${options.tls ? 'ssmpp' : 'smpp'}://${host.includes(':') ? `[${host}]` : host}:${port}`;
-      const session = smpp.connect({ url, rejectUnauthorized: false }, () => {
+      // The package hands its options to net/tls.connect, localAddress included (Linux loopback answers all 127/8).
+      const session = smpp.connect({ url, rejectUnauthorized: false, ...(options.localAddress ? { localAddress: options.localAddress } : {}) }, () => {
         session.off('error', reject);
         resolve(new CustomerClient(session));
       });
@@ -60,7 +68,7 @@ export class CustomerClient {
   }
 
   /** Connects and binds; resolves with the bind response whatever its status. */
-  static async bound(port: number, bindType: ClientBindType, systemId: string, password: string, options: { tls?: boolean; host?: string } = {}): Promise<{ client: CustomerClient; resp: ClientPdu }> {
+  static async bound(port: number, bindType: ClientBindType, systemId: string, password: string, options: ConnectOptions = {}): Promise<{ client: CustomerClient; resp: ClientPdu }> {
     const client = await CustomerClient.connect(port, options);
     const resp = await client.bind(bindType, systemId, password);
     return { client, resp };

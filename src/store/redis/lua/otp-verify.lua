@@ -1,5 +1,6 @@
 -- Verifies a code hash. Right: the record is deleted (the id is then not found) and the phone is free.
--- Wrong: one attempt used; the one that uses the last attempt locks the OTP and frees the phone.
+-- Wrong: one attempt used and 'invalid' with the attempts left; the one that uses the last attempt answers 'invalid'
+-- with 0 (clients lock their flow at 0, spec §3.1), locks the OTP and frees the phone; verifies after it answer 'locked'.
 -- Another account's OTP answers 'foreign' and is left untouched (no attempt used, nothing deleted).
 -- The caller drops the id index (another slot) after 'verified' and after 'not_found'.
 -- KEYS: record, active
@@ -33,6 +34,4 @@ end
 left = left - 1
 redis.call('HSET', KEYS[1], 'attemptsLeft', left)
 if left == 0 then freePhone() end
-local rec = redis.call('HGETALL', KEYS[1])
-if left == 0 then return { 'locked', rec } end
-return { 'invalid', left, rec }
+return { 'invalid', left, redis.call('HGETALL', KEYS[1]) }
