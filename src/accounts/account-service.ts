@@ -347,18 +347,22 @@ export class AccountService {
 
   /**
    * Checks an SMPP bind. The outcomes map to bind_resp statuses: unknown system_id → ESME_RINVSYSID,
-   * wrong password → ESME_RINVPASWD, suspended → ESME_RBINDFAIL.
+   * wrong password → ESME_RINVPASWD, suspended or an address the credentials do not allow → ESME_RBINDFAIL.
+   * `addressAllowed` is asked before the password is: from an address that may not bind, the answer is the same
+   * whatever the password, so such an address learns nothing by guessing (and costs no scrypt).
    */
   async checkSmppBind(
     systemId: string,
     password: string,
-  ): Promise<{ ok: true; account: Account; credentials: SmppCredentials } | { ok: false; reason: 'unknown_system_id' | 'wrong_password' | 'suspended' }> {
+    addressAllowed: (allowedIps: string[] | null) => boolean = () => true,
+  ): Promise<{ ok: true; account: Account; credentials: SmppCredentials } | { ok: false; reason: 'unknown_system_id' | 'wrong_password' | 'suspended' | 'ip_not_allowed' }> {
     const { rows } = await this.db.query<{ account_id: string; password_hash: string; allowed_ips: string[] | null; max_binds: number }>(
       `SELECT account_id, password_hash, allowed_ips, max_binds FROM smpp_credentials WHERE system_id = $1`,
       [systemId],
     );
     const cred = rows[0];
     if (!cred) return { ok: false, reason: 'unknown_system_id' };
+    if (!addressAllowed(cred.allowed_ips)) return { ok: false, reason: 'ip_not_allowed' };
     if (!(await verifyPassword(password, cred.password_hash))) return { ok: false, reason: 'wrong_password' };
     const account = await this.get(cred.account_id);
     if (account.status !== 'active') return { ok: false, reason: 'suspended' };

@@ -199,10 +199,9 @@ export class CustomerServer {
 
   /** Password, account and address: what a guesser could learn from; BindGuard counts its refusals. */
   private async checkCredentials(bind: BindPdu, remote: string): Promise<BindVerdict> {
-    // The only password check of the bind: scrypt runs once, off the event loop.
-    const checked = await this.options.accounts.checkSmppBind(bind.system_id, bind.password);
+    // The only password check of the bind: scrypt runs once, off the event loop, and only for an allowed address.
+    const checked = await this.options.accounts.checkSmppBind(bind.system_id, bind.password, (allowedIps) => this.allowList(allowedIps).allows(remote));
     if (!checked.ok) return checked;
-    if (!this.allowList(checked.credentials.allowedIps).allows(remote)) return { ok: false, reason: 'ip_not_allowed' };
     return { ok: true, credentials: checked.credentials };
   }
 

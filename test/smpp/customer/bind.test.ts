@@ -54,6 +54,12 @@ t.test('allowed addresses: CIDR ranges and addresses, IPv4-mapped peers match IP
   t.equal(refused.resp.command_status, CommandStatus.ESME_RBINDFAIL, 'address outside the ranges → ESME_RBINDFAIL');
   await refused.client.close();
   t.equal(await f.metric('ferry_smpp_customer_bind_failures_total', { reason: 'ip_not_allowed' }), 1);
+  // The address is checked before the password: from outside, a wrong password answers exactly as the right one,
+  // so a guess there teaches nothing.
+  const guess = await CustomerClient.bound(port, 'transceiver', outside.systemId, 'wrong-guess');
+  t.equal(guess.resp.command_status, CommandStatus.ESME_RBINDFAIL, 'a wrong password from outside answers as the right one');
+  await guess.client.close();
+  t.equal(await f.metric('ferry_smpp_customer_bind_failures_total', { reason: 'wrong_password' }), 0, 'not even counted as a wrong password');
   t.ok(await f.bind(inside), 'address inside a range binds');
   t.ok(await f.bind(exact), 'an exact address binds');
 
