@@ -22,6 +22,8 @@ import { bindGuardPolicy } from './smpp/customer/bind-guard.js';
 import { CustomerMetrics } from './smpp/customer/customer-metrics.js';
 import { CustomerServer } from './smpp/customer/customer-server.js';
 import { ReceiptCorrelator } from './smpp/upstream/receipt-correlator.js';
+import { ReceiptQueryStore } from './smpp/upstream/receipt-query-store.js';
+import { ReceiptQuerySweep } from './smpp/upstream/receipt-query-sweep.js';
 import { SqlCorrelationStore } from './smpp/upstream/sql-correlation-store.js';
 import { UpstreamMetrics } from './smpp/upstream/upstream-metrics.js';
 import type { UpstreamMo } from './smpp/upstream/outbound.js';
@@ -78,6 +80,8 @@ export class Gateway {
   readonly receipts: ReceiptService;
   readonly dispatcher: Dispatcher;
   readonly reconciler: Reconciler;
+  /** query_sm for messages whose receipt is overdue (lost with a bind a crash closed). */
+  readonly receiptQueries: ReceiptQuerySweep;
   readonly sms: SmsService;
   readonly policies: AccountPolicies;
   readonly prices: PriceBook;
@@ -165,6 +169,14 @@ export class Gateway {
       onPushed: () => this.dispatcher.wake(),
       billing: this.billing,
     });
+    this.receiptQueries = new ReceiptQuerySweep({
+      store: new ReceiptQueryStore(db),
+      upstreams: this.pool,
+      onReceipt: this.receipts.onReceipt,
+      throttle: backends.throttle,
+      metrics: upstreamMetrics,
+      log: log.child({ component: 'receipt-queries' }),
+    });
     this.sms = new SmsService({
       writer: this.writer,
       ledger: this.ledger,
@@ -251,6 +263,7 @@ export class Gateway {
     await this.reconciler.sweep();
     this.reconciler.start();
     this.dispatcher.start();
+    this.receiptQueries.start();
     const tls = config.smpp.tls.enabled && config.smpp.tls.cert && config.smpp.tls.key ? { port: config.smpp.tls.port, cert: config.smpp.tls.cert, key: config.smpp.tls.key } : null;
     this.server = await CustomerServer.start({
       host: config.smpp.host,
@@ -297,6 +310,7 @@ export class Gateway {
     await this.writer.close().catch(() => undefined);
     await this.feeder.flush();
     await this.reconciler.stop();
+    await this.receiptQueries.stop();
     await Promise.all([this.dispatcher.stop(), this.pool.close(Math.min(drainMs, 5000))]);
     await this.delivery?.stop();
     await this.ledger.close();

@@ -55,6 +55,8 @@ export const behaviourPatchSchema = {
     duplicateReceiptRatio: ratio,
     throttleRatio: ratio,
     neverRespond: { type: 'boolean' },
+    redeliverReceipts: { type: 'boolean' },
+    answerQueries: { type: 'boolean' },
   },
 } as const;
 

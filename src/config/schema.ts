@@ -46,6 +46,20 @@ const upstream = {
     defaultDataCoding: { type: 'integer', minimum: 0, maximum: 255, default: 0 },
     usePayloadTlv: { type: 'boolean', default: false },
     receiptIdFormat: { enum: ['hex', 'dec', 'as-is'], default: 'as-is' },
+    receiptQuery: {
+      type: 'object',
+      additionalProperties: false,
+      default: {},
+      description:
+        'query_sm for messages whose receipt is overdue (lost when a bind closed, e.g. in a crash), answers recorded like receipts: enabled (true), afterSeconds (600), intervalSeconds (300, doubling), maxPerSecond (10), maxAttempts (5); see docs/smpp.md',
+      properties: {
+        enabled: { type: 'boolean', default: true, description: 'false for an SMSC that does not answer query_sm' },
+        afterSeconds: { type: 'integer', minimum: 1, default: 600, description: 'a message still submitted this long after its submit is asked about: set it well past the usual receipt delay' },
+        intervalSeconds: { type: 'integer', minimum: 1, default: 300, description: 'wait before asking again after a non-final answer or an error; doubles each time' },
+        maxPerSecond: { type: 'integer', minimum: 1, default: 10, description: 'query_sm per second to this upstream, every instance together' },
+        maxAttempts: { type: 'integer', minimum: 1, maximum: 100, default: 5, description: 'queries per message before Ferry stops asking (receiptTimeoutHours still expires it)' },
+      },
+    },
   },
 } as const;
 /** Shared with the admin API, so a runtime upstream is validated (and defaulted) exactly like one in the file. */
@@ -333,6 +347,17 @@ export interface UpstreamConfig {
   defaultDataCoding: number;
   usePayloadTlv: boolean;
   receiptIdFormat: 'hex' | 'dec' | 'as-is';
+  /** Filled in by the schema's defaults; absent on configs built in code, which then get the defaults too. */
+  receiptQuery?: ReceiptQueryConfig;
+}
+
+/** query_sm for overdue receipts, per upstream (see receipt-query-sweep.ts). */
+export interface ReceiptQueryConfig {
+  enabled: boolean;
+  afterSeconds: number;
+  intervalSeconds: number;
+  maxPerSecond: number;
+  maxAttempts: number;
 }
 
 export interface RouteRuleConfig {

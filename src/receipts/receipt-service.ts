@@ -49,7 +49,8 @@ export class ReceiptService {
     if (recording) await withTimeout(recording, RECORD_WAIT_MS);
     const to = statusOfReceiptState(r.state);
     const errorCode = receiptErrorCode(r.errorCode);
-    const detail = { upstream: r.upstreamId, upstreamMessageId: r.upstreamMessageId, stat: r.stat, err: r.errorCode ?? null, part: r.partIndex, parts: r.parts };
+    const detail: Record<string, unknown> = { upstream: r.upstreamId, upstreamMessageId: r.upstreamMessageId, stat: r.stat, err: r.errorCode ?? null, part: r.partIndex, parts: r.parts };
+    if (r.source) detail.source = r.source;
     if (r.parts <= 1) {
       if (!to) return; // ENROUTE / ACCEPTD: nothing changes yet
       const res = await this.o.ledger.transition(r.messageId, to, detail, to === 'delivered' ? null : (errorCode ?? r.stat));

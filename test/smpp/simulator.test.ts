@@ -185,6 +185,29 @@ t.test('receipts wait for a receiver of the same system_id', async (t) => {
   t.equal(s.stats.receiptsPending, 0);
 });
 
+t.test('redeliverReceipts off: a receipt nobody acknowledges is dropped, and query_sm still tells its final state', async (t) => {
+  const s = await sim(t, { redeliverReceipts: false, outcomes: { UNDELIV: 1 }, receiptDelayMs: 50 });
+  const tx = await bindClient({ host: '127.0.0.1', port: s.port, bindType: 'transmitter', system_id: 'acme', password: 'x' });
+  t.teardown(() => tx.close());
+  const resp = await tx.request({ command: 'submit_sm', source_addr: 'Acme', destination_addr: '1', registered_delivery: 1, ...text('lost receipt') });
+  const id = (resp as PduOf<'submit_sm_resp'>).message_id;
+  const before = (await tx.request({ command: 'query_sm', message_id: id, source_addr: 'Acme' })) as PduOf<'query_sm_resp'>;
+  t.equal(before.message_state, MessageState.ENROUTE, 'ENROUTE before its receipt is due');
+  t.equal(before.final_date, '', 'without a final date');
+  await waitFor(() => s.stats.receiptsDropped === 1);
+  t.equal(s.stats.receiptsPending, 0, 'not kept for a later bind');
+  const delivered: Pdu[] = [];
+  const rx = await bindClient({ host: '127.0.0.1', port: s.port, bindType: 'receiver', system_id: 'acme', password: 'x', onRequest: (p) => void delivered.push(p) });
+  t.teardown(() => rx.close());
+  const after = (await tx.request({ command: 'query_sm', message_id: id, source_addr: 'Acme' })) as PduOf<'query_sm_resp'>;
+  t.equal(after.message_state, MessageState.UNDELIVERABLE, 'query_sm answers the final state');
+  t.match(after.final_date, /^\d{12}\d{3}[+-]$/, 'with its final date');
+  t.equal(delivered.length, 0, 'and the receipt never comes');
+  s.setBehaviour({ answerQueries: false });
+  const refused = await tx.request({ command: 'query_sm', message_id: id, source_addr: 'Acme' });
+  t.equal(refused.command_status, CommandStatus.ESME_RINVCMDID, 'answerQueries off: ESME_RINVCMDID');
+});
+
 t.test('MO and USSD injection; long MO arrives in UDH parts', async (t) => {
   const s = await sim(t);
   const { delivered } = await ferryClient(t, s.port);

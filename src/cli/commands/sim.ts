@@ -25,6 +25,12 @@ function ratio(value: string): number {
   return n;
 }
 
+function onOff(value: string): boolean {
+  if (value === 'on' || value === 'true' || value === 'yes') return true;
+  if (value === 'off' || value === 'false' || value === 'no') return false;
+  throw new InvalidArgumentError('expected on or off');
+}
+
 interface SimCliOptions {
   host: string;
   port: number;
@@ -43,6 +49,8 @@ interface SimCliOptions {
   refuseBinds?: number;
   idFormat: 'hex' | 'dec';
   receiptIdStyle: 'same' | 'decimal' | 'padded-upper';
+  redeliverReceipts: boolean;
+  answerQueries: boolean;
   seed?: number;
   statsIntervalMs: number;
   logLevel: string;
@@ -88,6 +96,8 @@ function simBehaviourCommand(parent: () => Command): Command {
     .option('--receipt-jitter-ms <ms>', 'up to this much extra random delay per receipt (reorders them)', int)
     .option('--duplicate-receipts <ratio>', 'share of receipts sent twice', ratio)
     .option('--throttle-ratio <ratio>', 'share of submits answered ESME_RTHROTTLED', ratio)
+    .option('--redeliver-receipts <on|off>', 'offer an unacknowledged receipt again (off: drop it, like SMSCs that never resend)', onOff)
+    .option('--answer-queries <on|off>', 'answer query_sm (off: ESME_RINVCMDID, like an SMSC without it)', onOff)
     .option('--json', 'print JSON')
     .action(async (o: Record<string, unknown>) => {
       const patch: Partial<SimulatorBehaviour> = {};
@@ -99,6 +109,8 @@ function simBehaviourCommand(parent: () => Command): Command {
       if (o.receiptJitterMs !== undefined) patch.receiptJitterMs = o.receiptJitterMs as number;
       if (o.duplicateReceipts !== undefined) patch.duplicateReceiptRatio = o.duplicateReceipts as number;
       if (o.throttleRatio !== undefined) patch.throttleRatio = o.throttleRatio as number;
+      if (o.redeliverReceipts !== undefined) patch.redeliverReceipts = o.redeliverReceipts as boolean;
+      if (o.answerQueries !== undefined) patch.answerQueries = o.answerQueries as boolean;
       const target = adminTarget(parent().parent?.opts().config);
       const data = Object.keys(patch).length
         ? await adminCall(target, 'PATCH', '/admin/sim/behaviour', patch)
@@ -141,6 +153,8 @@ function simRunCommand(): Command {
     .option('--refuse-binds <status>', 'answer every bind with this command_status (e.g. 13 = ESME_RBINDFAIL)', int)
     .option('--id-format <format>', 'message ids: hex or dec', 'hex')
     .option('--receipt-id-style <style>', 'receipt ids: same, decimal or padded-upper', 'same')
+    .option('--no-redeliver-receipts', 'drop a receipt that was not acknowledged instead of offering it again')
+    .option('--no-answer-queries', 'answer query_sm with ESME_RINVCMDID')
     .option('--seed <n>', 'seed for outcome and throttle dice', int)
     .option('--stats-interval-ms <ms>', 'log counters this often (0 never)', int, 10_000)
     .option('--log-level <level>', 'pino log level', 'info')
@@ -165,6 +179,8 @@ function simRunCommand(): Command {
         refuseBinds: opts.refuseBinds ?? 0,
         idFormat: opts.idFormat,
         receiptIdStyle: opts.receiptIdStyle,
+        redeliverReceipts: opts.redeliverReceipts,
+        answerQueries: opts.answerQueries,
         seed: opts.seed,
         logger,
       };

@@ -1,6 +1,7 @@
 import { CommandStatus, DataCoding, EsmClass, MessageState, RegisteredDelivery, UssdServiceOp, messageStateFromStat } from '../../smpp/constants.js';
 import type { BindPdu, Pdu, PduOf, Tlvs } from '../../smpp/pdu.js';
 import { formatReceipt } from '../../smpp/receipt.js';
+import { formatSmppAbsolute } from '../../smpp/time.js';
 import { SmppServer } from '../../smpp/server.js';
 import { NO_RESPONSE, type BindDecision, type ResponseFields, type Session } from '../../smpp/session.js';
 import { decodeText, encodeText, encodeWith } from '../../smpp/text/encoding.js';
@@ -40,6 +41,13 @@ export interface SimulatorBehaviour {
   idFormat: 'hex' | 'dec';
   /** Id written in receipts: the same as the response, its decimal form, or upper case with leading zeros. */
   receiptIdStyle: 'same' | 'decimal' | 'padded-upper';
+  /**
+   * Offer a receipt again when it was not acknowledged (no receiver bound, the bind closed, a refusal), as most SMSCs
+   * do; false drops it, like SMSCs that never resend a receipt sent on a bind that went away.
+   */
+  redeliverReceipts: boolean;
+  /** Answer query_sm from the messages' records; false answers ESME_RINVCMDID, like an SMSC without query_sm. */
+  answerQueries: boolean;
 }
 
 /** A receipt outcome for the recipients a pattern matches. */
@@ -174,6 +182,8 @@ const DEFAULT_BEHAVIOUR: SimulatorBehaviour = {
   disconnectAfterSubmits: 0,
   idFormat: 'hex',
   receiptIdStyle: 'same',
+  redeliverReceipts: true,
+  answerQueries: true,
 };
 
 /** How long an unacknowledged receipt waits before it is offered again. */
@@ -388,6 +398,7 @@ export class SmscSimulator {
         return this.onSubmit(pdu, session);
       case 'query_sm': {
         this.stats.queries++;
+        if (!this.behaviour.answerQueries) return { command_status: CommandStatus.ESME_RINVCMDID };
         const m = this.messages.get(pdu.message_id);
         if (!m) return { command_status: CommandStatus.ESME_RQUERYFAIL };
         return { message_id: pdu.message_id, final_date: m.finalDate, message_state: m.state, error_code: 0 };
@@ -534,7 +545,7 @@ export class SmscSimulator {
     if (record && record.state === MessageState.DELETED) return; // cancelled before delivery
     if (record) {
       record.state = state;
-      record.finalDate = '';
+      record.finalDate = state === MessageState.ENROUTE || state === MessageState.ACCEPTED ? '' : formatSmppAbsolute(now);
     }
     const id = this.receiptId(m.messageId);
     const text = formatReceipt({
@@ -578,6 +589,10 @@ export class SmscSimulator {
 
   private deliverReceipt(r: PendingReceipt): void {
     const session = this.receiverFor(r.systemId);
+    if (!session && !this.behaviour.redeliverReceipts) {
+      this.stats.receiptsDropped++;
+      return;
+    }
     if (!session) {
       this.pendingReceipts.push(r);
       if (this.pendingReceipts.length > this.maxPendingReceipts) {
@@ -596,6 +611,7 @@ export class SmscSimulator {
         }
         // Refused (e.g. ESME_RX_T_APPN while the ESME's storage is down): offered again later, as SMSCs do.
         this.stats.receiptsFailed++;
+        if (this.dropUnacknowledged()) return;
         this.pendingReceipts.push(r);
         this.stats.receiptsPending = this.pendingReceipts.length;
         this.retryPendingSoon();
@@ -603,11 +619,19 @@ export class SmscSimulator {
       () => {
         // Not acknowledged (timeout, queue full, closed): kept and tried again shortly, as an SMSC would retry.
         this.stats.receiptsFailed++;
+        if (this.dropUnacknowledged()) return;
         this.pendingReceipts.push(r);
         this.stats.receiptsPending = this.pendingReceipts.length;
         this.retryPendingSoon();
       },
     );
+  }
+
+  /** With redeliverReceipts off, an unacknowledged receipt is gone (counted as dropped). */
+  private dropUnacknowledged(): boolean {
+    if (this.behaviour.redeliverReceipts) return false;
+    this.stats.receiptsDropped++;
+    return true;
   }
 
   private retryPendingSoon(): void {

@@ -103,6 +103,8 @@ export interface UpstreamReceipt extends Omit<ReceiptInfo, 'id'> {
   /** The id as the receipt wrote it. */
   upstreamMessageId: string;
   receivedAt: number;
+  /** Set when no receipt came and the state is a query_sm answer instead (the history says so). */
+  source?: 'query_sm';
 }
 
 /** A receipt whose id matched no submit (after the early-receipt hold): logged and counted, kept for inspection. */

@@ -80,6 +80,8 @@ export class UpstreamMetrics {
   readonly receiptAnswer: Histogram<'upstream'>;
   readonly receiptsUnmatched: Counter<'upstream'>;
   readonly receiptIdFallbacks: Counter<'upstream'>;
+  readonly receiptQueries: Counter<'upstream'>;
+  readonly receiptQueryAnswers: Counter<'upstream' | 'answer'>;
   readonly retries: Counter<'upstream' | 'reason'>;
   readonly throttled: Counter<'upstream' | 'by'>;
   readonly reconnects: Counter<'upstream'>;
@@ -141,6 +143,18 @@ export class UpstreamMetrics {
       name: 'ferry_upstream_receipt_id_fallbacks_total',
       help: 'Receipts matched only through a hex/decimal conversion the receiptIdFormat did not predict (check the setting)',
       labelNames: ['upstream'] as const,
+      registers,
+    });
+    this.receiptQueries = new Counter({
+      name: 'ferry_upstream_receipt_queries_total',
+      help: 'query_sm sent for messages whose receipt is overdue',
+      labelNames: ['upstream'] as const,
+      registers,
+    });
+    this.receiptQueryAnswers = new Counter({
+      name: 'ferry_upstream_receipt_query_answers_total',
+      help: 'query_sm answers by message state (DELIVRD, ENROUTE, …), error status (ESME_RQUERYFAIL, …) or TIMEOUT',
+      labelNames: ['upstream', 'answer'] as const,
       registers,
     });
     this.retries = new Counter({

@@ -50,6 +50,23 @@ export interface UpstreamStatus {
   binds: BindStatus[];
 }
 
+/** The address a query_sm names: the submit's source, as it was sent. */
+export interface QuerySource {
+  addr: string;
+  ton: number;
+  npi: number;
+}
+
+/** What a query_sm brought back. */
+export type QueryAnswer =
+  | { kind: 'state'; state: number; finalDate: string; errorCode: number }
+  /** The SMSC answered with an error status (ESME_RQUERYFAIL, ESME_RINVMSGID, ESME_RINVCMDID, …). */
+  | { kind: 'error'; status: number }
+  /** No answer: timed out, or the bind closed meanwhile. */
+  | { kind: 'no_answer' }
+  /** Not sent: no bound bind with room. */
+  | { kind: 'unavailable' };
+
 interface PartResult {
   partIndex: number;
   upstreamMessageId?: string;
@@ -192,6 +209,33 @@ export class Upstream extends EventEmitter<UpstreamEvents> {
       return this.outcome(results, attempt, pdus.length);
     } finally {
       this.inFlight--;
+    }
+  }
+
+  /**
+   * Asks the SMSC for the state of a message it accepted (query_sm), on a bound bind that can send. Never throws.
+   * Used for receipts that never came (see receipt-query-sweep.ts); it does not count against maxTps.
+   */
+  async query(upstreamMessageId: string, source: QuerySource): Promise<QueryAnswer> {
+    if (this.closing) return { kind: 'unavailable' };
+    const bind = this.pickBind();
+    if (!bind) return { kind: 'unavailable' };
+    try {
+      const resp = await bind.request({
+        command: 'query_sm',
+        message_id: upstreamMessageId,
+        source_addr_ton: source.ton,
+        source_addr_npi: source.npi,
+        source_addr: source.addr,
+      });
+      if (resp.command === 'query_sm_resp' && resp.command_status === CommandStatus.ESME_ROK) {
+        return { kind: 'state', state: resp.message_state, finalDate: resp.final_date, errorCode: resp.error_code };
+      }
+      // generic_nack (an SMSC without query_sm) says so in its status, usually ESME_RINVCMDID.
+      return { kind: 'error', status: resp.command_status === CommandStatus.ESME_ROK ? CommandStatus.ESME_RSYSERR : resp.command_status };
+    } catch (err) {
+      if (err instanceof SmppQueueFullError) return { kind: 'unavailable' };
+      return { kind: 'no_answer' };
     }
   }
 
