@@ -8,6 +8,7 @@ import type { Ledger } from '../ledger/ledger.js';
 import type { CustomerOutbox } from '../receipts/customer-outbox.js';
 import type { Router, SwitchResult } from '../routing/router.js';
 import { RoutingError } from '../routing/routing-error.js';
+import { ledgerMessageId } from '../smpp/customer/smpp-message-id.js';
 import type { UpstreamPool } from '../smpp/upstream/upstream-pool.js';
 import type { UpstreamStatus } from '../smpp/upstream/upstream.js';
 import { UpstreamStore } from '../smpp/upstream/upstream-store.js';
@@ -212,7 +213,8 @@ export function registerGatewayRoutes(app: FastifyInstance, deps: GatewayAdminDe
   // ---- messages and receipts ----
 
   app.get<{ Params: { id: string } }>('/admin/messages/:id', { schema: { params: messageParam } }, async (req) => {
-    const { id } = req.params;
+    // The SMPP form a customer quotes (the id without msg_) names the same message.
+    const id = ledgerMessageId(req.params.id) ?? req.params.id;
     const message = await ledger.get(id);
     if (!message) throw new ApiError('MESSAGE_NOT_FOUND', { message: `No message ${id}` });
     const [history, parts] = await Promise.all([ledger.history(id), ledger.parts(id)]);
@@ -236,7 +238,7 @@ export function registerGatewayRoutes(app: FastifyInstance, deps: GatewayAdminDe
   });
 
   app.post<{ Params: { id: string } }>('/admin/receipts/:id/replay', { schema: { params: messageParam } }, async (req) => {
-    const { id } = req.params;
+    const id = ledgerMessageId(req.params.id) ?? req.params.id;
     const result = await outbox.replay(id);
     switch (result) {
       case 'queued':
