@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { AccountService } from '../accounts/account-service.js';
 import { AMOUNT_SCHEMA } from '../accounts/money.js';
+import { NUMBER_VALIDATIONS, type NumberValidation } from '../channels/sms/number-validation.js';
 import { upstreamSchema, type UpstreamConfig } from '../config/schema.js';
 import { ok } from '../http/envelope.js';
 import { ApiError, invalidField } from '../http/errors.js';
@@ -260,7 +261,13 @@ export function registerGatewayRoutes(app: FastifyInstance, deps: GatewayAdminDe
 
   app.patch<{
     Params: { ref: string };
-    Body: { maxTps?: number | null; defaultCountry?: string | null; allowedRecipients?: string[] | null; creditLimit?: number | string };
+    Body: {
+      maxTps?: number | null;
+      defaultCountry?: string | null;
+      allowedRecipients?: string[] | null;
+      creditLimit?: number | string;
+      numberValidation?: NumberValidation | null;
+    };
   }>(
     '/admin/accounts/:ref',
     {
@@ -276,6 +283,8 @@ export function registerGatewayRoutes(app: FastifyInstance, deps: GatewayAdminDe
             allowedRecipients: { type: ['array', 'null'], maxItems: 10000, items: { type: 'string', pattern: '^\\+?[0-9]{1,15}\\*?$' } },
             // How far below zero debits may take the balance (account currency); 0: no overdraft.
             creditLimit: AMOUNT_SCHEMA,
+            // How strictly recipients are checked; null: the route rule's, else the ingress default.
+            numberValidation: { enum: [...NUMBER_VALIDATIONS, null] },
           },
         },
       },
