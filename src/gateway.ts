@@ -189,6 +189,7 @@ export class Gateway {
       billing: this.billing,
       sealer: d.sealer,
       defaultCountry: config.sms.defaultCountry,
+      numberValidation: config.sms.numberValidation,
       defaultAccountTps: config.messages.defaultAccountTps,
       maxAttempts: config.messages.maxAttempts,
       isBusy: () => this.busy,

@@ -1,3 +1,4 @@
+import type { NumberValidation } from '../channels/sms/number-validation.js';
 import type { Db } from '../store/types.js';
 
 /** What the message path needs to know about an account on every submit. */
@@ -10,6 +11,8 @@ export interface AccountPolicy {
   maxTps: number | null;
   /** Recipient prefixes the account may send to; null: anyone. */
   allowedRecipients: string[] | null;
+  /** How strictly recipients are checked; null: the route rule's, else the ingress default. */
+  numberValidation: NumberValidation | null;
 }
 
 /**
@@ -50,10 +53,19 @@ export class AccountPolicies {
       default_country: string | null;
       max_tps: number | null;
       allowed_recipients: string[] | null;
-    }>(`SELECT id, status, currency, default_country, max_tps, allowed_recipients FROM accounts WHERE id = $1`, [accountId]);
+      number_validation: NumberValidation | null;
+    }>(`SELECT id, status, currency, default_country, max_tps, allowed_recipients, number_validation FROM accounts WHERE id = $1`, [accountId]);
     const r = rows[0];
     const policy = r
-      ? { id: r.id, status: r.status, currency: r.currency, defaultCountry: r.default_country, maxTps: r.max_tps, allowedRecipients: r.allowed_recipients }
+      ? {
+          id: r.id,
+          status: r.status,
+          currency: r.currency,
+          defaultCountry: r.default_country,
+          maxTps: r.max_tps,
+          allowedRecipients: r.allowed_recipients,
+          numberValidation: r.number_validation,
+        }
       : null;
     if (generation !== this.generation) return policy;
     if (this.cache.size > 10_000) this.cache.clear();

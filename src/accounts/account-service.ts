@@ -1,3 +1,4 @@
+import { NUMBER_VALIDATIONS, type NumberValidation } from '../channels/sms/number-validation.js';
 import { ApiError, invalidField } from '../http/errors.js';
 import { hashPassword, verifyPassword } from '../security/secrets.js';
 import type { Db } from '../store/types.js';
@@ -18,6 +19,8 @@ export interface Account {
   maxTps: number | null;
   /** Recipients the account may send to (numbers, or prefixes ending in *); null: anyone. */
   allowedRecipients: string[] | null;
+  /** How strictly recipients are checked (strict, possible, off); null: the route rule's, else the ingress default. */
+  numberValidation: NumberValidation | null;
   createdAt: string;
   updatedAt: string;
 }
@@ -40,11 +43,12 @@ interface AccountRow {
   default_country: string | null;
   max_tps: number | null;
   allowed_recipients: string[] | null;
+  number_validation: NumberValidation | null;
   created_at: Date;
   updated_at: Date;
 }
 
-const ACCOUNT_COLUMNS = 'id, name, status, suspended_reason, balance_micros, credit_limit_micros, currency, default_country, max_tps, allowed_recipients, created_at, updated_at';
+const ACCOUNT_COLUMNS = 'id, name, status, suspended_reason, balance_micros, credit_limit_micros, currency, default_country, max_tps, allowed_recipients, number_validation, created_at, updated_at';
 const NAME = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/;
 const SYSTEM_ID = /^[A-Za-z0-9_.-]{1,15}$/;
 const PASSWORD_ALPHABET = 'abcdefghjkmnpqrstuvwxyzABCDEFGHJKMNPQRSTUVWXYZ23456789';
@@ -61,6 +65,7 @@ function toAccount(r: AccountRow): Account {
     defaultCountry: r.default_country,
     maxTps: r.max_tps,
     allowedRecipients: r.allowed_recipients,
+    numberValidation: r.number_validation,
     createdAt: new Date(r.created_at).toISOString(),
     updatedAt: new Date(r.updated_at).toISOString(),
   };
@@ -143,7 +148,13 @@ export class AccountService {
   /** Changes limits and defaults; fields left undefined stay as they are (null clears). */
   async update(
     ref: string,
-    patch: { maxTps?: number | null; defaultCountry?: string | null; allowedRecipients?: string[] | null; creditLimit?: number | string },
+    patch: {
+      maxTps?: number | null;
+      defaultCountry?: string | null;
+      allowedRecipients?: string[] | null;
+      creditLimit?: number | string;
+      numberValidation?: NumberValidation | null;
+    },
   ): Promise<Account> {
     for (const r of patch.allowedRecipients ?? []) {
       if (!/^\+?[0-9]{1,15}\*?$/.test(r)) throw invalidField('allowedRecipients', 'numbers, or prefixes ending in *');
@@ -153,6 +164,9 @@ export class AccountService {
     }
     const country = patch.defaultCountry ? patch.defaultCountry.toUpperCase() : patch.defaultCountry;
     if (country && !/^[A-Z]{2}$/.test(country)) throw invalidField('defaultCountry', 'ISO 3166 alpha-2 code');
+    if (patch.numberValidation != null && !NUMBER_VALIDATIONS.includes(patch.numberValidation)) {
+      throw invalidField('numberValidation', `one of ${NUMBER_VALIDATIONS.join(', ')}, or null for the default`);
+    }
     let creditLimit: number | null = null;
     if (patch.creditLimit !== undefined) {
       let parsed: ParsedAmount;
@@ -170,6 +184,7 @@ export class AccountService {
          default_country = CASE WHEN $4::bool THEN $5::text ELSE default_country END,
          allowed_recipients = CASE WHEN $6::bool THEN $7::text[] ELSE allowed_recipients END,
          credit_limit_micros = coalesce($8::int8, credit_limit_micros),
+         number_validation = CASE WHEN $9::bool THEN $10::text ELSE number_validation END,
          updated_at = now()
        WHERE id = $1 OR name = $1 RETURNING ${ACCOUNT_COLUMNS}`,
       [
@@ -181,6 +196,8 @@ export class AccountService {
         patch.allowedRecipients !== undefined,
         patch.allowedRecipients ?? null,
         creditLimit,
+        patch.numberValidation !== undefined,
+        patch.numberValidation ?? null,
       ],
     );
     if (!rows[0]) throw new ApiError('ACCOUNT_NOT_FOUND');

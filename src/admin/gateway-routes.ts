@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { AccountService } from '../accounts/account-service.js';
 import { AMOUNT_SCHEMA } from '../accounts/money.js';
+import { NUMBER_VALIDATIONS, type NumberValidation } from '../channels/sms/number-validation.js';
 import { upstreamSchema, type UpstreamConfig } from '../config/schema.js';
 import { ok } from '../http/envelope.js';
 import { ApiError, invalidField } from '../http/errors.js';
@@ -8,6 +9,7 @@ import type { Ledger } from '../ledger/ledger.js';
 import type { CustomerOutbox } from '../receipts/customer-outbox.js';
 import type { Router, SwitchResult } from '../routing/router.js';
 import { RoutingError } from '../routing/routing-error.js';
+import { ledgerMessageId } from '../smpp/customer/smpp-message-id.js';
 import type { UpstreamPool } from '../smpp/upstream/upstream-pool.js';
 import type { UpstreamStatus } from '../smpp/upstream/upstream.js';
 import { UpstreamStore } from '../smpp/upstream/upstream-store.js';
@@ -212,7 +214,8 @@ export function registerGatewayRoutes(app: FastifyInstance, deps: GatewayAdminDe
   // ---- messages and receipts ----
 
   app.get<{ Params: { id: string } }>('/admin/messages/:id', { schema: { params: messageParam } }, async (req) => {
-    const { id } = req.params;
+    // The SMPP form a customer quotes (the id without msg_) names the same message.
+    const id = ledgerMessageId(req.params.id) ?? req.params.id;
     const message = await ledger.get(id);
     if (!message) throw new ApiError('MESSAGE_NOT_FOUND', { message: `No message ${id}` });
     const [history, parts] = await Promise.all([ledger.history(id), ledger.parts(id)]);
@@ -236,7 +239,7 @@ export function registerGatewayRoutes(app: FastifyInstance, deps: GatewayAdminDe
   });
 
   app.post<{ Params: { id: string } }>('/admin/receipts/:id/replay', { schema: { params: messageParam } }, async (req) => {
-    const { id } = req.params;
+    const id = ledgerMessageId(req.params.id) ?? req.params.id;
     const result = await outbox.replay(id);
     switch (result) {
       case 'queued':
@@ -258,7 +261,13 @@ export function registerGatewayRoutes(app: FastifyInstance, deps: GatewayAdminDe
 
   app.patch<{
     Params: { ref: string };
-    Body: { maxTps?: number | null; defaultCountry?: string | null; allowedRecipients?: string[] | null; creditLimit?: number | string };
+    Body: {
+      maxTps?: number | null;
+      defaultCountry?: string | null;
+      allowedRecipients?: string[] | null;
+      creditLimit?: number | string;
+      numberValidation?: NumberValidation | null;
+    };
   }>(
     '/admin/accounts/:ref',
     {
@@ -274,6 +283,8 @@ export function registerGatewayRoutes(app: FastifyInstance, deps: GatewayAdminDe
             allowedRecipients: { type: ['array', 'null'], maxItems: 10000, items: { type: 'string', pattern: '^\\+?[0-9]{1,15}\\*?$' } },
             // How far below zero debits may take the balance (account currency); 0: no overdraft.
             creditLimit: AMOUNT_SCHEMA,
+            // How strictly recipients are checked; null: the route rule's, else the ingress default.
+            numberValidation: { enum: [...NUMBER_VALIDATIONS, null] },
           },
         },
       },

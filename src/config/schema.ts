@@ -6,6 +6,7 @@
 
 import { otpConfigSchema, type OtpConfig } from '../channels/otp/config.js';
 import { smsConfigSchema, type SmsConfig } from '../channels/sms/config.js';
+import { NUMBER_VALIDATIONS, type NumberValidation } from '../channels/sms/number-validation.js';
 import { webhooksConfigSchema, type WebhooksConfig } from '../channels/webhooks/config.js';
 
 const port = (def: number) => ({ type: 'integer', minimum: 0, maximum: 65535, default: def }) as const;
@@ -84,6 +85,7 @@ const routeRule = {
     },
     upstreams: { type: 'array', minItems: 1, items: { type: 'string' } },
     weights: { type: 'array', items: { type: 'integer', minimum: 0 } },
+    numberValidation: { enum: NUMBER_VALIDATIONS, description: 'recipient check for messages this rule routes (strict, possible, off); the stricter of it and the account\'s applies' },
   },
 } as const;
 
@@ -365,6 +367,8 @@ export interface RouteRuleConfig {
   match: { prefix?: string[]; account?: string[]; sender?: string[]; priority?: number[] };
   upstreams: string[];
   weights?: number[];
+  /** Recipient check for messages this rule routes; unset: the account's, else the ingress default. */
+  numberValidation?: NumberValidation;
 }
 
 export interface FerryConfig {

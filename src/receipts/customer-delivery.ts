@@ -3,6 +3,7 @@ import { Counter, Gauge, type Registry } from 'prom-client';
 import { CommandStatus, DataCoding, EsmClass, Npi, Ton, statusName } from '../smpp/constants.js';
 import { SmppQueueFullError } from '../smpp/errors.js';
 import { MESSAGE_STATE_OF_STATUS, RECEIPT_STAT_OF_STATUS } from '../smpp/customer/message-state.js';
+import { smppMessageId } from '../smpp/customer/smpp-message-id.js';
 import type { PduInputOf } from '../smpp/pdu.js';
 import { formatReceipt } from '../smpp/receipt.js';
 import type { Session } from '../smpp/session.js';
@@ -278,8 +279,10 @@ export class CustomerDelivery implements ReceiptTaker {
     }
     const m = row.message;
     if (!m || !row.messageId || !row.status) return undefined;
+    // The id the customer got in submit_sm_resp: letters and digits, which read the same in IA5 and GSM 03.38.
+    const id = smppMessageId(row.messageId);
     const text = formatReceipt({
-      id: row.messageId,
+      id,
       stat: RECEIPT_STAT_OF_STATUS[row.status],
       submitDate: new Date(m.createdAt),
       doneDate: new Date(m.finalAt ?? row.createdAt),
@@ -296,10 +299,11 @@ export class CustomerDelivery implements ReceiptTaker {
       dest_addr_npi: /^[0-9]+$/.test(m.source) ? Npi.ISDN : Npi.UNKNOWN,
       destination_addr: m.source,
       esm_class: EsmClass.MC_DELIVERY_RECEIPT,
-      // IA5 says what the bytes are: under 0 (GSM-7) a strict client reads the '_' of Ferry's ids as '§'.
+      // IA5 says what the bytes are. Clients that read it as GSM 03.38 anyway still read the id and every field but
+      // the quoted text the same (letters, digits, ':' and space).
       data_coding: DataCoding.IA5,
       short_message: Buffer.from(text, 'latin1'),
-      tlvs: { receipted_message_id: row.messageId, message_state: MESSAGE_STATE_OF_STATUS[row.status] },
+      tlvs: { receipted_message_id: id, message_state: MESSAGE_STATE_OF_STATUS[row.status] },
     };
   }
 }

@@ -1,3 +1,4 @@
+import type { NumberValidation } from '../channels/sms/number-validation.js';
 import type { RouteRuleConfig } from '../config/schema.js';
 import { filtersFromMatch, type RouteFilter, type RouteInput } from './filters.js';
 import { RoutingError } from './routing-error.js';
@@ -7,6 +8,8 @@ export interface RouteChoice {
   readonly ruleId: string;
   /** Primary first, then failover candidates. Shared and frozen: callers must not modify it. */
   readonly upstreamIds: readonly string[];
+  /** The rule's recipient check, when it sets one. */
+  readonly numberValidation?: NumberValidation;
 }
 
 /** A rule as shown by `ferry routes list` and the admin API. */
@@ -15,6 +18,7 @@ export interface RouteRuleView {
   match: string[];
   upstreams: string[];
   weights: number[] | null;
+  numberValidation: NumberValidation | null;
   /** Upstream an operator switched this rule to, or null. */
   override: string | null;
   /** The candidate order used now (override first when switched). */
@@ -30,6 +34,7 @@ export class RouteRule {
   readonly id: string;
   readonly upstreams: readonly string[];
   readonly weights: readonly number[] | undefined;
+  readonly numberValidation: NumberValidation | undefined;
   switches = 0;
   private readonly filters: RouteFilter[];
   private overrideId: string | null = null;
@@ -48,6 +53,7 @@ export class RouteRule {
     }
     this.id = config.id;
     this.upstreams = Object.freeze([...config.upstreams]);
+    this.numberValidation = config.numberValidation;
     this.filters = filtersFromMatch(config.match);
     const weights = config.weights;
     const total = weights ? weights.reduce((s, w) => s + w, 0) : 0;
@@ -67,7 +73,7 @@ export class RouteRule {
       this.totalWeight = acc;
     } else {
       this.weights = weights ? Object.freeze([...weights]) : undefined;
-      this.choices = [{ ruleId: this.id, upstreamIds: this.upstreams }];
+      this.choices = [this.choice(this.upstreams)];
       this.cumulative = undefined;
       this.totalWeight = 0;
     }
@@ -115,6 +121,7 @@ export class RouteRule {
       match: this.describeMatch(),
       upstreams: [...this.upstreams],
       weights: this.weights ? [...this.weights] : null,
+      numberValidation: this.numberValidation ?? null,
       override: this.overrideId,
       effective: this.effective(),
       switches: this.switches,
@@ -123,6 +130,11 @@ export class RouteRule {
 
   private choiceWithPrimary(primary: string): RouteChoice {
     const rest = this.upstreams.filter((u) => u !== primary);
-    return Object.freeze({ ruleId: this.id, upstreamIds: Object.freeze([primary, ...rest]) });
+    return this.choice(Object.freeze([primary, ...rest]));
+  }
+
+  private choice(upstreamIds: readonly string[]): RouteChoice {
+    const validation = this.numberValidation ? { numberValidation: this.numberValidation } : {};
+    return Object.freeze({ ruleId: this.id, upstreamIds, ...validation });
   }
 }

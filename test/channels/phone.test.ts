@@ -1,7 +1,7 @@
 import t from 'tap';
 import { getCountries, getCountryCallingCode, parsePhoneNumberFromString } from 'libphonenumber-js';
 import examples from 'libphonenumber-js/examples.mobile.json';
-import { normalizeNumber, parseNumber } from '../../src/channels/sms/phone.js';
+import { normalizeNumber, parseNumber, readNumber } from '../../src/channels/sms/phone.js';
 
 t.test('recipients normalise to international digits', async (t) => {
   t.equal(normalizeNumber('+233241234567'), '233241234567');
@@ -76,4 +76,29 @@ t.test('international numbers read as the full parser reads them, for every call
   t.equal(parseNumber('+35818703', {}), null, 'a number valid for Finland but not for Åland, where it belongs');
   t.equal(parseNumber('+358187031', {}), '358187031');
   t.equal(parseNumber('+4407700900123', {}), oracle('+4407700900123'), 'a national prefix after the code');
+});
+
+t.test('readNumber: what normalizeNumber accepts is valid; the rest is possible, digits or nothing', async (t) => {
+  // Valid numbers read exactly as normalizeNumber reads them.
+  t.same(readNumber('+233241234567'), { digits: '233241234567', grade: 'valid' });
+  t.same(readNumber('0241234567', { defaultCountry: 'GH' }), { digits: '233241234567', grade: 'valid' });
+  t.same(readNumber('4670000000', { defaultCountry: 'DE' }), { digits: '494670000000', grade: 'valid' }, 'a valid national reading still comes first');
+  // A North American test number and Kannel's default destination: known calling code, possible length, not valid.
+  t.same(readNumber('15555550100', { international: true }), { digits: '15555550100', grade: 'possible' });
+  t.same(readNumber('15555550100'), { digits: '15555550100', grade: 'possible' }, 'TON 0: it looks international');
+  t.same(readNumber('4670000000'), { digits: '4670000000', grade: 'possible' });
+  t.same(readNumber('4670000000', { defaultCountry: 'GH' }), { digits: '4670000000', grade: 'possible' }, 'international before a national reading');
+  t.same(readNumber('+1 (555) 555-0100'), { digits: '15555550100', grade: 'possible' }, 'punctuation ignored');
+  t.same(readNumber('0015555550100'), { digits: '15555550100', grade: 'possible' }, '00 is international');
+  // Not international (0 starts no calling code): national in the default country when possible there.
+  t.same(readNumber('0101234567', { defaultCountry: 'GH' }), { digits: '233101234567', grade: 'possible' });
+  t.same(readNumber('0612345678'), { digits: '0612345678', grade: 'digits' }, 'national without a country: digits only');
+  t.same(readNumber('99912345678'), { digits: '99912345678', grade: 'digits' }, 'no such calling code');
+  t.same(readNumber('123', { international: true }), { digits: '123', grade: 'digits' }, '+1 23: too short for +1');
+  t.same(readNumber('4412'), { digits: '4412', grade: 'digits' }, 'too short for +44');
+  // Not numbers at all.
+  for (const raw of ['hello', '12', '', '12345678901234567890', '1234567890123456', '+', '0044', '12a45678']) t.equal(readNumber(raw), null, `${JSON.stringify(raw)} is no number`);
+  // Remembered answers are the computed ones.
+  t.same(readNumber('4670000000'), { digits: '4670000000', grade: 'possible' });
+  t.same(readNumber('0612345678', { defaultCountry: 'FR' }), { digits: '33612345678', grade: 'valid' }, 'the country is part of what is remembered');
 });

@@ -117,6 +117,19 @@ t.test(`credit, debit and credit limits through the CLI (${backendLabel})`, asyn
     'the JSON output carries the same ISO strings',
   );
 
+  // The account's recipient check: strict, possible or off, and "default" to leave it to the route and the ingress.
+  const strict = await ferry('accounts', 'update', 'acme', '--number-validation', 'strict', '--json');
+  t.equal(strict.code, 0, strict.stderr);
+  t.equal(JSON.parse(strict.stdout).numberValidation, 'strict');
+  const [back, bogus] = await Promise.all([
+    ferry('accounts', 'update', 'acme', '--number-validation', 'default', '--json'),
+    ferry('accounts', 'update', 'acme', '--number-validation', 'loose'),
+  ]);
+  t.equal(back.code, 0, back.stderr);
+  t.equal(JSON.parse(back.stdout).numberValidation, null);
+  t.not(bogus.code, 0, 'refused before anything is sent');
+  t.match(bogus.stderr, /--number-validation must be strict, possible, off or "default", got loose/);
+
   p.child.kill('SIGTERM');
   t.equal((await p.exited).code, 0);
 });

@@ -6,6 +6,7 @@ import { stringify } from 'yaml';
 import { FINAL_STATUSES, type MessageStatus } from '../../src/ledger/types.js';
 import type { Ledger } from '../../src/ledger/ledger.js';
 import { startSimulator, type SmscSimulator } from '../../src/sim/smpp/simulator.js';
+import { ledgerMessageId } from '../../src/smpp/customer/smpp-message-id.js';
 import type { CustomerClient } from '../smpp/customer/customer-client.js';
 
 export const DEST = '233241234567';
@@ -54,7 +55,7 @@ export async function smppLoad(
       }
       try {
         const r = await c.request('submit_sm', { source_addr: 'Ferry', destination_addr: DEST, dest_addr_ton: 1, short_message: text, registered_delivery: 1 }, opts.timeoutMs ?? 5000);
-        if (r.command_status === 0) result.acked.set(String(r.message_id), text);
+        if (r.command_status === 0) result.acked.set(ledgerMessageId(String(r.message_id))!, text);
         else {
           result.refused.set(r.command_status, (result.refused.get(r.command_status) ?? 0) + 1);
           await sleep(20);

@@ -7,6 +7,7 @@ import t from 'tap';
 import { encodePdu } from '../../src/smpp/codec.js';
 import { CommandId, CommandStatus } from '../../src/smpp/constants.js';
 import type { Pdu } from '../../src/smpp/pdu.js';
+import { ledgerMessageId } from '../../src/smpp/customer/smpp-message-id.js';
 import { backendLabel } from '../helpers/env.js';
 import { startGatewayDaemon, type GatewayDaemon } from '../helpers/gateway.js';
 import { waitFor } from '../helpers/wait.js';
@@ -76,7 +77,7 @@ async function aliveOrClosed(peer: RawPeer): Promise<'alive' | 'closed'> {
 async function freshSubmit(): Promise<number> {
   const c = await gw.bind('transceiver', acc.systemId, acc.password);
   const r = await c.request('submit_sm', { source_addr: 'Ferry', destination_addr: DEST, dest_addr_ton: 1, short_message: 'still here', registered_delivery: 1 });
-  if (r.command_status === 0) await gw.waitStatus(String(r.message_id), ['delivered'], 15_000);
+  if (r.command_status === 0) await gw.waitStatus(ledgerMessageId(String(r.message_id))!, ['delivered'], 15_000);
   await c.close();
   return r.command_status;
 }

@@ -1,6 +1,7 @@
 // Billing at accept time over real connections: prices by prefix, an atomic debit that never overdraws under
 // concurrency, refunds of messages that fail, and voids of debits whose messages never reached the ledger.
 import t from 'tap';
+import { ledgerMessageId } from '../../src/smpp/customer/smpp-message-id.js';
 import { accountWithKey, call } from '../helpers/daemon.js';
 import { startGatewayDaemon, type GatewayDaemon } from '../helpers/gateway.js';
 
@@ -44,7 +45,7 @@ t.test('200 concurrent SMPP submits against credit for 40: exactly 40 accepted, 
   t.equal(rows[0].n, 40, 'one debit per accepted message');
   t.equal(Number(rows[0].total), -1_000_000);
   t.ok(Number(rows[0].min) >= 0, 'no balance after a debit was negative');
-  const rec = await gw.daemon.gateway.ledger.get(String(ok[0].message_id));
+  const rec = await gw.daemon.gateway.ledger.get(ledgerMessageId(String(ok[0].message_id))!);
   t.equal(rec?.costMicros, 25_000, 'the cost is on the message');
 });
 
@@ -54,7 +55,7 @@ t.test('a long message costs its segments', async (t) => {
   const c = await gw.bind('transceiver', acc.systemId, acc.password);
   const r = await c.request('submit_sm', { source_addr: 'Ferry', destination_addr: '14155552671', dest_addr_ton: 1, message_payload: Buffer.from('x'.repeat(400)) });
   t.equal(r.command_status, 0);
-  const rec = await gw.daemon.gateway.ledger.get(String(r.message_id));
+  const rec = await gw.daemon.gateway.ledger.get(ledgerMessageId(String(r.message_id))!);
   t.equal(rec?.segments, 3);
   t.equal(rec?.costMicros, 30_000);
   t.equal(await balance(acc.id), 0.97);
@@ -65,7 +66,7 @@ t.test('a message that ends failed is refunded once; debits without a message ar
   await gw.daemon.accounts.credit(acc.id, 0.1);
   const c = await gw.bind('transceiver', acc.systemId, acc.password);
   const r = await c.request('submit_sm', { source_addr: 'Ferry', destination_addr: DEST, dest_addr_ton: 1, short_message: 'later', schedule_delivery_time: '000001000000000R' });
-  const id = String(r.message_id);
+  const id = ledgerMessageId(String(r.message_id))!;
   t.equal(await balance(acc.id), 0.075);
   await gw.daemon.gateway.ledger.transition(id, 'failed', { reason: 'test' }, 'TEST');
   t.equal(await balance(acc.id), 0.1, 'refunded');

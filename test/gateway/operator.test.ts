@@ -2,10 +2,13 @@
 // inspection, and a route switch through the admin API that survives a restart.
 import t from 'tap';
 import { startSimulator } from '../../src/sim/smpp/simulator.js';
+import { ledgerMessageId } from '../../src/smpp/customer/smpp-message-id.js';
 import { startGatewayDaemon } from '../helpers/gateway.js';
 import type { ClientPdu } from '../smpp/customer/customer-client.js';
 
 const DEST = '233241234567';
+/** The ledger id of a submit_sm_resp. */
+const rest = (resp: ClientPdu): string => ledgerMessageId(String(resp.message_id))!;
 const receiptsFor = (id: string) => (p: ClientPdu) => p.command === 'deliver_sm' && p.receipted_message_id === id;
 
 t.test('MO to a number the account owns reaches its receiver bind; receipts can be replayed; messages inspected', async (t) => {
@@ -26,6 +29,7 @@ t.test('MO to a number the account owns reaches its receiver bind; receipts can 
   await c.next(receiptsFor(id), 10_000);
   const shown = await gw.adminCall('GET', `/admin/messages/${id}`);
   t.equal(shown.message.status, 'delivered');
+  t.equal(shown.message.id, `msg_${id}`, 'the SMPP id a customer quotes shows the message');
   t.same(
     shown.history.map((h: { status: string }) => h.status),
     ['queued', 'submitted', 'delivered'],
@@ -53,8 +57,8 @@ t.test('a route switch through the admin API takes effect at once and survives a
   await gw1.adminCall('POST', '/admin/routes/gh/switch', { upstream: 'b' });
   const c1 = await gw1.bind('transceiver', acc.systemId, acc.password);
   const r1 = await c1.request('submit_sm', { source_addr: 'Ferry', destination_addr: DEST, dest_addr_ton: 1, short_message: 'after switch' });
-  await gw1.waitStatus(String(r1.message_id), ['delivered']);
-  t.equal((await gw1.daemon.gateway.ledger.get(String(r1.message_id)))?.upstreamId, 'b');
+  await gw1.waitStatus(rest(r1), ['delivered']);
+  t.equal((await gw1.daemon.gateway.ledger.get(rest(r1)))?.upstreamId, 'b');
   await gw1.stopKeepingStore();
 
   const gw2 = await startGatewayDaemon({ upstreams, rules, reuse: gw1.reuse });
@@ -62,11 +66,11 @@ t.test('a route switch through the admin API takes effect at once and survives a
   t.same(gw2.daemon.gateway.router.overrides(), { gh: 'b' }, 'the switch was restored');
   const c2 = await gw2.bind('transceiver', acc.systemId, acc.password);
   const r2 = await c2.request('submit_sm', { source_addr: 'Ferry', destination_addr: DEST, dest_addr_ton: 1, short_message: 'after restart' });
-  await gw2.waitStatus(String(r2.message_id), ['delivered']);
-  t.equal((await gw2.daemon.gateway.ledger.get(String(r2.message_id)))?.upstreamId, 'b');
+  await gw2.waitStatus(rest(r2), ['delivered']);
+  t.equal((await gw2.daemon.gateway.ledger.get(rest(r2)))?.upstreamId, 'b');
   await gw2.adminCall('DELETE', '/admin/routes/gh/switch');
   const r3 = await c2.request('submit_sm', { source_addr: 'Ferry', destination_addr: DEST, dest_addr_ton: 1, short_message: 'after clear' });
-  await gw2.waitStatus(String(r3.message_id), ['delivered']);
-  t.equal((await gw2.daemon.gateway.ledger.get(String(r3.message_id)))?.upstreamId, 'a', 'cleared: back to the configured primary');
+  await gw2.waitStatus(rest(r3), ['delivered']);
+  t.equal((await gw2.daemon.gateway.ledger.get(rest(r3)))?.upstreamId, 'a', 'cleared: back to the configured primary');
   t.equal(a.received().filter((m) => m.text === 'after switch' || m.text === 'after restart').length, 0);
 });

@@ -2,6 +2,7 @@
 // ends final, receipts carry the ids the customer was given, and nothing is lost on the way.
 import t from 'tap';
 import { startSimulator, type SmscSimulator } from '../../src/sim/smpp/simulator.js';
+import { ledgerMessageId } from '../../src/smpp/customer/smpp-message-id.js';
 import { FINAL_STATUSES } from '../../src/ledger/types.js';
 import { startGatewayDaemon, type GatewayDaemon } from '../helpers/gateway.js';
 import { waitFor } from '../helpers/wait.js';
@@ -27,7 +28,8 @@ async function submitMany(c: CustomerClient, n: number, tag: string): Promise<st
   );
   const bad = resps.filter((r) => r.command_status !== 0);
   if (bad.length) throw new Error(`${bad.length} submits refused: ${bad[0].command_status}`);
-  return resps.map((r) => r.message_id as string);
+  // Ledger ids, for the ledger; receiptIds maps the receipts' ids the same way.
+  return resps.map((r) => ledgerMessageId(r.message_id as string)!);
 }
 
 /** Waits until every id is final in the ledger; returns statuses by id. */
@@ -43,7 +45,7 @@ async function allFinal(gw: GatewayDaemon, ids: string[], timeoutMs = 30_000): P
 }
 
 const receiptIds = (c: CustomerClient): Set<string> =>
-  new Set(c.received.filter((p: ClientPdu) => p.command === 'deliver_sm' && p.esm_class === 4).map((p) => String(p.receipted_message_id)));
+  new Set(c.received.filter((p: ClientPdu) => p.command === 'deliver_sm' && p.esm_class === 4).map((p) => ledgerMessageId(String(p.receipted_message_id))!));
 
 const eventually = (check: () => boolean): Promise<void> => waitFor(check, 15_000);
 

@@ -2,6 +2,7 @@ import { writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { stringify } from 'yaml';
+import type { AccountService } from '../../src/accounts/account-service.js';
 import type { RouteRuleConfig, UpstreamConfig } from '../../src/config/schema.js';
 import type { MessageStatus } from '../../src/ledger/types.js';
 import { CustomerClient, type ClientBindType } from '../smpp/customer/customer-client.js';
@@ -10,7 +11,7 @@ import { startDaemon, type TestDaemon } from './daemon.js';
 export interface GatewayDaemon extends TestDaemon {
   smppPort: number;
   /** An account with SMPP credentials (system_id = name). */
-  account(name: string, password?: string, patch?: { maxTps?: number | null }): Promise<{ id: string; systemId: string; password: string }>;
+  account(name: string, password?: string, patch?: Parameters<AccountService['update']>[1]): Promise<{ id: string; systemId: string; password: string }>;
   bind(bindType: ClientBindType, systemId: string, password: string): Promise<CustomerClient>;
   /** Resolves once the message reaches one of the statuses (polls the ledger), with its record. */
   waitStatus(messageId: string, statuses: MessageStatus[], timeoutMs?: number): Promise<MessageStatus>;
@@ -18,7 +19,7 @@ export interface GatewayDaemon extends TestDaemon {
 
 /**
  * A whole daemon on ephemeral ports. With `upstreams`, they (and `rules`) come from a config file and the embedded
- * simulator is off; without, the daemon routes to its embedded simulator.
+ * simulator is off; without, the daemon routes to its embedded simulator (id `embedded`), by `rules` when given.
  */
 export async function startGatewayDaemon(
   opts: {
@@ -47,6 +48,11 @@ export async function startGatewayDaemon(
     writeFileSync(file, stringify({ smpp: { upstreams }, routing: { rules: opts.rules ?? [] } }));
     env.FERRY_CONFIG = file;
     env.FERRY_SMPP_SIMULATOR_ENABLED ??= 'off';
+  } else if (opts.rules) {
+    const file = join(tmpdir(), `ferry-gw-${process.pid}-${Math.random().toString(36).slice(2)}.yaml`);
+    writeFileSync(file, stringify({ routing: { rules: opts.rules } }));
+    env.FERRY_CONFIG = file;
+    env.FERRY_SMPP_SIMULATOR_ENABLED ??= 'on'; // rules name the simulator only when it runs by name
   }
   const d = await startDaemon(env, opts.reuse);
   const smppPort = Number(d.daemon.addresses.smpp.split(':').pop());

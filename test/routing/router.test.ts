@@ -122,7 +122,21 @@ t.test('switchRoute moves traffic for the next message, keeps failover, emits an
   t.equal(events.length, 4, 'unsubscribed');
 
   const view = router.rules()[0];
-  t.same(view, { id: 'uk', match: ['prefix in [44]'], upstreams: ['uk1', 'uk2'], weights: null, override: null, effective: ['uk1', 'uk2'], switches: 5 });
+  t.same(view, { id: 'uk', match: ['prefix in [44]'], upstreams: ['uk1', 'uk2'], weights: null, numberValidation: null, override: null, effective: ['uk1', 'uk2'], switches: 5 });
+});
+
+t.test('a rule may carry a recipient check: its choices (weighted, switched) and its view name it', async (t) => {
+  const router = new Router([
+    { ...rule('strict-uk', ['a', 'b'], { prefix: ['44'] }, [1, 1]), numberValidation: 'strict' },
+    { ...rule('off', ['c']), numberValidation: 'off' },
+    rule('plain', ['d'], { prefix: ['33'] }),
+  ]);
+  t.equal(router.candidates(msg())!.numberValidation, 'strict');
+  t.equal(router.candidates(msg({ destination: '4915100' }))!.numberValidation, 'off');
+  router.switchRoute('strict-uk', 'b', 'test');
+  t.same(router.candidates(msg()), { ruleId: 'strict-uk', upstreamIds: ['b', 'a'], numberValidation: 'strict' }, 'kept through a switch');
+  t.same(new Router([rule('plain', ['d'])]).candidates(msg()), { ruleId: 'plain', upstreamIds: ['d'] }, 'absent when the rule sets none');
+  t.same(router.rules().map((r) => r.numberValidation), ['strict', 'off', null]);
 });
 
 t.test('a switch overrides weights', async (t) => {

@@ -2,6 +2,8 @@ import { getCountries, getCountryCallingCode, parsePhoneNumberFromString, PhoneN
 import { trimOldest } from '../../util/trim-oldest.js';
 
 const DIGITS = /^\+?[0-9]{3,17}$/;
+/** International digits (E.164: at most 15), with the leading '+' or '00' taken off. */
+const E164_DIGITS = /^[0-9]{3,15}$/;
 
 // Parsing with libphonenumber's metadata is the costly step, and numbers recur (an OTP and its SMS, lists, retries).
 const RECENT_MAX = 10_000;
@@ -75,4 +77,68 @@ function directlyValid(e164: string): string | null {
   }
   if (SHARED_CALLING_CODES.has(p.countryCallingCode)) return null;
   return p.isValid() ? p.number.slice(1) : null;
+}
+
+/**
+ * How well a recipient was read: `valid` (libphonenumber's validity for its country, what normalizeNumber accepts),
+ * `possible` (a readable calling code and a length possible for it, the number plan's other checks left to the
+ * carrier), `digits` (3–15 digits, nothing more known).
+ */
+export type NumberGrade = 'valid' | 'possible' | 'digits';
+
+export interface NumberReading {
+  /** International digits without '+'. */
+  digits: string;
+  grade: NumberGrade;
+}
+
+const LENIENT_MAX = 2_000;
+const lenient = new Map<string, NumberReading | null>();
+
+/**
+ * A recipient read as leniently as any validation policy allows, with how well it was read; null when it is not a
+ * number at all (letters, fewer than 3 or more than 15 digits). The caller decides which grade its policy needs
+ * (number-validation.ts). A number normalizeNumber accepts is read exactly as it reads it (grade `valid`); otherwise:
+ * - international (`international`, a leading '+' or '00'): `possible` when its calling code is known and its length
+ *   possible for it, else `digits`;
+ * - not said to be international (SMPP TON 0, unknown): international when the digits look international (a known
+ *   calling code and a possible length for it), else national in `defaultCountry` when possible there (a leading
+ *   trunk '0' never starts a calling code), else `digits` as they are.
+ */
+export function readNumber(raw: string, opts: { international?: boolean; defaultCountry?: string | null } = {}): NumberReading | null {
+  const valid = normalizeNumber(raw, opts);
+  if (valid !== null) return { digits: valid, grade: 'valid' };
+  const key = (opts.international ? '+' : (opts.defaultCountry ?? '')) + '|' + raw;
+  const known = lenient.get(key);
+  if (known !== undefined) return known;
+  const out = readLeniently(raw, opts);
+  lenient.set(key, out);
+  trimOldest(lenient, LENIENT_MAX);
+  return out;
+}
+
+function readLeniently(raw: string, opts: { international?: boolean; defaultCountry?: string | null }): NumberReading | null {
+  let s = raw.replace(/[\s().-]/g, '');
+  let international = !!opts.international;
+  if (s.startsWith('+')) {
+    s = s.slice(1);
+    international = true;
+  } else if (s.startsWith('00')) {
+    s = s.slice(2);
+    international = true;
+  }
+  if (!E164_DIGITS.test(s)) return null;
+  const asInternational = possible(parsePhoneNumberFromString('+' + s));
+  if (asInternational) return { digits: asInternational, grade: 'possible' };
+  if (!international && opts.defaultCountry) {
+    const national = possible(parsePhoneNumberFromString(s, opts.defaultCountry.toUpperCase() as CountryCode));
+    if (national) return { digits: national, grade: 'possible' };
+  }
+  return { digits: s, grade: 'digits' };
+}
+
+function possible(p: PhoneNumber | undefined): string | null {
+  if (!p?.isPossible()) return null;
+  const digits = p.number.slice(1);
+  return E164_DIGITS.test(digits) ? digits : null;
 }

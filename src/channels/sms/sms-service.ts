@@ -11,7 +11,8 @@ import { alphabetOf } from '../../smpp/text/encoding.js';
 import { countSegments } from '../../smpp/text/segments.js';
 import type { Lane, PushItem, Queue, Throttle } from '../../store/types.js';
 import { newId } from '../../util/ids.js';
-import { normalizeNumber } from './phone.js';
+import { accepts, effectiveValidation, type NumberValidation } from './number-validation.js';
+import { readNumber } from './phone.js';
 import { normalizeSender, SENDER_RULE } from './sender.js';
 import {
   SmsError,
@@ -39,6 +40,8 @@ export interface SmsServiceOptions {
   defaultAccountTps: number;
   /** Country for local numbers when the account has none. */
   defaultCountry?: string | null;
+  /** Recipient check per ingress where neither the account nor the route rule sets one (default: SMPP possible, REST strict). */
+  numberValidation?: { smpp: NumberValidation; rest: NumberValidation };
   /** Most text segments one message may need (default 10). */
   maxSegments?: number;
   /** Queue attempts before a message fails for good. */
@@ -68,11 +71,13 @@ export class SmsService implements SmsApi {
   private readonly o: SmsServiceOptions;
   private readonly clock: () => number;
   private readonly maxSegments: number;
+  private readonly numberValidation: { smpp: NumberValidation; rest: NumberValidation };
 
   constructor(options: SmsServiceOptions) {
     this.o = options;
     this.clock = options.clock ?? Date.now;
     this.maxSegments = options.maxSegments ?? 10;
+    this.numberValidation = options.numberValidation ?? { smpp: 'possible', rest: 'strict' };
   }
 
   submit(sub: SmsSubmission): Promise<AcceptedSms> {
@@ -180,11 +185,20 @@ export class SmsService implements SmsApi {
     if (policy.status !== 'active') throw new SmsError('ACCOUNT_SUSPENDED', 'account is suspended');
     const sender = normalizeSender(sub.source, sub.sourceTon, sub.sourceNpi);
     if (!sender) throw new SmsError('INVALID_SOURCE', `not a valid sender ID: ${SENDER_RULE}`);
-    const destination = normalizeNumber(sub.destination, {
+    // Read as leniently as any policy allows; the route rule (which needs the digits) and the account then say how
+    // well the number must have been read.
+    const reading = readNumber(sub.destination, {
       international: sub.destTon === 1,
       defaultCountry: policy.defaultCountry ?? this.o.defaultCountry ?? null,
     });
-    if (!destination) throw new SmsError('INVALID_DESTINATION', `not a valid phone number: ${sub.destination}`);
+    if (!reading) throw new SmsError('INVALID_DESTINATION', `not a phone number: ${sub.destination}`);
+    const priority = sub.priority ?? 0;
+    const route = this.o.router.candidates({ destination: reading.digits, accountId: sub.accountId, source: sender.source, priority });
+    const validation = effectiveValidation(policy.numberValidation, route?.numberValidation ?? null, this.numberValidation[sub.ingress]);
+    if (!accepts(validation, reading.grade)) {
+      throw new SmsError('INVALID_DESTINATION', `not a ${validation === 'strict' ? 'valid' : 'possible'} phone number: ${sub.destination}`);
+    }
+    const destination = reading.digits;
     if (!allowed(destination, sub.allowedRecipients) || !allowed(destination, policy.allowedRecipients)) {
       throw new SmsError('RECIPIENT_NOT_ALLOWED', `${destination} is not on the allow-list`);
     }
@@ -218,8 +232,6 @@ export class SmsService implements SmsApi {
       throw new SmsError('INVALID_VALIDITY', 'validity period ends before the scheduled delivery time');
     }
 
-    const priority = sub.priority ?? 0;
-    const route = this.o.router.candidates({ destination, accountId: sub.accountId, source: sender.source, priority });
     if (!route) throw new SmsError('NO_ROUTE', `no routing rule matches ${destination}`);
     const unitMicros = this.o.prices.unitMicros(destination, route.ruleId);
     const row: NewMessage = {

@@ -1,5 +1,6 @@
 import { Command } from 'commander';
 import { AmountError, checkPlaces, parseAmount, type ParsedAmount } from '../../accounts/money.js';
+import { NUMBER_VALIDATIONS } from '../../channels/sms/number-validation.js';
 import { adminCall, adminTarget, CliError } from '../admin-client.js';
 import { print } from '../output.js';
 
@@ -115,6 +116,7 @@ export function accountsCommand(): Command {
     .option('--country <cc>', 'default country for local numbers (ISO 3166 alpha-2), or "default"')
     .option('--allowed-recipients <list>', 'comma-separated numbers or prefixes ending in *, or "any"')
     .option('--credit-limit <amount>', 'how far below zero debits may take the balance (account currency); 0: no overdraft')
+    .option('--number-validation <policy>', 'recipient check: strict (valid for its country), possible (a possible length for its calling code), off (digits), or "default"')
     .option('--json', 'print JSON')
     .action(async (name: string, o) => {
       const body: Record<string, unknown> = {};
@@ -127,6 +129,13 @@ export function accountsCommand(): Command {
         body.maxTps = o.maxTps === 'default' ? null : n;
       }
       if (o.country !== undefined) body.defaultCountry = o.country === 'default' ? null : o.country;
+      if (o.numberValidation !== undefined) {
+        const policy = String(o.numberValidation);
+        if (policy !== 'default' && !(NUMBER_VALIDATIONS as readonly string[]).includes(policy)) {
+          throw new Error(`--number-validation must be ${NUMBER_VALIDATIONS.join(', ')} or "default", got ${policy}`);
+        }
+        body.numberValidation = policy === 'default' ? null : policy;
+      }
       if (o.creditLimit !== undefined) {
         try {
           parseAmount(o.creditLimit, { allowZero: true });
@@ -137,7 +146,7 @@ export function accountsCommand(): Command {
         // Sent as typed; the daemon checks the account currency's decimal places.
         body.creditLimit = String(o.creditLimit).trim();
       }
-      if (!Object.keys(body).length) throw new Error('nothing to change: give --max-tps, --country, --allowed-recipients or --credit-limit');
+      if (!Object.keys(body).length) throw new Error('nothing to change: give --max-tps, --country, --allowed-recipients, --credit-limit or --number-validation');
       print(await adminCall(target(), 'PATCH', `/admin/accounts/${encodeURIComponent(name)}`, body), !!o.json);
     });
 

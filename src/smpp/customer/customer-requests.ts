@@ -8,6 +8,7 @@ import { formatSmppAbsolute } from '../time.js';
 import type { BindRegistry, CustomerBind } from './bind-registry.js';
 import type { CustomerMetrics } from './customer-metrics.js';
 import { messageStateOf } from './message-state.js';
+import { ledgerMessageId, smppMessageId } from './smpp-message-id.js';
 import { isSubmitRefusal, statusOfSmsError, submissionFromPdu, type SubmitFields, type SubmitRefusal } from './submit-sm.js';
 
 export interface CustomerRequestsOptions {
@@ -26,12 +27,13 @@ const MAX_MULTI_DESTS = 254;
 /**
  * Answers what a bound customer sends besides binds and keep-alives:
  * - submit_sm, data_sm: validated (submit-sm.ts), handed to the SMS service, answered with the Ferry message id once
- *   durably accepted
+ *   durably accepted, in its SMPP form (smpp-message-id.ts: the REST id without `msg_`)
  * - submit_multi: each SME destination is its own message; the response carries the first accepted id and the
  *   refused destinations in unsuccess_sme; distribution lists are refused (ESME_RINVDLNAME). When no destination
  *   is accepted the PDU fails with their common status, or ESME_RSUBMITFAIL when they differ
- * - query_sm: unknown id (or another account's) → ESME_RQUERYFAIL; empty id → ESME_RINVMSGID
- * - cancel_sm: by message_id only; unknown, already sent or final → ESME_RCANCELFAIL
+ * - query_sm: by the SMPP or the REST form of the id; unknown id (or another account's) → ESME_RQUERYFAIL; empty id →
+ *   ESME_RINVMSGID
+ * - cancel_sm: by message_id only (either form); unknown, already sent or final → ESME_RCANCELFAIL
  * - replace_sm: not supported → ESME_RREPLACEFAIL
  */
 export class CustomerRequests {
@@ -83,7 +85,7 @@ export class CustomerRequests {
     const sub = submissionFromPdu(pdu, { accountId: bind.accountId, systemId: bind.systemId, now: this.now() });
     const outcome = isSubmitRefusal(sub) ? this.refused(bind, sub) : await this.submit(sub, bind);
     this.metrics?.submitted(outcome.status);
-    return outcome.status === CommandStatus.ESME_ROK ? { message_id: outcome.accepted!.messageId } : { command_status: outcome.status };
+    return outcome.status === CommandStatus.ESME_ROK ? { message_id: smppMessageId(outcome.accepted!.messageId) } : { command_status: outcome.status };
   }
 
   private async submitMulti(pdu: PduOf<'submit_multi'>, bind: CustomerBind): Promise<ResponseFields> {
@@ -119,7 +121,7 @@ export class CustomerRequests {
     });
     for (const u of unsuccess) this.metrics?.submitted(u.error_status_code);
     for (const o of outcomes) if (o.accepted) this.metrics?.submitted(CommandStatus.ESME_ROK);
-    if (messageId !== undefined) return { message_id: messageId, unsuccess_sme: unsuccess };
+    if (messageId !== undefined) return { message_id: smppMessageId(messageId), unsuccess_sme: unsuccess };
     const statuses = new Set(unsuccess.map((u) => u.error_status_code));
     return { command_status: statuses.size === 1 ? [...statuses][0] : CommandStatus.ESME_RSUBMITFAIL };
   }
@@ -140,15 +142,17 @@ export class CustomerRequests {
 
   private async query(pdu: PduOf<'query_sm'>, bind: CustomerBind): Promise<ResponseFields> {
     if (!pdu.message_id) return { command_status: CommandStatus.ESME_RINVMSGID };
+    const id = ledgerMessageId(pdu.message_id);
+    if (!id) return { command_status: CommandStatus.ESME_RQUERYFAIL };
     let record;
     try {
-      record = await this.sms.find(pdu.message_id, bind.accountId);
+      record = await this.sms.find(id, bind.accountId);
     } catch (err) {
       return { command_status: this.statusOf(err, bind, 'query_sm') };
     }
     if (!record) return { command_status: CommandStatus.ESME_RQUERYFAIL };
     return {
-      message_id: pdu.message_id,
+      message_id: smppMessageId(record.id),
       final_date: record.finalAt !== null ? formatSmppAbsolute(new Date(record.finalAt)) : '',
       message_state: messageStateOf(record.status, bind.interfaceVersion),
       error_code: 0,
@@ -157,9 +161,10 @@ export class CustomerRequests {
 
   private async cancel(pdu: PduOf<'cancel_sm'>, bind: CustomerBind): Promise<ResponseFields> {
     // Cancelling by service_type + addresses (no message_id) is not supported.
-    if (!pdu.message_id) return { command_status: CommandStatus.ESME_RCANCELFAIL };
+    const id = pdu.message_id ? ledgerMessageId(pdu.message_id) : null;
+    if (!id) return { command_status: CommandStatus.ESME_RCANCELFAIL };
     try {
-      const cancelled = await this.sms.cancel(pdu.message_id, bind.accountId);
+      const cancelled = await this.sms.cancel(id, bind.accountId);
       return cancelled ? {} : { command_status: CommandStatus.ESME_RCANCELFAIL };
     } catch (err) {
       return { command_status: this.statusOf(err, bind, 'cancel_sm') };

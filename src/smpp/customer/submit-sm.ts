@@ -7,7 +7,9 @@
  *   with a letter, or 1–15 digits with an optional leading +), or not the shape its TON says (TON 5: alphanumeric, or
  *   at most 11 digits; TON 0: either; any other TON: numeric) → ESME_RINVSRCADR
  * - dest_addr_ton / dest_addr_npi out of range → ESME_RINVDSTTON / ESME_RINVDSTNPI
- * - destination_addr not 3–15 digits with an optional leading + → ESME_RINVDSTADR
+ * - destination_addr not 3–15 digits with an optional leading + → ESME_RINVDSTADR (here the form only: whether the
+ *   number is possible or valid for its country is the SMS service's numberValidation policy, `possible` by default
+ *   on SMPP, refused with INVALID_DESTINATION → ESME_RINVDSTADR too)
  * - esm_class with message type bits (ESME delivery / manual ack), or UDHI with a malformed UDH → ESME_RINVESMCLASS
  * - priority_flag > 3 → ESME_RINVPRTFLG
  * - data_coding other than 0 (GSM-7), 1 (IA5), 3 (Latin-1), 8 (UCS-2), 2 / 4 (8-bit data), 0xF0–0xF7 → ESME_RINVDCS
@@ -41,7 +43,7 @@ export const MAX_SCHEDULE_AHEAD_MS = 7 * 24 * 60 * 60 * 1000;
  * | SmsError code       | command_status    |
  * |---------------------|-------------------|
  * | INVALID_SOURCE      | ESME_RINVSRCADR   |
- * | INVALID_DESTINATION | ESME_RINVDSTADR   |
+ * | INVALID_DESTINATION | ESME_RINVDSTADR (the numberValidation policy refuses the number) |
  * | INVALID_DATA_CODING | ESME_RINVDCS      |
  * | EMPTY_MESSAGE       | ESME_RINVMSGLEN   |
  * | MESSAGE_TOO_LONG    | ESME_RINVMSGLEN   |

@@ -2,6 +2,7 @@
 // over. The end-to-end tests through the real ledger live with the SMS service.
 import type { AcceptedSms, SmsIngress, SmsSubmission } from '../../../src/channels/sms/types.js';
 import type { MessageRecord, MessageStatus } from '../../../src/ledger/types.js';
+import { newId } from '../../../src/util/ids.js';
 
 export class MemoryIngress implements SmsIngress {
   readonly submissions: SmsSubmission[] = [];
@@ -11,14 +12,13 @@ export class MemoryIngress implements SmsIngress {
   failLookupsWith: Error | undefined;
   /** Resolves submit only once this promise does (to hold submissions in flight). */
   gate: Promise<void> | undefined;
-  private counter = 0;
 
   async submit(sub: SmsSubmission): Promise<AcceptedSms> {
     this.submissions.push(sub);
     if (this.gate) await this.gate;
     const err = this.failWith?.(sub);
     if (err) throw err;
-    const id = `msg_${String(++this.counter).padStart(4, '0')}`;
+    const id = newId('msg_');
     const now = Date.now();
     const status: MessageStatus = sub.scheduledAt && sub.scheduledAt > now ? 'scheduled' : 'queued';
     this.records.set(id, {

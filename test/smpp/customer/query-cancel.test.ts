@@ -3,6 +3,7 @@ import { SmsError } from '../../../src/channels/sms/types.js';
 import type { MessageStatus } from '../../../src/ledger/types.js';
 import { CommandStatus, MessageState } from '../../../src/smpp/constants.js';
 import { MESSAGE_STATE_OF_STATUS, RECEIPT_STAT_OF_STATUS, messageStateOf } from '../../../src/smpp/customer/message-state.js';
+import { ledgerMessageId, smppMessageId } from '../../../src/smpp/customer/smpp-message-id.js';
 import { encodeGsm7 } from '../../../src/smpp/text/gsm7.js';
 import { CustomerClient } from './customer-client.js';
 import { customerFixture, type CustomerFixture, type TestAccount } from './customer-fixture.js';
@@ -27,11 +28,15 @@ t.before(async () => {
   client = await f.bind(acc);
 });
 
+/** Submits; resolves with the SMPP id of submit_sm_resp. */
 async function submitted(c: CustomerClient = client, patch: Record<string, unknown> = {}): Promise<string> {
   const resp = await c.request('submit_sm', { ...SUBMIT, ...patch });
   if (resp.command_status !== 0) throw new Error(`submit refused: ${resp.command_status}`);
   return resp.message_id as string;
 }
+
+/** The SMS service's (REST) id of an SMPP id. */
+const rest = (smppId: string): string => ledgerMessageId(smppId)!;
 
 t.test('the status maps', async (t) => {
   const expected: Record<MessageStatus, [number, string]> = {
@@ -72,7 +77,7 @@ t.test('query_sm answers the ledger status, final date and error 0', async (t) =
     ['rejected', MessageState.REJECTED],
     ['cancelled', MessageState.DELETED],
   ] as Array<[MessageStatus, number]>) {
-    f.sms.setStatus(id, status, finalAt);
+    f.sms.setStatus(rest(id), status, finalAt);
     resp = await client.request('query_sm', { message_id: id });
     t.equal(resp.message_state, state, `${status} → ${state}`);
     // The smpp package turns the SMPP time back into a Date.
@@ -82,9 +87,26 @@ t.test('query_sm answers the ledger status, final date and error 0', async (t) =
   t.equal((await client.request('query_sm', { message_id: 'msg_nope' })).command_status, CommandStatus.ESME_RQUERYFAIL, 'unknown id → ESME_RQUERYFAIL');
   t.equal((await client.request('query_sm', { message_id: '' })).command_status, CommandStatus.ESME_RINVMSGID, 'empty id → ESME_RINVMSGID');
 
+  t.equal((await client.request('query_sm', { message_id: 'not an id!' })).command_status, CommandStatus.ESME_RQUERYFAIL, 'an id of neither form → ESME_RQUERYFAIL');
+
   const other = await f.account('stranger');
   const otherClient = await f.bind(other);
   t.equal((await otherClient.request('query_sm', { message_id: id })).command_status, CommandStatus.ESME_RQUERYFAIL, "another account's message is unknown");
+});
+
+t.test('the id on SMPP is the REST id without msg_; query_sm and cancel_sm take either form, in any case', async (t) => {
+  const id = await submitted();
+  t.match(id, /^[0-9a-z]{26}$/, 'letters and digits only: the same in IA5 and GSM 03.38');
+  const restId = [...f.sms.records.keys()].at(-1)!;
+  t.equal(restId, `msg_${id}`, 'msg_ + the SMPP id is the REST id');
+  t.equal(smppMessageId(restId), id);
+  for (const asked of [id, restId, id.toUpperCase()]) {
+    const resp = await client.request('query_sm', { message_id: asked });
+    t.equal(resp.command_status, CommandStatus.ESME_ROK, `query_sm ${asked}`);
+    t.equal(resp.message_id, id, 'answered with the SMPP form');
+  }
+  t.equal((await client.request('cancel_sm', { message_id: restId })).command_status, CommandStatus.ESME_ROK, 'cancel_sm by the REST form');
+  t.equal(f.sms.records.get(restId)!.status, 'cancelled');
 });
 
 t.test('query_sm on a scheduled message depends on the bind interface_version', async (t) => {
@@ -93,7 +115,7 @@ t.test('query_sm on a scheduled message depends on the bind interface_version', 
   const bound = await v34.request('bind_transceiver', { system_id: acc.systemId, password: acc.password, interface_version: 0x34 });
   t.equal(bound.command_status, 0);
   const id = await submitted(v34, { schedule_delivery_time: '000000010000000R' });
-  t.equal(f.sms.records.get(id)!.status, 'scheduled');
+  t.equal(f.sms.records.get(rest(id))!.status, 'scheduled');
   t.equal((await v34.request('query_sm', { message_id: id })).message_state, MessageState.ENROUTE, 'v3.4: ENROUTE');
   // The smpp package binds as v5.0 by default.
   t.equal((await client.request('query_sm', { message_id: id })).message_state, MessageState.SCHEDULED, 'v5.0: SCHEDULED');
@@ -102,12 +124,12 @@ t.test('query_sm on a scheduled message depends on the bind interface_version', 
 t.test('cancel_sm, replace_sm', async (t) => {
   const id = await submitted();
   t.equal((await client.request('cancel_sm', { message_id: id, source_addr: 'Ferry', destination_addr: '447700900123' })).command_status, CommandStatus.ESME_ROK);
-  t.equal(f.sms.records.get(id)!.status, 'cancelled');
+  t.equal(f.sms.records.get(rest(id))!.status, 'cancelled');
   t.equal((await client.request('cancel_sm', { message_id: id })).command_status, CommandStatus.ESME_RCANCELFAIL, 'already cancelled');
   t.equal((await client.request('cancel_sm', { message_id: 'msg_nope' })).command_status, CommandStatus.ESME_RCANCELFAIL, 'unknown');
   t.equal((await client.request('cancel_sm', { message_id: '', source_addr: 'Ferry', destination_addr: '447700900123' })).command_status, CommandStatus.ESME_RCANCELFAIL, 'by address only: not supported');
   const sent = await submitted();
-  f.sms.setStatus(sent, 'submitted');
+  f.sms.setStatus(rest(sent), 'submitted');
   t.equal((await client.request('cancel_sm', { message_id: sent })).command_status, CommandStatus.ESME_RCANCELFAIL, 'already sent upstream');
 
   const resp = await client.request('replace_sm', { message_id: sent, source_addr: 'Ferry', short_message: encodeGsm7('new') });

@@ -1,6 +1,7 @@
 import t from 'tap';
 import { SmsError, type SmsErrorCode } from '../../../src/channels/sms/types.js';
 import { CommandStatus, statusName } from '../../../src/smpp/constants.js';
+import { smppMessageId } from '../../../src/smpp/customer/smpp-message-id.js';
 import { MAX_SCHEDULE_AHEAD_MS, SMS_ERROR_STATUS, isSubmitRefusal, submissionFromPdu } from '../../../src/smpp/customer/submit-sm.js';
 import { encodeGsm7 } from '../../../src/smpp/text/gsm7.js';
 import { encodeUcs2 } from '../../../src/smpp/text/encoding.js';
@@ -87,7 +88,8 @@ t.test('each bad field is refused with its own command_status, before the SMS se
 t.test('text codings are decoded into text; the submission carries the PDU fields', async (t) => {
   const gsm = await submit({ short_message: encodeGsm7('Hello @ €uro {x}'), priority_flag: 2, registered_delivery: 1 });
   t.equal(gsm.command_status, CommandStatus.ESME_ROK);
-  t.match(gsm.message_id, /^msg_/, 'answered with the id the service returned');
+  t.equal(gsm.message_id, smppMessageId([...f.sms.records.keys()].at(-1)!), 'answered with the id the service returned, in its SMPP form');
+  t.match(gsm.message_id, /^[0-9a-z]{26}$/, 'letters and digits only');
   const sub = f.sms.last();
   t.same(sub, {
     accountId: acc.accountId,
@@ -186,7 +188,7 @@ t.test('schedule and validity, absolute and relative', async (t) => {
 t.test('data_sm is converted the same way', async (t) => {
   const resp = await client.request('data_sm', { ...BASE, short_message: undefined, message_payload: encodeGsm7('via data_sm'), qos_time_to_live: 600 });
   t.equal(resp.command_status, CommandStatus.ESME_ROK);
-  t.match(resp.message_id, /^msg_/);
+  t.match(resp.message_id, /^[0-9a-z]{26}$/);
   t.equal(f.sms.last().text, 'via data_sm');
   t.ok(Math.abs(f.sms.last().expiresAt! - (Date.now() + 600_000)) < 5000, 'qos_time_to_live becomes the validity');
 });
@@ -248,7 +250,7 @@ t.test('submit_multi: one submission per destination, refusals in unsuccess_sme'
   t.equal(resp.command_status, CommandStatus.ESME_ROK);
   const accepted = f.sms.submissions.slice(before);
   t.same(accepted.map((s) => s.destination), ['447700900111', '447700900333', '447700900444'], 'valid destinations reached the service');
-  t.equal(resp.message_id, [...f.sms.records.values()].find((r) => r.destination === '447700900111')!.id, 'the first accepted id');
+  t.equal(resp.message_id, smppMessageId([...f.sms.records.values()].find((r) => r.destination === '447700900111')!.id), 'the first accepted id');
   const unsuccess = (resp.unsuccess_sme as Array<{ destination_addr: string; error_status_code: number }>).map((u) => [u.destination_addr, statusName(u.error_status_code)]);
   t.same(unsuccess.sort(), [['12', 'ESME_RINVDSTADR'], ['447700900333', 'ESME_RINVDSTADR'], ['friends', 'ESME_RINVDLNAME']].sort());
 
