@@ -49,7 +49,10 @@ interface Round {
   label: string;
   accepted: number;
   acceptedPerSec: number;
+  /** Every receipt in the gateway's hands: Ferry's ledger final (SMPP: at the customer); Kannel's receipts acknowledged to its SMSC. */
   finalPerSec: number;
+  /** Kannel: every final delivery report received at the dlr-url (an HTTP callback from smsbox, two per message with dlr-mask 31). */
+  appFinalPerSec?: number;
   /** CPU seconds per 1,000 accepted messages, by process. */
   cpuPer1000: Record<string, number>;
   /** The gateway and its stores: Kannel's two boxes; Ferry's daemon, Postgres and Redis. */
@@ -94,14 +97,29 @@ await runScenario({
     }
 
     // Kannel's SMSC: the same simulator program with the same options as Ferry's.
+    const kannelAcks: Array<{ at: number; acked: number }> = [];
+    const kannelAcked = () => kannelAcks.at(-1)?.acked ?? 0;
     const kannelSimPort = await freePort();
     const simCommand = stack.runtime === 'dist' ? [join(packageRoot, 'dist/cli/index.js')] : ['--import', 'tsx', join(packageRoot, 'src/cli/index.ts')];
     const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('FERRY_') && k !== 'DATABASE_URL' && k !== 'REDIS_URL'));
     const kannelSim = new Child(
       'kannel-simulator',
       process.execPath,
-      [...simCommand, 'sim', '--port', String(kannelSimPort), '--receipt-delay-ms', String(common.receiptDelayMs), '--log-level', 'warn'],
-      { cwd: packageRoot, env, logDir: stack.logDir },
+      [...simCommand, 'sim', '--port', String(kannelSimPort), '--receipt-delay-ms', String(common.receiptDelayMs), '--stats-interval-ms', '100', '--log-level', 'info'],
+      {
+        cwd: packageRoot,
+        env,
+        logDir: stack.logDir,
+        // Receipts Kannel acknowledged to its SMSC, over time: when every receipt of a round was in Kannel's hands.
+        onStdoutLine: (line) => {
+          if (!line.includes('"receiptsAcked"')) return;
+          try {
+            kannelAcks.push({ at: performance.now(), acked: (JSON.parse(line) as { stats: { receiptsAcked: number } }).stats.receiptsAcked });
+          } catch {
+            /* not a stats line */
+          }
+        },
+      },
     );
     addChild('kannel-simulator', kannelSim);
     await listening(kannelSimPort, kannelSim);
@@ -154,6 +172,7 @@ await runScenario({
 
     const httpRound = async (target: 'kannel' | 'ferry', label: string): Promise<Round> => {
       const pg0 = target === 'ferry' ? await stack.pgCounters() : null;
+      const acked0 = kannelAcked();
       const cpu0 = mark();
       const started = performance.now();
       http.send({ type: 'run', target, count: messages, connections, finalTimeoutSeconds: common.finalTimeoutSeconds });
@@ -162,13 +181,19 @@ await runScenario({
       const non2xx = Object.entries(r.byStatus).filter(([c]) => !c.startsWith('2'));
       if (non2xx.length || r.errors) notes.push(`not accepted: ${non2xx.map(([c, n]) => `HTTP ${c} ${n}`).join(', ')}${r.errors ? ` errors ${r.errors}` : ''}`);
       let finalSeconds = r.finalSeconds;
+      let appFinalPerSec: number | undefined;
       if (target === 'ferry') {
         ferryAccepted += r.accepted;
         const at = await stack.waitFinal(ferryAccepted, finalMs);
         finalSeconds = at === null ? NaN : (at - started) / 1000;
         if (at === null) fail(`${label}: not every accepted message was final within ${common.finalTimeoutSeconds} s`);
-      } else if (!Number.isFinite(finalSeconds)) {
-        fail(`${label}: ${r.finalReports} of ${r.accepted} final delivery reports within ${common.finalTimeoutSeconds} s`);
+      } else {
+        if (!Number.isFinite(finalSeconds)) fail(`${label}: ${r.finalReports} of ${r.accepted} final delivery reports within ${common.finalTimeoutSeconds} s`);
+        // Like Ferry's ledger turning final: every receipt acknowledged by Kannel to its SMSC (the simulator's count).
+        const inAt = kannelAcks.find((a) => a.at >= started && a.acked - acked0 >= r.accepted)?.at;
+        if (inAt === undefined) fail(`${label}: the SMSC saw ${kannelAcked() - acked0} of ${r.accepted} receipts acknowledged`);
+        appFinalPerSec = r.accepted / finalSeconds;
+        finalSeconds = inAt === undefined ? NaN : (inAt - started) / 1000;
       }
       const cpu = cpuSince(cpu0);
       const names = target === 'kannel' ? ['bearerbox', 'smsbox', 'kannel-simulator', 'loadgen-http'] : ['daemon', 'postgres', 'redis', 'simulator', 'loadgen-http'];
@@ -179,6 +204,7 @@ await runScenario({
         accepted: r.accepted,
         acceptedPerSec: r.accepted / Math.max(1e-9, r.sendSeconds),
         finalPerSec: r.accepted / finalSeconds,
+        appFinalPerSec,
         cpuPer1000: c,
         gatewayCpuPer1000: sum(c, target === 'kannel' ? ['bearerbox', 'smsbox'] : ['daemon', 'postgres', 'redis']),
         pgPerMessage: target === 'ferry' ? pgPer(pg0, await pgAfter(), r.accepted) : undefined,
@@ -254,6 +280,7 @@ await runScenario({
         .join(', ');
     for (const r of [cold, ...rounds]) {
       rows.push({ figure: `${r.label}: accepted / final (every receipt in)`, value: `${fmt.rate(r.acceptedPerSec)} / ${fmt.rate(r.finalPerSec)}${r.notes.length ? ` (${r.notes.join('; ')})` : ''}` });
+      if (r.appFinalPerSec !== undefined) rows.push({ figure: `${r.label}: every final report at the dlr-url`, value: fmt.rate(r.appFinalPerSec) });
       const cpuTarget = r.path === 'ferry-rest' ? TARGET_REST_CPU : r.path === 'ferry-smpp' ? TARGET_SMPP_CPU : undefined;
       rows.push({
         figure: `${r.label}: CPU-s per 1,000, gateway + stores`,
@@ -298,6 +325,7 @@ await runScenario({
         `load: ${fmt.int(messages)} messages a round, one segment each (every tenth UCS-2); HTTP: autocannon, ${connections} keep-alive connections (Kannel GET /cgi-bin/sendsms ` +
           `dlr-mask 31 to a dlr-url in the load generator; Ferry POST /v1/sms/send); SMPP: ${binds} binds × window ${window}; each gateway → its own simulator, ` +
           `${binds} binds × window ${window}, receipt delay ${common.receiptDelayMs} ms. Kannel 1.4 keeps its queue and delivery reports in memory; Ferry commits each message before answering.`,
+        'final = every receipt in: Kannel, acknowledged to its SMSC (its dlr-url callbacks, two per message, are shown apart); Ferry REST, every message final in the ledger; Ferry SMPP, every receipt at the SMPP customer.',
         'Ferry REST cold is the first round after start on a fresh database; every later round runs warm, in the order shown.',
       ],
       rows,
