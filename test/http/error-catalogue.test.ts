@@ -364,10 +364,12 @@ t.test(`every error answer is a catalogued envelope (${backendLabel})`, async (t
     },
     { name: 'an unknown OTP id', code: 'OTP_NOT_FOUND', run: () => api('POST', '/v1/otp/verify', { body: { id: 'otp_nope', pin: '123456' } }) },
     {
-      name: 'a wrong pin using the last attempt',
+      name: 'a verify after the last attempt was used',
       code: 'OTP_LOCKED',
       run: async () => {
+        // The wrong pin that uses the last attempt is INVALID_PIN with attemptsRemaining 0; the verify after it is locked.
         const o = await otp({ pinType: 'ALPHABETIC', pinLength: 5, maxAmountOfValidationRetries: 1 });
+        await api('POST', '/v1/otp/verify', { body: { id: o.json.data.id, pin: '00000' } });
         return api('POST', '/v1/otp/verify', { body: { id: o.json.data.id, pin: '00000' } });
       },
     },
