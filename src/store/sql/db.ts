@@ -38,6 +38,27 @@ function sendable(cfg: pg.QueryConfig): pg.QueryConfig {
   return { ...cfg, values: cfg.values.map((v) => prepareValue(v)) };
 }
 
+type CorkableStream = { cork?: () => void; uncork?: () => void };
+/** Clients whose socket is held for the current turn of the event loop. */
+const corkedThisTurn = new WeakSet<object>();
+
+/**
+ * Holds a client's writes until the current turn of the event loop ends, so the statements a pipelined transaction
+ * issues in one turn (BEGIN and the first statements; later, the statements after an awaited answer and the COMMIT)
+ * leave in one write. Idempotent within a turn.
+ */
+function corkForThisTurn(client: pg.PoolClient): void {
+  if (corkedThisTurn.has(client)) return;
+  const stream = (client as unknown as { connection?: { stream?: CorkableStream } }).connection?.stream;
+  if (!stream?.cork || !stream.uncork) return;
+  corkedThisTurn.add(client);
+  stream.cork();
+  process.nextTick(() => {
+    corkedThisTurn.delete(client);
+    stream.uncork!();
+  });
+}
+
 class PgDb implements Db {
   readonly kind = 'postgres' as const;
   private readonly pool: pg.Pool;
@@ -92,6 +113,9 @@ class PgDb implements Db {
     // failed on the server (known in time only when not pipelined). A holder: closures assign it.
     const ending: { commit: Promise<pg.QueryResult> | null; refused: boolean; failed: boolean } = { commit: null, refused: false, failed: false };
     try {
+      // Pipelined, what the transaction issues in one turn leaves in one write: the driver writes each statement on
+      // its own, and each write to Postgres is a syscall that wakes its backend.
+      if (this.pipeline) corkForThisTurn(client);
       // Pipelined, BEGIN goes out with the first statement (one round trip). On an idle pooled connection it fails
       // only with the connection itself, and every statement after it then fails too; it is awaited before COMMIT.
       const begun = client.query('BEGIN');
@@ -109,6 +133,7 @@ class PgDb implements Db {
             // The values in the driver's wire form now: a value it cannot send fails here, before anything of this
             // statement goes out, and not in the driver after its COMMIT was queued behind it (see commitNow).
             const cfg = sendable(config(text, params));
+            if (pipeline) corkForThisTurn(client);
             const send = () => client.query(cfg);
             sent = pipeline ? send() : last.then(send, send);
           } catch (err) {
@@ -126,6 +151,7 @@ class PgDb implements Db {
           // Pipelined, a statement that fails on the server turns this COMMIT into a rollback; not pipelined, every
           // statement has answered before it is sent.
           const send = () => client.query(ending.failed ? 'ROLLBACK' : 'COMMIT');
+          if (pipeline) corkForThisTurn(client);
           ending.commit = pipeline ? send() : last.then(send, send);
           ending.commit.catch(() => {});
         },
