@@ -1,5 +1,5 @@
 // Shared pieces of the fault-injection suite: simulator upstreams, SMPP load, ledger checks.
-import { writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { stringify } from 'yaml';
@@ -8,6 +8,7 @@ import type { Ledger } from '../../src/ledger/ledger.js';
 import { startSimulator, type SmscSimulator } from '../../src/sim/smpp/simulator.js';
 import { ledgerMessageId } from '../../src/smpp/customer/smpp-message-id.js';
 import type { CustomerClient } from '../smpp/customer/customer-client.js';
+import { call, startDaemon, startDaemonProcess, testEnv, type DaemonProcess, type TestDaemon } from '../helpers/daemon.js';
 
 export const DEST = '233241234567';
 
@@ -104,4 +105,57 @@ export function countBy<T>(values: Iterable<T>): Record<string, number> {
   const out: Record<string, number> = {};
   for (const v of values) out[String(v)] = (out[String(v)] ?? 0) + 1;
   return out;
+}
+
+/** A daemon process to SIGKILL, with an SMPP account, and the restart on its storage (in this process). */
+export interface KillableDaemon {
+  proc: DaemonProcess;
+  smppPort: number;
+  systemId: string;
+  /** The account's SMPP password. */
+  password: string;
+  /** Starts a daemon in this process on the killed one's database, data folder and Redis prefix. */
+  restart(extra?: Record<string, string>): Promise<TestDaemon>;
+}
+
+/**
+ * Starts a daemon as its own process on private storage (`env` on top of the test defaults), creates an account with
+ * SMPP credentials through its admin API, and at teardown kills what is left and undoes the storage.
+ */
+export async function killableDaemon(
+  t: { teardown(fn: () => unknown): void },
+  env: Record<string, string>,
+  account: string,
+): Promise<KillableDaemon> {
+  const { env: full, store } = await testEnv(env);
+  let restarted: TestDaemon | null = null;
+  t.teardown(async () => {
+    if (restarted) await restarted.stop();
+    else await store.cleanup();
+  });
+  const proc = await startDaemonProcess(full);
+  t.teardown(() => {
+    if (proc.child.exitCode === null && proc.child.signalCode === null) proc.child.kill('SIGKILL');
+  });
+  const started = proc.output
+    .map((l) => {
+      try {
+        return JSON.parse(l);
+      } catch {
+        return null;
+      }
+    })
+    .find((j) => j?.msg === 'ferry started');
+  const smppPort = Number(String(started.smpp).split(':').pop());
+  const adminToken = readFileSync(join(store.dataDir, 'admin.token'), 'utf8').trim();
+  const password = 'secret1';
+  const created = await call(proc.admin, 'POST', '/admin/accounts', { body: { name: account, smppPassword: password }, headers: { authorization: `Bearer ${adminToken}` } });
+  if (created.status !== 201) throw new Error(`creating the account: HTTP ${created.status} ${created.text}`);
+  return {
+    proc,
+    smppPort,
+    systemId: created.json.data.smpp.systemId as string,
+    password,
+    restart: async (extra = {}) => (restarted = await startDaemon(extra, { env: full, store })),
+  };
 }

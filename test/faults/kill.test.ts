@@ -1,40 +1,25 @@
 // SIGKILL of the daemon under SMPP load, then a restart on the same storage: every submit the customer got
 // submit_sm_resp OK for is in the ledger and ends final; upstream duplicates (at-least-once resends) are counted.
-import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import t from 'tap';
-import { call, startDaemon, startDaemonProcess, testEnv, type TestDaemon } from '../helpers/daemon.js';
 import { backendLabel } from '../helpers/env.js';
 import { waitFor } from '../helpers/wait.js';
 import { CustomerClient } from '../smpp/customer/customer-client.js';
-import { countBy, duplicates, settle, simulator, smppLoad, upstreamConfig } from './common.js';
+import { countBy, killableDaemon, duplicates, settle, simulator, smppLoad, upstreamConfig } from './common.js';
 
 const KILL_AFTER_ACKS = 400;
 
 t.test(`SIGKILL under SMPP load, restart on the same storage: nothing acknowledged is lost (${backendLabel})`, async (t) => {
   const sim = await simulator(t);
-  const { env, store } = await testEnv({
-    FERRY_CONFIG: upstreamConfig(sim.port),
-    FERRY_SMPP_SIMULATOR_ENABLED: 'off',
-    // Messages the killed process had leased come back after this.
-    FERRY_DISPATCH_LEASE_SECONDS: '5',
-  });
-  let restarted: TestDaemon | null = null;
-  t.teardown(async () => {
-    if (restarted) await restarted.stop();
-    else await store.cleanup();
-  });
-
-  const proc = await startDaemonProcess(env);
-  t.teardown(() => {
-    if (proc.child.exitCode === null && proc.child.signalCode === null) proc.child.kill('SIGKILL');
-  });
-  const started = proc.output.map((l) => { try { return JSON.parse(l); } catch { return null; } }).find((j) => j?.msg === 'ferry started');
-  const smppPort = Number(String(started.smpp).split(':').pop());
-  const adminToken = readFileSync(join(store.dataDir, 'admin.token'), 'utf8').trim();
-  const created = await call(proc.admin, 'POST', '/admin/accounts', { body: { name: 'killme', smppPassword: 'secret1' }, headers: { authorization: `Bearer ${adminToken}` } });
-  t.equal(created.status, 201, 'account created');
-  const systemId = created.json.data.smpp.systemId as string;
+  const { proc, smppPort, systemId, restart } = await killableDaemon(
+    t,
+    {
+      FERRY_CONFIG: upstreamConfig(sim.port),
+      FERRY_SMPP_SIMULATOR_ENABLED: 'off',
+      // Messages the killed process had leased come back after this.
+      FERRY_DISPATCH_LEASE_SECONDS: '5',
+    },
+    'killme',
+  );
 
   const clients: CustomerClient[] = [];
   for (let i = 0; i < 2; i++) {
@@ -57,7 +42,7 @@ t.test(`SIGKILL under SMPP load, restart on the same storage: nothing acknowledg
 
   // Restart (in this process) on the same database / data folder / Redis prefix.
   const t0 = Date.now();
-  restarted = await startDaemon({}, { env, store });
+  const restarted = await restart();
   const ledger = restarted.daemon.gateway.ledger;
   const { open, missing, statuses, ms } = await settle(ledger, acked, 60_000);
   t.same(missing.slice(0, 5), [], `every acknowledged message is in the ledger (${missing.length} missing)`);

@@ -1,43 +1,29 @@
 // Receipts in flight when the daemon is SIGKILLed, from an SMSC that never sends a receipt again once the bind it
 // was meant for is gone: after the restart, query_sm on a live bind of the upstream ends every message, and the
 // history says the state came from query_sm.
-import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import t from 'tap';
 import { FINAL_STATUSES } from '../../src/ledger/types.js';
-import { call, startDaemon, startDaemonProcess, testEnv, type TestDaemon } from '../helpers/daemon.js';
 import { backendLabel } from '../helpers/env.js';
 import { waitFor } from '../helpers/wait.js';
 import { CustomerClient } from '../smpp/customer/customer-client.js';
-import { countBy, settle, simulator, smppLoad, sleep, upstreamConfig } from './common.js';
+import { countBy, killableDaemon, settle, simulator, smppLoad, sleep, upstreamConfig } from './common.js';
 
 const MESSAGES = 120;
 
 t.test(`receipts lost with a SIGKILL, an SMSC that never resends them: query_sm ends every message (${backendLabel})`, async (t) => {
   // Receipts come 2 s after each submit, and one not acknowledged is dropped, never offered again.
   const sim = await simulator(t, { receiptDelayMs: 2000, redeliverReceipts: false });
-  const { env, store } = await testEnv({
-    // The first life never gets to ask (afterSeconds 600): what is recovered is recovered after the restart.
-    FERRY_CONFIG: upstreamConfig(sim.port, { receiptQuery: { afterSeconds: 600 } }),
-    FERRY_SMPP_SIMULATOR_ENABLED: 'off',
-    FERRY_DISPATCH_LEASE_SECONDS: '5',
-  });
-  let restarted: TestDaemon | null = null;
-  t.teardown(async () => {
-    if (restarted) await restarted.stop();
-    else await store.cleanup();
-  });
-
-  const proc = await startDaemonProcess(env);
-  t.teardown(() => {
-    if (proc.child.exitCode === null && proc.child.signalCode === null) proc.child.kill('SIGKILL');
-  });
-  const started = proc.output.map((l) => { try { return JSON.parse(l); } catch { return null; } }).find((j) => j?.msg === 'ferry started');
-  const smppPort = Number(String(started.smpp).split(':').pop());
-  const adminToken = readFileSync(join(store.dataDir, 'admin.token'), 'utf8').trim();
-  const created = await call(proc.admin, 'POST', '/admin/accounts', { body: { name: 'recover', smppPassword: 'secret1' }, headers: { authorization: `Bearer ${adminToken}` } });
-  t.equal(created.status, 201, 'account created');
-  const { client } = await CustomerClient.bound(smppPort, 'transceiver', created.json.data.smpp.systemId as string, 'secret1');
+  const { proc, smppPort, systemId, restart } = await killableDaemon(
+    t,
+    {
+      // The first life never gets to ask (afterSeconds 600): what is recovered is recovered after the restart.
+      FERRY_CONFIG: upstreamConfig(sim.port, { receiptQuery: { afterSeconds: 600 } }),
+      FERRY_SMPP_SIMULATOR_ENABLED: 'off',
+      FERRY_DISPATCH_LEASE_SECONDS: '5',
+    },
+    'recover',
+  );
+  const { client } = await CustomerClient.bound(smppPort, 'transceiver', systemId, 'secret1');
   const result = await smppLoad(() => client, { tag: 'recover', workers: 8, max: MESSAGES, maxMs: 15_000 });
   await client.close().catch(() => undefined);
   const acked = [...result.acked.keys()];
@@ -51,9 +37,8 @@ t.test(`receipts lost with a SIGKILL, an SMSC that never resends them: query_sm 
   await waitFor(() => sim.stats.receiptsDropped >= MESSAGES, 10_000, 'the SMSC drops the receipts it could not deliver');
 
   // Restart on the same storage, now asking about messages silent for a second.
-  restarted = await startDaemon(
+  const restarted = await restart(
     { FERRY_CONFIG: upstreamConfig(sim.port, { receiptQuery: { afterSeconds: 1, intervalSeconds: 1, maxPerSecond: 500 } }) },
-    { env, store },
   );
   const ledger = restarted.daemon.gateway.ledger;
   const { open, missing, statuses } = await settle(ledger, acked, 20_000);
