@@ -6,6 +6,7 @@ import { preparedTexts } from '../../src/store/sql/prepared.js';
 import type { Db, Queryable } from '../../src/store/types.js';
 import { testDb } from '../helpers/db.js';
 import { backendLabel } from '../helpers/env.js';
+import { seqScans, type PlanNode } from '../helpers/plans.js';
 
 interface Recorded {
   text: string;
@@ -27,18 +28,6 @@ function recording(db: Db, log: Recorded[]): Db {
     ping: () => db.ping(),
     close: () => db.close(),
   };
-}
-
-interface PlanNode {
-  'Node Type': string;
-  'Relation Name'?: string;
-  Plans?: PlanNode[];
-}
-
-function seqScans(node: PlanNode, out: string[] = []): string[] {
-  if (node['Node Type'] === 'Seq Scan' && node['Relation Name']) out.push(node['Relation Name']);
-  for (const p of node.Plans ?? []) seqScans(p, out);
-  return out;
 }
 
 /*

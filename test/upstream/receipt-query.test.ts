@@ -11,6 +11,7 @@ import type { Db } from '../../src/store/types.js';
 import { testDb } from '../helpers/db.js';
 import { backendLabel } from '../helpers/env.js';
 import { upstreamConfig } from './upstream-helpers.js';
+import { seqScans, type PlanNode } from '../helpers/plans.js';
 
 const T0 = Date.parse('2030-01-01T00:00:00Z');
 const SILENT = { info: () => undefined, warn: () => undefined };
@@ -216,18 +217,6 @@ t.test(`sweep: instances sharing the database never ask about a message twice ($
   t.equal(new Set(all).size, 60, 'none twice');
   t.ok(ups.filter((u) => u.asked.length > 0).length >= 2, 'the work was shared');
 });
-
-interface PlanNode {
-  'Node Type': string;
-  'Relation Name'?: string;
-  Plans?: PlanNode[];
-}
-
-function seqScans(node: PlanNode, out: string[] = []): string[] {
-  if (node['Node Type'] === 'Seq Scan' && node['Relation Name']) out.push(node['Relation Name']);
-  for (const p of node.Plans ?? []) seqScans(p, out);
-  return out;
-}
 
 t.test(`sweep statements reach messages by index in a large ledger (${backendLabel})`, async (t) => {
   const tdb = await testDb();
