@@ -21,6 +21,7 @@ import type { PgCounters } from './harness/stack.js';
 import { Child, freePort } from './harness/proc.js';
 import { fmt, printJson, printTable, verdict, type Row } from './harness/report.js';
 import { runScenario, type ScenarioContext } from './harness/scenario.js';
+import { EVENTS_PER_MESSAGE, WEBHOOK_DAEMON_ENV, WebhookBench } from './harness/webhooks.js';
 
 const TARGET_REST_RATIO = 1.5;
 const TARGET_SMPP_FINAL_RATIO = 2.5;
@@ -34,6 +35,9 @@ const USAGE = `usage: npm run bench -- kannel [options]
   --pairs P         alternating rounds of Kannel, Ferry REST and Ferry SMPP after Ferry's cold round (default 2)
   --binds B         SMPP binds: Kannel's and Ferry's to their SMSC, and the SMPP load's to Ferry (default 4)
   --window W        outstanding submits per bind, everywhere (default 100)
+  --webhooks        Ferry's bench account gets a webhook endpoint taking every event (a loopback receiver), so
+                    its receipts reach an application as Kannel's reach the dlr-url; each Ferry round then
+                    also reports when its last webhook was in
 
 Needs bearerbox and smsbox (Debian package kannel); prints one skip line without them.
 Targets are stated for --backend redis+postgres.`;
@@ -51,7 +55,10 @@ interface Round {
   acceptedPerSec: number;
   /** Every receipt in the gateway's hands: Ferry's ledger final (SMPP: at the customer); Kannel's receipts acknowledged to its SMSC. */
   finalPerSec: number;
-  /** Kannel: every final delivery report received at the dlr-url (an HTTP callback from smsbox, two per message with dlr-mask 31). */
+  /**
+   * Receipts at the application: Kannel, every final delivery report at the dlr-url (an HTTP callback from smsbox,
+   * two per message with dlr-mask 31); Ferry with --webhooks, every webhook of the round at the receiver.
+   */
   appFinalPerSec?: number;
   /** CPU seconds per 1,000 accepted messages, by process. */
   cpuPer1000: Record<string, number>;
@@ -81,7 +88,8 @@ async function listening(port: number, child: Child): Promise<void> {
 
 await runScenario({
   name: 'kannel',
-  flags: ['messages', 'concurrency', 'pairs', 'binds', 'window'],
+  flags: ['messages', 'concurrency', 'pairs', 'binds', 'window', 'webhooks'],
+  stackOverrides: (args) => (args.has('webhooks') ? { daemonEnv: WEBHOOK_DAEMON_ENV } : {}),
   usage: USAGE,
   defaults: { upstreamBinds: 4, upstreamWindow: 100 },
   budgetSeconds: (args, common) => (1 + 3 * args.number('pairs', 2)) * (120 + common.finalTimeoutSeconds),
@@ -134,6 +142,15 @@ await runScenario({
 
     const password = 'bench123';
     const account = await stack.createAccount('bench', password, binds);
+    const webhooks = args.has('webhooks') ? await WebhookBench.start(ctx, stack.apiUrl, account.token) : undefined;
+    /** With --webhooks: per 1,000 messages a second of the round from `started` to its last webhook, or undefined. */
+    const webhooksIn = async (label: string, started: number, accepted: number): Promise<number | undefined> => {
+      if (!webhooks) return undefined;
+      const want = ferryAccepted * EVENTS_PER_MESSAGE;
+      const { stats, doneAt } = await webhooks.drain(want, finalMs);
+      if (doneAt === null) fail(`${label}: ${stats.distinct} of ${want} webhook events within ${common.finalTimeoutSeconds} s`);
+      return doneAt === null ? NaN : accepted / ((doneAt - started) / 1000);
+    };
     const httpConfig: HttpSendConfig = {
       kannelUrl: kannel.sendsmsUrl,
       kannelUser: kannel.user,
@@ -187,6 +204,7 @@ await runScenario({
         const at = await stack.waitFinal(ferryAccepted, finalMs);
         finalSeconds = at === null ? NaN : (at - started) / 1000;
         if (at === null) fail(`${label}: not every accepted message was final within ${common.finalTimeoutSeconds} s`);
+        appFinalPerSec = await webhooksIn(label, started, r.accepted);
       } else {
         if (!Number.isFinite(finalSeconds)) fail(`${label}: ${r.finalReports} of ${r.accepted} final delivery reports within ${common.finalTimeoutSeconds} s`);
         // Like Ferry's ledger turning final: every receipt acknowledged by Kannel to its SMSC (the simulator's count).
@@ -196,7 +214,7 @@ await runScenario({
         finalSeconds = inAt === undefined ? NaN : (inAt - started) / 1000;
       }
       const cpu = cpuSince(cpu0);
-      const names = target === 'kannel' ? ['bearerbox', 'smsbox', 'kannel-simulator', 'loadgen-http'] : ['daemon', 'postgres', 'redis', 'simulator', 'loadgen-http'];
+      const names = target === 'kannel' ? ['bearerbox', 'smsbox', 'kannel-simulator', 'loadgen-http'] : ['daemon', 'postgres', 'redis', 'simulator', 'loadgen-http', ...(webhooks ? ['receiver'] : [])];
       const c = per1000(cpu, names, r.accepted);
       return {
         path: target === 'kannel' ? 'kannel' : 'ferry-rest',
@@ -232,22 +250,25 @@ await runScenario({
       const pg0 = await stack.pgCounters();
       await gen.next('measure-start', 120_000);
       const cpu0 = mark();
+      const started = performance.now();
       await gen.next('submitted', 400_000);
       await gen.next('measure-end', finalMs + 30_000);
-      const cpu = cpuSince(cpu0);
       const { result } = await gen.next<{ type: string; result: SmppLoadResult }>('result', 30_000);
-      await gen.finish();
       const m = result.measured;
       ferryAccepted += m.accepted;
+      const appFinalPerSec = await webhooksIn(label, started, m.accepted);
+      const cpu = cpuSince(cpu0);
+      await gen.finish();
       if (m.final !== m.accepted) fail(`${label}: ${m.accepted - m.final} of ${m.accepted} accepted messages got no receipt`);
       const notes = Object.keys(m.refused).length ? [`refused: ${JSON.stringify(m.refused)}`] : [];
-      const c = per1000(cpu, ['daemon', 'postgres', 'redis', 'simulator', 'loadgen-smpp'], m.accepted);
+      const c = per1000(cpu, ['daemon', 'postgres', 'redis', 'simulator', 'loadgen-smpp', ...(webhooks ? ['receiver'] : [])], m.accepted);
       return {
         path: 'ferry-smpp',
         label,
         accepted: m.accepted,
         acceptedPerSec: m.accepted / Math.max(1e-9, m.submitSeconds),
         finalPerSec: m.accepted / Math.max(1e-9, m.finalSeconds),
+        appFinalPerSec,
         cpuPer1000: c,
         gatewayCpuPer1000: sum(c, ['daemon', 'postgres', 'redis']),
         pgPerMessage: pgPer(pg0, await pgAfter(), m.accepted),
@@ -280,7 +301,9 @@ await runScenario({
         .join(', ');
     for (const r of [cold, ...rounds]) {
       rows.push({ figure: `${r.label}: accepted / final (every receipt in)`, value: `${fmt.rate(r.acceptedPerSec)} / ${fmt.rate(r.finalPerSec)}${r.notes.length ? ` (${r.notes.join('; ')})` : ''}` });
-      if (r.appFinalPerSec !== undefined) rows.push({ figure: `${r.label}: every final report at the dlr-url`, value: fmt.rate(r.appFinalPerSec) });
+      if (r.appFinalPerSec !== undefined) {
+        rows.push({ figure: `${r.label}: ${r.path === 'kannel' ? 'every final report at the dlr-url' : 'every webhook at the receiver'}`, value: fmt.rate(r.appFinalPerSec) });
+      }
       const cpuTarget = r.path === 'ferry-rest' ? TARGET_REST_CPU : r.path === 'ferry-smpp' ? TARGET_SMPP_CPU : undefined;
       rows.push({
         figure: `${r.label}: CPU-s per 1,000, gateway + stores`,
@@ -305,12 +328,14 @@ await runScenario({
         restFinal: rest.finalPerSec / k.finalPerSec,
         smppAccepted: smpp.acceptedPerSec / k.acceptedPerSec,
         smppFinal: smpp.finalPerSec / k.finalPerSec,
+        ...(rest.appFinalPerSec !== undefined && k.appFinalPerSec !== undefined ? { restAtApp: rest.appFinalPerSec / k.appFinalPerSec } : {}),
       };
       ratios.push(x);
       const pg = common.backend === 'redis+postgres';
       rows.push(
         { figure: `pair ${p + 1}: Ferry REST / Kannel sendsms, accepted`, value: `${x.restAccepted.toFixed(2)}×`, target: `≥ ${TARGET_REST_RATIO}×`, verdict: pg ? verdict(x.restAccepted >= TARGET_REST_RATIO) : '' },
         { figure: `pair ${p + 1}: Ferry REST / Kannel sendsms, every receipt in`, value: `${x.restFinal.toFixed(2)}×`, target: `≥ ${TARGET_REST_RATIO}×`, verdict: pg ? verdict(x.restFinal >= TARGET_REST_RATIO) : '' },
+        ...(x.restAtApp !== undefined ? [{ figure: `pair ${p + 1}: Ferry REST webhooks / Kannel dlr-url, every receipt at the application`, value: `${x.restAtApp.toFixed(2)}×` }] : []),
         { figure: `pair ${p + 1}: Ferry SMPP / Kannel sendsms, accepted`, value: `${x.smppAccepted.toFixed(2)}×` },
         { figure: `pair ${p + 1}: Ferry SMPP / Kannel sendsms, every receipt in`, value: `${x.smppFinal.toFixed(2)}×`, target: `≥ ${TARGET_SMPP_FINAL_RATIO}×`, verdict: pg ? verdict(x.smppFinal >= TARGET_SMPP_FINAL_RATIO) : '' },
       );
