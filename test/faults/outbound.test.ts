@@ -6,12 +6,9 @@ import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import t from 'tap';
 import { openBackends } from '../../src/store/backends.js';
-import { openDb } from '../../src/store/sql/db.js';
-import type { Db } from '../../src/store/types.js';
-import { deleteKeys, testClock } from '../helpers/backends.js';
-import { testDb } from '../helpers/db.js';
+import { handedStorage, testClock } from '../helpers/backends.js';
 import { backendLabel } from '../helpers/env.js';
-import { REDIS_URL, testKeyPrefix } from '../helpers/redis.js';
+import { REDIS_URL } from '../helpers/redis.js';
 import { FailOnDemandProvider } from '../outbound/fail-on-demand-provider.js';
 import { demoJob, makePipeline, providerName, until } from '../outbound/harness.js';
 
@@ -22,20 +19,13 @@ t.test(`SIGKILL mid-dispatch: every job sent, duplicates at most what the killed
   t.teardown(() => provider.close());
   // Answers take a while, so requests are in flight (and answered ones await their record) when the kill comes.
   provider.fallback = () => ({ status: 200, delayMs: 15 });
-  const tdb = await testDb();
-  const keyPrefix = REDIS_URL ? testKeyPrefix() : null;
-  let db: Db = tdb.db;
-  t.teardown(async () => {
-    if (db !== tdb.db) await db.close().catch(() => {});
-    if (keyPrefix) await deleteKeys(keyPrefix);
-    await tdb.cleanup();
-  });
+  const storage = await handedStorage(t);
   const name = providerName('kill');
   const N = 2000;
   const CONCURRENCY = 16;
   {
     const clock = testClock();
-    const backends = await openBackends({ db, redisUrl: REDIS_URL, keyPrefix: keyPrefix ?? undefined });
+    const backends = await openBackends({ db: storage.db, redisUrl: REDIS_URL, keyPrefix: storage.keyPrefix ?? undefined });
     const h = makePipeline(backends, clock, provider.url, { name, start: false });
     await h.pipeline.submit(Array.from({ length: N }, (_, i) => demoJob(name, `kill-${i}`)));
     await h.pipeline.flush();
@@ -43,15 +33,12 @@ t.test(`SIGKILL mid-dispatch: every job sent, duplicates at most what the killed
     await backends.close();
   }
   // PGlite: the child must own the data folder alone.
-  if (!tdb.url) await db.close();
+  await storage.release();
 
   const child = spawn(process.execPath, ['--import', 'tsx', CHILD], {
     env: {
       ...process.env,
-      OB_DB_URL: tdb.url ?? '',
-      OB_DATA_DIR: tdb.dataDir,
-      OB_REDIS_URL: REDIS_URL ?? '',
-      OB_KEY_PREFIX: keyPrefix ?? '',
+      ...storage.env('OB_'),
       OB_PROVIDER_URL: provider.url,
       OB_PROVIDER_NAME: name,
       OB_CONCURRENCY: String(CONCURRENCY),
@@ -68,11 +55,10 @@ t.test(`SIGKILL mid-dispatch: every job sent, duplicates at most what the killed
   t.equal(signal, 'SIGKILL', `killed mid-run ${stderr ? `(stderr: ${stderr.slice(0, 300)})` : ''}`);
   const beforeRestart = provider.requests.length;
 
-  if (!tdb.url) db = await openDb({ url: null, dataDir: tdb.dataDir });
+  const db = await storage.reopen();
   // Past every lease and claim the child took.
   const clock = testClock(Date.now() + 60_000);
-  const backends = await openBackends({ db, redisUrl: REDIS_URL, keyPrefix: keyPrefix ?? undefined, clock: () => clock.now });
-  t.teardown(() => backends.close());
+  const backends = await storage.backends(t, clock);
   provider.fallback = () => ({ status: 200 });
   const h = makePipeline(backends, clock, provider.url, { name, provider: { maxConcurrency: CONCURRENCY } });
   t.teardown(() => h.stop());

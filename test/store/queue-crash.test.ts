@@ -1,13 +1,8 @@
 import { fileURLToPath } from 'node:url';
 import t from 'tap';
-import { openBackends } from '../../src/store/backends.js';
-import { openDb } from '../../src/store/sql/db.js';
-import type { Db } from '../../src/store/types.js';
-import { deleteKeys, testClock } from '../helpers/backends.js';
-import { testDb } from '../helpers/db.js';
+import { handedStorage, testClock } from '../helpers/backends.js';
 import { backendLabel } from '../helpers/env.js';
 import { runUntilKilled } from '../helpers/kill-after.js';
-import { REDIS_URL, testKeyPrefix } from '../helpers/redis.js';
 
 const PUSHER = fileURLToPath(new URL('../helpers/queue-pusher.ts', import.meta.url));
 const BATCH = 50;
@@ -15,24 +10,14 @@ const BATCH = 50;
 const KILL_AFTER = 30;
 
 t.test(`SIGKILL while items are queued loses none of them (${backendLabel})`, async (t) => {
-  const tdb = await testDb();
-  const keyPrefix = REDIS_URL ? testKeyPrefix() : null;
-  let db: Db = tdb.db;
-  t.teardown(async () => {
-    if (db !== tdb.db) await db.close().catch(() => {});
-    if (keyPrefix) await deleteKeys(keyPrefix);
-    await tdb.cleanup();
-  });
+  const storage = await handedStorage(t);
   // PGlite: the child must own the data folder alone.
-  if (!tdb.url) await db.close();
+  await storage.release();
 
   const run = await runUntilKilled(
     PUSHER,
     {
-      PUSHER_DB_URL: tdb.url ?? '',
-      PUSHER_DATA_DIR: tdb.dataDir,
-      PUSHER_REDIS_URL: REDIS_URL ?? '',
-      PUSHER_KEY_PREFIX: keyPrefix ?? '',
+      ...storage.env('PUSHER_'),
       PUSHER_QUEUE: 'crash',
       PUSHER_BATCH: String(BATCH),
       PUSHER_MAX_BATCHES: '5000',
@@ -45,11 +30,10 @@ t.test(`SIGKILL while items are queued loses none of them (${backendLabel})`, as
   t.equal(signal, 'SIGKILL', `the pusher was killed mid-run ${stderr ? `(stderr: ${stderr.slice(0, 500)})` : ''}`);
   t.ok(acked.length >= KILL_AFTER, `${acked.length} batches acknowledged before the kill`);
 
-  if (!tdb.url) db = await openDb({ url: null, dataDir: tdb.dataDir });
+  await storage.reopen();
   // Past every lease the child took, so work it had in flight is due again.
   const clock = testClock(Date.now() + 120_000);
-  const backends = await openBackends({ db, redisUrl: REDIS_URL, keyPrefix: keyPrefix ?? undefined, clock: () => clock.now });
-  t.teardown(() => backends.close());
+  const backends = await storage.backends(t, clock);
   const q = backends.queue<{ b: number; i: number }>('crash');
 
   const expected = new Set<string>();
