@@ -353,7 +353,7 @@ export async function ussdRoutes(app: FastifyInstance, deps: UssdRoutesDeps): Pr
 
   // ------------------------------------------------------------ sessions
 
-  app.get<{ Querystring: Omit<SessionFilter, 'limit' | 'before'> & { limit?: number; cursor?: string } }>('/v1/ussd/sessions', {
+  app.get<{ Querystring: Omit<SessionFilter, 'limit' | 'before'> & { limit?: string; cursor?: string } }>('/v1/ussd/sessions', {
     config: { scope: 'ussd:read' },
     schema: {
       tags: ['ussd'],
@@ -367,7 +367,7 @@ export async function ussdRoutes(app: FastifyInstance, deps: UssdRoutesDeps): Pr
           phone: { type: 'string', maxLength: 32 },
           serviceCode: { type: 'string', maxLength: 40 },
           channel: { type: 'string', enum: ['smpp', 'africastalking', 'hubtel', 'simulate'] },
-          limit: { type: 'integer', minimum: 1, maximum: 200, default: 50 },
+          limit: { type: 'string', pattern: '^(?:[1-9][0-9]?|1[0-9]{2}|200)$', description: 'page size, 1-200 (default 50)' },
           cursor: { type: 'string', maxLength: 64, description: 'nextCursor of the previous page' },
         },
       },
@@ -378,7 +378,7 @@ export async function ussdRoutes(app: FastifyInstance, deps: UssdRoutesDeps): Pr
     },
   }, async (req) => {
     const q = req.query;
-    const limit = q.limit ?? 50;
+    const limit = q.limit ? Number(q.limit) : 50;
     const rows = await sessions.list(req.auth.accountId, {
       status: q.status,
       endStatus: q.endStatus,

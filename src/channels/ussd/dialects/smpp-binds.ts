@@ -61,7 +61,8 @@ export class SmppUssdDialect {
       const dialled = canonicalCode(text) ? text : mo.destination.trim();
       answer = await this.o.core.begin({ channel: 'smpp', networkKey: key, phone, dialled });
     }
-    if (answer) await this.send(mo, info, answer);
+    // A code no account claims is not answered over SMPP, as before the USSD module: the network ends the dialogue.
+    if (answer?.sessionId) await this.send(mo, info, answer);
   }
 
   private async send(mo: UpstreamMo, info: Buffer | undefined, answer: Answer): Promise<void> {
