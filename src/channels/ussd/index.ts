@@ -63,6 +63,9 @@ export const ussdModule: ChannelModule<UssdService> = {
     const otpHandler = sms.ussdHandler();
     const isOtp = (mo: UpstreamMo) => mo.destination.trim() === otpCode || mo.text.trim() === otpCode;
     sms.setUssdHandler((mo) => (otpHandler && isOtp(mo) ? otpHandler(mo) : smpp.handle(mo)));
+    if (sms.embeddedUpstream && !ctx.config.smpp.upstreams.length) {
+      ctx.warn("USSD: carrier sessions come only from the embedded SMSC simulator (dial one with `ferry ussd dial '*384#' --phone …`); aggregators still reach /v1/ussd/in/{connector}");
+    }
 
     let sweep: NodeJS.Timeout | undefined;
     let sweeping = false;

@@ -205,10 +205,18 @@ export class UssdCore {
     s.state = out.state;
     const events: NewEvent[] = [this.event(s, 'ussd.session.started', { resumedFrom: s.resumedFrom })];
     if (out.end) this.close(s, step.error ? 'Failed' : 'Success', step.error ?? null, events);
-    await this.o.db.tx(async (q) => {
-      await this.o.sessions.insert(q, s);
-      await this.o.events.insertMany(q, events);
-    });
+    try {
+      await this.o.db.tx(async (q) => {
+        await this.o.sessions.insert(q, s);
+        await this.o.events.insertMany(q, events);
+      });
+    } catch (err) {
+      // Another instance began the same dialogue first (the network repeated its first hop): answer with its screen.
+      if ((err as { code?: string }).code !== '23505') throw err;
+      const live = await this.o.sessions.live(req.networkKey);
+      if (!live) throw err;
+      return { text: live.state.pages[live.state.page] ?? '', end: false, sessionId: live.id };
+    }
     this.o.events.wake();
     this.o.metrics?.started(s.channel);
     if (out.end) this.o.metrics?.ended(s.endStatus!);

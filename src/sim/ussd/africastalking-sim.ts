@@ -15,14 +15,14 @@ let counter = 0;
 export class AfricasTalkingSimulator {
   constructor(private readonly o: { callbackUrl: string; eventsUrl?: string; networkCode?: string; timeoutMs?: number }) {}
 
-  /** A new session of `phone` on `serviceCode`. */
-  session(phone: string, serviceCode: string, sessionId = `ATUid_${process.pid}_${Date.now()}_${++counter}`): AtSession {
-    return new AtSession(this.o, phone, serviceCode, sessionId);
+  /** A new session of `phone` on `serviceCode` (or, with its id and inputs so far, one already under way). */
+  session(phone: string, serviceCode: string, sessionId = `ATUid_${process.pid}_${Date.now()}_${++counter}`, inputs: readonly string[] = []): AtSession {
+    return new AtSession(this.o, phone, serviceCode, sessionId, inputs);
   }
 }
 
 export class AtSession {
-  private readonly inputs: string[] = [];
+  private readonly inputs: string[];
   private hops = 0;
   private ended = false;
   private readonly started = Date.now();
@@ -33,7 +33,10 @@ export class AtSession {
     readonly phone: string,
     readonly serviceCode: string,
     readonly sessionId: string,
-  ) {}
+    inputs: readonly string[] = [],
+  ) {
+    this.inputs = [...inputs];
+  }
 
   /** The first hop (no input) or the next one with `input`. */
   async hop(input?: string): Promise<AtScreen> {

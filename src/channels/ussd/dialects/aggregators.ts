@@ -88,6 +88,10 @@ export async function aggregatorRoutes(app: FastifyInstance, deps: AggregatorRou
     async (req, reply) => {
       const c = await connector(req);
       const b = (req.body ?? {}) as AtHop & HubtelHop;
+      const missing = (c.dialect === 'hubtel' ? ['SessionId', 'Mobile', 'Type'] : ['sessionId', 'phoneNumber', 'serviceCode']).filter(
+        (f) => typeof (b as Record<string, unknown>)[f] !== 'string' || !(b as Record<string, string>)[f],
+      );
+      if (missing.length) throw new ApiError('VALIDATION_ERROR', { data: { errors: missing.map((field) => ({ field: `body.${field}`, message: 'required' })) } });
       if (c.dialect === 'hubtel') {
         const key = `hubtel:${c.id}:${b.SessionId ?? ''}`;
         const type = (b.Type ?? '').toLowerCase();
