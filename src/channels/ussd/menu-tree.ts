@@ -91,6 +91,37 @@ export function compilePattern(pattern: string): RegExp | null {
 }
 
 /**
+ * Why a pattern could backtrack for ages on a short input (it runs on the daemon's thread): a quantified group
+ * holding a quantifier or an alternation — (a+)+, (a|a)*, (\d*){2,} — or a backreference. Null when it is safe.
+ * Stricter than needed (some harmless patterns are refused), never looser.
+ */
+export function unsafePattern(pattern: string): string | null {
+  if (/\\[1-9]|\\k</.test(pattern)) return 'backreferences are not accepted';
+  // Group bodies, innermost first; a group followed by a quantifier must hold no quantifier or alternation.
+  const stack: number[] = [];
+  for (let i = 0; i < pattern.length; i++) {
+    const ch = pattern[i];
+    if (ch === '\\') {
+      i++;
+      continue;
+    }
+    if (ch === '[') {
+      // Skip a character class: quantifiers inside it are literal.
+      for (i++; i < pattern.length && pattern[i] !== ']'; i++) if (pattern[i] === '\\') i++;
+      continue;
+    }
+    if (ch === '(') stack.push(i);
+    else if (ch === ')' && stack.length) {
+      const start = stack.pop()!;
+      const body = pattern.slice(start + 1, i).replace(/\\./g, '').replace(/\[[^\]]*\]/g, 'x');
+      const quantified = /^[*+?{]/.test(pattern.slice(i + 1));
+      if (quantified && /[*+?{|]/.test(body.replace(/^\?[:=!<]/, ''))) return 'a repeated group may not hold a repetition or an alternation (it could run for ages)';
+    }
+  }
+  return null;
+}
+
+/**
  * Every problem of a tree, each naming its place (`tree.nodes.bal.next`): a missing start or target, a node no path
  * reaches, text outside GSM-7, options with duplicate or reserved keys, a bad pattern, an end screen over 182
  * characters (it cannot page: the session ends with it). Empty when the tree is good.
@@ -138,6 +169,10 @@ export function validateTree(tree: MenuTree): FieldError[] {
         if (node.pattern !== undefined) {
           if (node.pattern.length > MENU_LIMITS.maxPatternChars) err(`${at}.pattern`, `at most ${MENU_LIMITS.maxPatternChars} characters`);
           else if (!compilePattern(node.pattern)) err(`${at}.pattern`, 'not a valid regular expression');
+          else {
+            const unsafe = unsafePattern(node.pattern);
+            if (unsafe) err(`${at}.pattern`, unsafe);
+          }
         }
         break;
       case 'end':

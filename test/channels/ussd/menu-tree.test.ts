@@ -3,7 +3,7 @@
 import fc from 'fast-check';
 import t from 'tap';
 import { MenuEngine, type HopContext } from '../../../src/channels/ussd/menu-engine.js';
-import { menuScreen, validateTree, type MenuTree } from '../../../src/channels/ussd/menu-tree.js';
+import { menuScreen, unsafePattern, validateTree, type MenuTree } from '../../../src/channels/ussd/menu-tree.js';
 import { MAX_SCREEN_CHARS, paginate, screenLength } from '../../../src/channels/ussd/paging.js';
 import { canonicalCode, claimCandidates, prefilledInputs } from '../../../src/channels/ussd/service-code.js';
 import { hopBody, parseAppAnswer, parseConEnd } from '../../../src/channels/ussd/webhook-app.js';
@@ -42,6 +42,13 @@ t.test('a good tree has no errors; each problem is named', async (t) => {
     nodes: { m: { type: 'menu', text: 'Pick', options: Array.from({ length: 20 }, (_, i) => ({ key: String(i === 0 ? 98 : i), label: `Option number ${i} is long`, next: 'e' })) }, e: { type: 'end', text: 'ok' } },
   };
   t.match(validateTree(paged).map((e) => e.message).join(), /key 98 is reserved/);
+});
+
+t.test('input patterns that could backtrack for ages are refused', async (t) => {
+  for (const p of ['(a+)+', '(a|aa)*', '(\\d*){2,}', '(?:x+y?)+', '(a)\\1', '((ab)*)+']) t.ok(unsafePattern(p), `${p} refused`);
+  for (const p of ['[0-9]{1,5}', '\\d{4}', '(233|0)[0-9]{9}', '[A-Z]+', '(ab)?c', '[(+)]+', 'yes|no']) t.equal(unsafePattern(p), null, `${p} accepted`);
+  const tree: MenuTree = { start: 'a', nodes: { a: { type: 'input', text: 'x', pattern: '(a+)+$', next: 'b' }, b: { type: 'end', text: 'ok' } } };
+  t.match(validateTree(tree)[0], { field: 'tree.nodes.a.pattern' });
 });
 
 t.test('paging: no screen over 182 characters, every line (option) whole on some page, More/Back footers', async (t) => {
