@@ -54,6 +54,9 @@ export interface UssdCoreOptions {
 }
 
 const MAX_WRITE_TRIES = 3;
+/** A session this long is ended (Failed, TOO_MANY_HOPS): its row and transcript stay bounded. */
+export const MAX_HOPS = 200;
+const MAX_PREFILLED = 20;
 
 /** An END screen cannot page: cut at 182 characters. */
 function endScreen(text: string): string {
@@ -82,7 +85,9 @@ export class UssdCore {
 
   /** The phone's answer in a live dialogue; null when there is none (ended, timed out, unknown). */
   input(networkKey: string, input: string): Promise<Answer | null> {
-    return this.serial(networkKey, () => this.doInput(networkKey, input));
+    // An input longer than a screen is no USSD input: cut it, so a transcript entry stays screen-sized.
+    const cut = input.length > MAX_SCREEN_CHARS ? input.slice(0, MAX_SCREEN_CHARS) : input;
+    return this.serial(networkKey, () => this.doInput(networkKey, cut));
   }
 
   /** The network ended the dialogue (release, timeout, the phone hung up): Incomplete unless it had ended. */
@@ -143,7 +148,8 @@ export class UssdCore {
     if (stale) await this.finish(stale, 'Incomplete', 'REPLACED', [], stale.state);
 
     const now = this.o.clock();
-    const inputs = [...prefilledInputs(canonical, claim.code), ...(req.inputs ?? [])];
+    // Pre-filled inputs are bounded like typed ones: a few, each screen-sized.
+    const inputs = [...prefilledInputs(canonical, claim.code), ...(req.inputs ?? [])].slice(0, MAX_PREFILLED).map((i) => i.slice(0, MAX_SCREEN_CHARS));
     let app: SessionApp;
     if (claim.menuId) {
       const menu = await this.o.store.menu(claim.accountId, claim.menuId);
@@ -235,7 +241,11 @@ export class UssdCore {
       const st = s.state;
       let step: { text: string; end: boolean; state: SessionState; error?: string };
       let turned = true;
-      if (st.pages.length > 1 && input === MORE_KEY && st.page < st.pages.length - 1) {
+      if (s.hops + 1 >= MAX_HOPS) {
+        turned = false;
+        s.lastInput = input;
+        step = { text: this.o.apology, end: true, state: st, error: 'TOO_MANY_HOPS' };
+      } else if (st.pages.length > 1 && input === MORE_KEY && st.page < st.pages.length - 1) {
         step = { text: st.pages[st.page + 1], end: false, state: { ...st, page: st.page + 1 } };
       } else if (st.pages.length > 1 && input === BACK_KEY && st.page > 0) {
         step = { text: st.pages[st.page - 1], end: false, state: { ...st, page: st.page - 1 } };

@@ -229,6 +229,26 @@ export async function ussdRoutes(app: FastifyInstance, deps: UssdRoutesDeps): Pr
     return ok(req, 'OK', vs.map((v) => ({ version: v.version, createdAt: iso(v.createdAt), publishedAt: v.publishedAt ? iso(v.publishedAt) : null, live: v.version === m.publishedVersion })));
   });
 
+  app.get<{ Params: { id: string; version: string } }>('/v1/ussd/menus/:id/versions/:version', {
+    config: { scope: 'ussd:read' },
+    schema: {
+      tags: ['ussd'],
+      summary: 'One version of a menu with its tree',
+      params: { type: 'object', required: ['id', 'version'], properties: { id: { type: 'string', maxLength: 64 }, version: { type: 'string', pattern: '^[1-9][0-9]{0,8}$' } } },
+      response: {
+        200: envelopeSchema({ type: 'object', properties: { version: { type: 'integer' }, live: { type: 'boolean' }, tree: { type: 'object', additionalProperties: true } } }),
+        404: err('USSD_MENU_NOT_FOUND (or no such version)'),
+        ...AUTH_ERRORS,
+      },
+    },
+  }, async (req) => {
+    const m = await ownMenu(req, req.params.id);
+    const version = Number(req.params.version);
+    const tree = await store.tree(m.id, version);
+    if (!tree) throw new ApiError('USSD_MENU_NOT_FOUND', { message: 'No such version of the menu' });
+    return ok(req, 'OK', { version, live: version === m.publishedVersion, tree });
+  });
+
   // ------------------------------------------------------------ service codes
 
   app.post<{ Body: { serviceCode: string; menuId?: string; webhookUrl?: string; dialect?: AppDialect } }>('/v1/ussd/service-codes', {

@@ -208,6 +208,9 @@ t.test(`USSD sessions (${backendLabel})`, async (t) => {
     t.equal((await atHop(d, path, { ...base, sessionId: 'old', text: '1' })).text, 'END Done v1', 'the running session keeps v1');
     const versions = await acme.api('GET', `/v1/ussd/menus/${id}/versions`);
     t.same(versions.json.data.map((v: { version: number; live: boolean }) => [v.version, v.live]), [[2, true], [1, false]]);
+    const v1 = await acme.api('GET', `/v1/ussd/menus/${id}/versions/1`);
+    t.same([v1.json.data.live, v1.json.data.tree.nodes.m.text], [false, 'V1']);
+    t.equal((await acme.api('GET', `/v1/ussd/menus/${id}/versions/9`)).json.code, 'USSD_MENU_NOT_FOUND');
   });
 
   t.test("the network's timeout: an idle session is ended Incomplete by the sweep", async (t) => {
@@ -222,6 +225,18 @@ t.test(`USSD sessions (${backendLabel})`, async (t) => {
     t.same([s.json.data.sessions[0].endStatus, s.json.data.sessions[0].error], ['Incomplete', 'NETWORK_TIMEOUT']);
     // A late hop of the dropped session starts nothing new on the old key: it begins again.
     ussd.setClock(Date.now);
+  });
+
+  t.test('a session is bounded: at most 200 hops, then the apology (Failed, TOO_MANY_HOPS)', async (t) => {
+    const core = ussdOf(d).core;
+    const key = 'test:many-hops';
+    await core.begin({ channel: 'simulate', networkKey: key, phone: '233200000555', dialled: '*384*12#', accountId: acme.accountId });
+    let last = null;
+    for (let i = 0; i < 250 && !last?.end; i++) last = await core.input(key, '9'.repeat(300));
+    t.same(last, { text: 'Sorry, this service is not available right now. Please try again later.', end: true, sessionId: last?.sessionId });
+    const s = await acme.api('GET', `/v1/ussd/sessions/${last!.sessionId}`);
+    t.same([s.json.data.hops, s.json.data.endStatus, s.json.data.error], [200, 'Failed', 'TOO_MANY_HOPS']);
+    t.equal(s.json.data.lastInput.length, 182, 'an input is cut to a screen');
   });
 
   t.test('sessions: filters and cursor; events started/ended through the outbox', async (t) => {

@@ -46,7 +46,7 @@ async function appServer(): Promise<{ server: Server; base: string; hits: Hit[] 
             .then((text: string) => res.writeHead(200, { 'content-type': 'text/plain' }).end(text));
           return;
         case '/slow':
-          return void setTimeout(() => res.writeHead(200).end('END too late'), 1500);
+          return void setTimeout(() => res.writeHead(200).end('END too late'), 6000).unref();
         case '/bad':
           return void res.writeHead(200).end('Hello there');
         case '/fail':
@@ -67,7 +67,7 @@ async function appServer(): Promise<{ server: Server; base: string; hits: Hit[] 
 }
 
 t.test(`USSD webhook apps (${backendLabel})`, async (t) => {
-  const d = await startDaemon({ FERRY_WEBHOOKS_ALLOW_PRIVATE_TARGETS: 'true', FERRY_USSD_APP_TIMEOUT_MS: '400' });
+  const d = await startDaemon({ FERRY_WEBHOOKS_ALLOW_PRIVATE_TARGETS: 'true', FERRY_USSD_APP_TIMEOUT_MS: '1500' });
   t.teardown(() => d.stop());
   const app = await appServer();
   t.teardown(() => new Promise<void>((r) => { app.server.close(() => r()); app.server.closeAllConnections(); }));
