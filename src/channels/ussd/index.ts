@@ -4,6 +4,7 @@ import type { SmsGateway } from '../sms/sms-gateway.js';
 import type { WebhookService } from '../webhooks/webhook-service.js';
 import { aggregatorRoutes } from './dialects/aggregators.js';
 import { SmppUssdDialect } from './dialects/smpp-binds.js';
+import { RedisLiveSessions, SqlLiveSessions, type LiveSessions } from './live-sessions.js';
 import { UssdCore } from './session-core.js';
 import { SessionStore } from './session-store.js';
 import { USSD_EVENTS } from './ussd-events.js';
@@ -17,6 +18,7 @@ export interface UssdService {
   core: UssdCore;
   store: UssdStore;
   sessions: SessionStore;
+  live: LiveSessions;
   /** Sets the clock (tests). */
   setClock(clock: () => number): void;
 }
@@ -42,11 +44,21 @@ export const ussdModule: ChannelModule<UssdService> = {
     const store = new UssdStore(ctx.db, now);
     const sessions = new SessionStore(ctx.db);
     const signingKey = ctx.deriveKey('ussd-app-signing');
+    // Live sessions between hops: in Redis with a TTL when the daemon has Redis, else in their SQL rows.
+    let live: LiveSessions;
+    if (ctx.backends.kind === 'redis' && ctx.config.redis.url) {
+      const redisLive = new RedisLiveSessions(ctx.config.redis.url, ctx.config.redis.keyPrefix, sessions, cfg.sessionTimeoutSeconds * 2000 + 60_000, (err) =>
+        ctx.log.debug({ err: err.message }, 'USSD live-session Redis link'),
+      );
+      await redisLive.connect();
+      live = redisLive;
+    } else live = new SqlLiveSessions(ctx.db, sessions);
     const apps = new WebhookAppClient({ guard: webhooks.guard, timeoutMs: cfg.appTimeoutMs, signingKey, clock: now });
     const core = new UssdCore({
       db: ctx.db,
       store,
       sessions,
+      live,
       ask: (accountId, url, dialect, hop) => apps.ask(accountId, url, dialect, hop),
       events: { insertMany: (q, events) => webhooks.events.insertMany(q, events), wake: () => webhooks.fanOut.wake() },
       clock: now,
@@ -74,6 +86,7 @@ export const ussdModule: ChannelModule<UssdService> = {
         core,
         store,
         sessions,
+        live,
         setClock(c) {
           clock = c;
         },
@@ -82,6 +95,7 @@ export const ussdModule: ChannelModule<UssdService> = {
         await app.register(ussdRoutes, {
           store,
           sessions,
+          live,
           core,
           guard: webhooks.guard,
           reservedCode: otpCode,
@@ -105,6 +119,7 @@ export const ussdModule: ChannelModule<UssdService> = {
         clearInterval(sweep);
         await smpp.close();
         apps.close();
+        await live.close();
       },
     };
   },

@@ -6,6 +6,7 @@ import { MenuEngine, type AppReply, type HopContext, type MenuStep } from './men
 import type { AppDialect, MenuTree } from './menu-tree.js';
 import { BACK_KEY, MAX_SCREEN_CHARS, MORE_KEY, paginate, screenLength } from './paging.js';
 import { canonicalCode, displayCode, prefilledInputs } from './service-code.js';
+import type { LiveSessions } from './live-sessions.js';
 import { SessionStore, type EndStatus, type SessionApp, type SessionRow, type SessionState, type TranscriptEntry, type UssdChannel } from './session-store.js';
 import type { UssdMetrics } from './ussd-metrics.js';
 import { AppError } from './webhook-app.js';
@@ -38,6 +39,8 @@ export interface UssdCoreOptions {
   db: Db;
   store: UssdStore;
   sessions: SessionStore;
+  /** Where live sessions are between hops (Redis, or the SQL row). */
+  live: LiveSessions;
   /** Asks a customer's app (the webhook app client). */
   ask(accountId: string, url: string, dialect: AppDialect, hop: HopContext): Promise<AppReply>;
   /** Writes events in the caller's transaction; `wake` tells the fan-out after commit. */
@@ -93,16 +96,25 @@ export class UssdCore {
   /** The network ended the dialogue (release, timeout, the phone hung up): Incomplete unless it had ended. */
   networkEnd(networkKey: string, status: EndStatus = 'Incomplete', error: string | null = null): Promise<void> {
     return this.serial(networkKey, async () => {
-      const s = await this.o.sessions.live(networkKey);
+      const s = await this.o.live.get(networkKey);
       if (s) await this.finish(s, status, error, [], s.state);
     });
   }
 
   /** Ends live sessions idle past the timeout (any instance may; each row ends once). Returns how many ended. */
   async sweep(limit = 500): Promise<number> {
-    const idle = await this.o.sessions.idle(this.o.clock() - this.o.sessionTimeoutMs, limit);
+    const cutoff = this.o.clock() - this.o.sessionTimeoutMs;
+    const idle = await this.o.sessions.idle(cutoff, limit);
     let n = 0;
-    for (const s of idle) if (await this.finish(s, 'Incomplete', 'NETWORK_TIMEOUT', [], s.state)) n++;
+    for (const row of idle) {
+      const ended = await this.serial(row.networkKey, async () => {
+        // The SQL row's time is its last write; the live copy knows the last hop.
+        const s = await this.o.live.get(row.networkKey);
+        if (!s || s.id !== row.id || s.updatedAt >= cutoff) return false;
+        return this.finish(s, 'Incomplete', 'NETWORK_TIMEOUT', [], s.state);
+      });
+      if (ended) n++;
+    }
     return n;
   }
 
@@ -144,7 +156,7 @@ export class UssdCore {
       return { text: this.o.unknownCodeText, end: true, sessionId: null };
     }
     // A new dialogue on a key that still has a live one: the network dropped that one.
-    const stale = await this.o.sessions.live(req.networkKey);
+    const stale = await this.o.live.get(req.networkKey);
     if (stale) await this.finish(stale, 'Incomplete', 'REPLACED', [], stale.state);
 
     const now = this.o.clock();
@@ -219,7 +231,7 @@ export class UssdCore {
     } catch (err) {
       // Another instance began the same dialogue first (the network repeated its first hop): answer with its screen.
       if ((err as { code?: string }).code !== '23505') throw err;
-      const live = await this.o.sessions.live(req.networkKey);
+      const live = await this.o.live.get(req.networkKey);
       if (!live) throw err;
       return { text: live.state.pages[live.state.page] ?? '', end: false, sessionId: live.id };
     }
@@ -233,9 +245,8 @@ export class UssdCore {
   private async doInput(networkKey: string, input: string): Promise<Answer | null> {
     const started = performance.now();
     for (let attempt = 1; ; attempt++) {
-      const s = await this.o.sessions.live(networkKey);
+      const s = await this.o.live.get(networkKey);
       if (!s) return null;
-      const readVersion = s.version;
       const now = this.o.clock();
       const append: TranscriptEntry[] = [{ at: now, dir: 'in', text: input }];
       const st = s.state;
@@ -269,8 +280,8 @@ export class UssdCore {
       s.updatedAt = this.o.clock();
       s.state = out.state;
       let written: boolean;
-      if (out.end) written = await this.finish(s, step.error ? 'Failed' : 'Success', step.error ?? null, append, out.state, readVersion);
-      else written = await this.o.db.tx((q) => this.o.sessions.update(q, s, append, readVersion));
+      if (out.end) written = await this.finish(s, step.error ? 'Failed' : 'Success', step.error ?? null, append, out.state);
+      else written = await this.o.live.save(s, append);
       if (written) {
         this.o.metrics?.hop(s.channel, step.error ? 'failed' : 'ok', started);
         return { text: out.text, end: out.end, sessionId: s.id };
@@ -323,17 +334,22 @@ export class UssdCore {
     );
   }
 
-  /** Ends a live session with its event, in one transaction; false when it was no longer live at that version. */
-  private async finish(s: SessionRow, status: EndStatus, error: string | null, append: TranscriptEntry[], state: SessionState, readVersion = s.version): Promise<boolean> {
+  /**
+   * Ends a live session with its event, in one transaction: the SQL row gets its final state and the part of the
+   * transcript it did not hold yet; false when it was no longer live at the version read.
+   */
+  private async finish(s: SessionRow, status: EndStatus, error: string | null, append: TranscriptEntry[], state: SessionState): Promise<boolean> {
     const events: NewEvent[] = [];
     s.state = state;
     this.close(s, status, error, events);
+    const unsaved = [...s.transcript.slice(s.persisted ?? s.transcript.length), ...append];
     const ok = await this.o.db.tx(async (q) => {
-      if (!(await this.o.sessions.update(q, s, append, readVersion))) return false;
+      if (!(await this.o.sessions.update(q, s, unsaved, s.version))) return false;
       await this.o.events.insertMany(q, events);
       return true;
     });
     if (ok) {
+      await this.o.live.forget(s).catch((err: Error) => this.o.log.warn({ session: s.id, err: err.message }, 'USSD live copy not dropped; it expires'));
       this.o.events.wake();
       this.o.metrics?.ended(status);
     }

@@ -48,6 +48,10 @@ export interface SessionRow {
   startedAt: number;
   updatedAt: number;
   endedAt: number | null;
+  /** Live sessions only: how many transcript entries the SQL row holds (the rest are in the live copy). */
+  persisted?: number;
+  /** Live sessions in Redis only: the version of the live copy (-1: none yet). */
+  liveVersion?: number;
 }
 
 const cols = `id, account_id AS "accountId", service_code_id AS "serviceCodeId", service_code AS "serviceCode", dialled, phone,

@@ -6,6 +6,7 @@ import { normalizeNumber } from '../sms/phone.js';
 import type { TargetGuard } from '../webhooks/target-guard.js';
 import { APP_DIALECTS, dynamicUrls, menuTreeSchema, shapeErrors, validateTree, type AppDialect, type MenuTree } from './menu-tree.js';
 import { canonicalCode, claimCandidates, displayCode } from './service-code.js';
+import type { LiveSessions } from './live-sessions.js';
 import type { UssdCore } from './session-core.js';
 import type { SessionFilter, SessionRow, SessionStore } from './session-store.js';
 import { ServiceCodeTakenError, type MenuRow, type ServiceCodeRow, type UssdStore } from './ussd-store.js';
@@ -14,6 +15,8 @@ import { randomBytes } from 'node:crypto';
 export interface UssdRoutesDeps {
   store: UssdStore;
   sessions: SessionStore;
+  /** Live sessions' latest hops (Redis) overlay their SQL rows. */
+  live: LiveSessions;
   core: UssdCore;
   guard: TargetGuard;
   /** The OTP fallback's code: reserved, with its extensions. */
@@ -110,6 +113,12 @@ function sessionOut(s: SessionRow, withTranscript: boolean) {
 /** The USSD REST surface: menus and versions, service codes, aggregator connectors, sessions, simulate. */
 export async function ussdRoutes(app: FastifyInstance, deps: UssdRoutesDeps): Promise<void> {
   const { store, sessions, core } = deps;
+  /** A live session as of its last hop (its live copy, when one exists). */
+  const latest = async (s: SessionRow): Promise<SessionRow> => {
+    if (s.status !== 'active') return s;
+    const l = await deps.live.get(s.networkKey).catch(() => null);
+    return l && l.id === s.id ? l : s;
+  };
   const codeOut = (c: ServiceCodeRow) => ({ ...c, code: undefined, serviceCode: displayCode(c.code), createdAt: iso(c.createdAt), signingSecret: deps.signingSecret(c.accountId) });
 
   async function checkTree(tree: MenuTree): Promise<void> {
@@ -408,7 +417,8 @@ export async function ussdRoutes(app: FastifyInstance, deps: UssdRoutesDeps): Pr
       before: q.cursor,
       limit,
     });
-    return ok(req, 'OK', { sessions: rows.map((s) => sessionOut(s, false)), nextCursor: rows.length === limit ? rows[rows.length - 1].id : null });
+    const current = await Promise.all(rows.map(latest));
+    return ok(req, 'OK', { sessions: current.map((s) => sessionOut(s, false)), nextCursor: rows.length === limit ? rows[rows.length - 1].id : null });
   });
 
   app.get<{ Params: { id: string } }>('/v1/ussd/sessions/:id', {
@@ -417,7 +427,7 @@ export async function ussdRoutes(app: FastifyInstance, deps: UssdRoutesDeps): Pr
   }, async (req) => {
     const s = await sessions.get(req.auth.accountId, req.params.id);
     if (!s) throw new ApiError('USSD_SESSION_NOT_FOUND');
-    return ok(req, 'OK', sessionOut(s, true));
+    return ok(req, 'OK', sessionOut(await latest(s), true));
   });
 
   app.post<{ Body: { serviceCode: string; phoneNumber: string; inputs?: string[] } }>('/v1/ussd/simulate', {

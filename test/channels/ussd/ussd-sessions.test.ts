@@ -5,7 +5,8 @@
 import t from 'tap';
 import { UssdServiceOp } from '../../../src/smpp/constants.js';
 import { call, startDaemon } from '../../helpers/daemon.js';
-import { backendLabel } from '../../helpers/env.js';
+import { backendLabel, REDIS_URL } from '../../helpers/env.js';
+import { Redis } from 'ioredis';
 import { WebhookReceiver } from '../../helpers/webhook-receiver.js';
 import { atHop, BANK_TREE, customer, newPhone, publishedMenu, until, ussdOf, ussdTo } from './ussd-helpers.js';
 
@@ -225,6 +226,31 @@ t.test(`USSD sessions (${backendLabel})`, async (t) => {
     t.same([s.json.data.sessions[0].endStatus, s.json.data.sessions[0].error], ['Incomplete', 'NETWORK_TIMEOUT']);
     // A late hop of the dropped session starts nothing new on the old key: it begins again.
     ussd.setClock(Date.now);
+  });
+
+  t.test('a live session reads as of its last hop; with Redis its state is there, with a TTL, until it ends', async (t) => {
+    const c = await acme.api('POST', '/v1/ussd/connectors', { dialect: 'africastalking' });
+    const path = `${c.json.data.callbackPath}?key=${encodeURIComponent(c.json.data.secret)}`;
+    const base = { sessionId: 'live-1', serviceCode: '*384*12#', phoneNumber: '233200000666', networkCode: '' };
+    await atHop(d, path, { ...base, text: '' });
+    await atHop(d, path, { ...base, text: '2' });
+    const live = await acme.api('GET', '/v1/ussd/sessions?phone=233200000666');
+    const id = live.json.data.sessions[0].id;
+    t.same([live.json.data.sessions[0].status, live.json.data.sessions[0].hops], ['active', 2]);
+    const one = await acme.api('GET', `/v1/ussd/sessions/${id}`);
+    t.same(one.json.data.transcript.map((e: { text: string }) => e.text.split('\n')[0]), ['*384*12#', 'Ferry Bank', '2', 'Enter amount']);
+    const sql = (await d.daemon.db.query<{ n: number }>(`SELECT jsonb_array_length(transcript)::int AS n FROM ussd_sessions WHERE id = $1`, [id])).rows[0].n;
+    if (REDIS_URL) {
+      t.equal(sql, 2, 'with Redis the SQL row holds the start until the end');
+      const redis = new Redis(REDIS_URL);
+      t.teardown(() => redis.disconnect());
+      const keys = await redis.keys(`${d.reuse.env.FERRY_REDIS_KEY_PREFIX}ussd:live:*live-1}`);
+      t.equal(keys.length, 1, 'the live copy is in Redis');
+      t.ok((await redis.pttl(keys[0])) > 180_000, 'with a TTL past the session timeout');
+    } else t.equal(sql, 4, 'embedded, the SQL row is the live state');
+    t.equal((await atHop(d, path, { ...base, text: '2*5' })).text, 'END You sent 5 GHS');
+    const done = (await d.daemon.db.query<{ n: number; hops: number }>(`SELECT jsonb_array_length(transcript)::int AS n, hops FROM ussd_sessions WHERE id = $1`, [id])).rows[0];
+    t.same(done, { n: 6, hops: 3 }, 'the ended row holds the whole transcript');
   });
 
   t.test('a session is bounded: at most 200 hops, then the apology (Failed, TOO_MANY_HOPS)', async (t) => {
