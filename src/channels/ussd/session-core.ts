@@ -150,23 +150,20 @@ export class UssdCore {
   private async doBegin(req: BeginRequest): Promise<Answer> {
     const started = performance.now();
     const canonical = canonicalCode(req.dialled);
-    const claim = canonical ? await this.o.store.route(canonical, req.accountId) : null;
+    // A new dialogue on a key that still has a live one: the network dropped that one (looked up beside the route).
+    const [claim, stale] = canonical ? await Promise.all([this.o.store.route(canonical, req.accountId), this.o.live.get(req.networkKey)]) : [null, null];
+    if (stale) await this.finish(stale, 'Incomplete', 'REPLACED', [], stale.state);
     if (!canonical || !claim) {
       this.o.metrics?.hop(req.channel, 'unknown_code', started);
       return { text: this.o.unknownCodeText, end: true, sessionId: null };
     }
-    // A new dialogue on a key that still has a live one: the network dropped that one.
-    const stale = await this.o.live.get(req.networkKey);
-    if (stale) await this.finish(stale, 'Incomplete', 'REPLACED', [], stale.state);
 
     const now = this.o.clock();
     // Pre-filled inputs are bounded like typed ones: a few, each screen-sized.
     const inputs = [...prefilledInputs(canonical, claim.code), ...(req.inputs ?? [])].slice(0, MAX_PREFILLED).map((i) => i.slice(0, MAX_SCREEN_CHARS));
     let app: SessionApp;
-    if (claim.menuId) {
-      const menu = await this.o.store.menu(claim.accountId, claim.menuId);
-      app = { kind: 'menu', menuId: claim.menuId, version: menu?.publishedVersion ?? 0 };
-    } else app = { kind: 'webhook', url: claim.webhookUrl ?? '', dialect: claim.dialect };
+    if (claim.menuId) app = { kind: 'menu', menuId: claim.menuId, version: claim.publishedVersion ?? 0 };
+    else app = { kind: 'webhook', url: claim.webhookUrl ?? '', dialect: claim.dialect };
     const s: SessionRow = {
       id: newId('ussd_', now),
       accountId: claim.accountId,

@@ -168,10 +168,16 @@ export class UssdStore {
     return (await this.db.query(`DELETE FROM ussd_service_codes WHERE id = $1 AND account_id = $2`, [id, accountId])).rowCount > 0;
   }
 
-  /** The claim a dialled code reaches (longest match), optionally only among one account's claims. */
-  async route(canonical: string, accountId?: string): Promise<ServiceCodeRow | null> {
-    const { rows } = await this.db.query<ServiceCodeRow>(
-      `SELECT ${codeCols} FROM ussd_service_codes WHERE code = ANY($1::text[]) ${accountId ? 'AND account_id = $2' : ''} ORDER BY length(code) DESC LIMIT 1`,
+  /**
+   * The claim a dialled code reaches (longest match), optionally only among one account's claims, with its menu's
+   * published version (one statement per new session).
+   */
+  async route(canonical: string, accountId?: string): Promise<(ServiceCodeRow & { publishedVersion: number | null }) | null> {
+    const { rows } = await this.db.query<ServiceCodeRow & { publishedVersion: number | null }>(
+      `SELECT c.id, c.account_id AS "accountId", c.code, c.menu_id AS "menuId", c.webhook_url AS "webhookUrl", c.dialect, c.created_at::float8 AS "createdAt",
+              m.published_version AS "publishedVersion"
+         FROM ussd_service_codes c LEFT JOIN ussd_menus m ON m.id = c.menu_id
+        WHERE c.code = ANY($1::text[]) ${accountId ? 'AND c.account_id = $2' : ''} ORDER BY length(c.code) DESC LIMIT 1`,
       accountId ? [claimCandidates(canonical), accountId] : [claimCandidates(canonical)],
     );
     return rows[0] ?? null;
