@@ -194,8 +194,7 @@ export class UssdCore {
       // Continue where the dropped session was: its app (and menu version), its inputs, its screen.
       s.app = resumed.app;
       s.resumedFrom = resumed.id;
-      step = { text: resumed.state.pages[resumed.state.page], end: false, state: resumed.state };
-      step.state = { ...resumed.state };
+      step = { text: resumed.state.pages[resumed.state.page], end: false, state: { ...resumed.state } };
     } else if (app.kind === 'menu' && !app.version) {
       step = { text: this.o.apology, end: true, state: s.state, error: 'MENU_NOT_PUBLISHED' };
     } else {
@@ -215,7 +214,8 @@ export class UssdCore {
         return { text: r.text, end: r.end, inputs };
       });
     }
-    const out = this.screenOf(step);
+    // A resumed screen keeps its pages (and the page it was on); any other is paged now.
+    const out = s.resumedFrom ? { text: step.text, end: false, state: step.state } : this.screenOf(step);
     s.transcript.push({ at: this.o.clock(), dir: 'out', text: out.text });
     s.state = out.state;
     const events: NewEvent[] = [this.event(s, 'ussd.session.started', { resumedFrom: s.resumedFrom })];

@@ -193,6 +193,20 @@ t.test(`USSD sessions (${backendLabel})`, async (t) => {
     t.equal(done, 'Bundle 11 bought');
   });
 
+  t.test('hops of one session sent at once are applied one after the other, never mixed', async (t) => {
+    const c = await acme.api('POST', '/v1/ussd/connectors', { dialect: 'africastalking' });
+    const path = `${c.json.data.callbackPath}?key=${encodeURIComponent(c.json.data.secret)}`;
+    const base = { sessionId: 'race-1', serviceCode: '*384*12#', phoneNumber: '233200000777', networkCode: '' };
+    await atHop(d, path, { ...base, text: '' });
+    await atHop(d, path, { ...base, text: '2' });
+    const answers = await Promise.all([atHop(d, path, { ...base, text: '2*x' }), atHop(d, path, { ...base, text: '2*x*8' })]);
+    // Whichever arrives first: x is refused then 8 ends it, or 8 ends it and the late 2*x opens a new session
+    // (Africa's Talking repeats every input) at the same refusal. Never a mixed or lost hop.
+    t.same(answers.map((a) => a.text).sort(), ['CON Digits only\nEnter amount', 'END You sent 8 GHS']);
+    const rows = (await d.daemon.db.query<{ hops: number; n: number }>(`SELECT hops, jsonb_array_length(transcript)::int AS n FROM ussd_sessions WHERE phone = '233200000777' AND status = 'ended'`)).rows;
+    for (const r of rows) t.equal(r.n, r.hops * 2, 'each hop: its input and its screen');
+  });
+
   t.test('publish while sessions run: a live session finishes on its version, a new one gets the new', async (t) => {
     const id = await publishedMenu(acme.api, { start: 'm', nodes: { m: { type: 'menu', text: 'V1', options: [{ key: '1', label: 'Go', next: 'e' }] }, e: { type: 'end', text: 'Done v1' } } });
     await acme.api('POST', '/v1/ussd/service-codes', { serviceCode: '*600#', menuId: id });
