@@ -40,6 +40,12 @@ t.test(`ferry ussd dial and the Africa's Talking simulator (${backendLabel})`, a
     t.same([s.json.data.sessions[0].channel, s.json.data.sessions[0].endStatus], ['smpp', 'Success']);
   });
 
+  t.test('ferry sim ussd: the same handset under ferry sim', async (t) => {
+    const r = await ferry(d, ['sim', 'ussd', '*384*12#', '--phone', newPhone(), '--input', '1', '--json']);
+    t.equal(r.code, 0, r.stderr);
+    t.same(r.stdout.trim().split('\n').map((l) => JSON.parse(l).text.split('\n')[0]), ['Ferry Bank', 'Your balance is 120.50 GHS']);
+  });
+
   t.test('inputs run out: the phone hangs up, the session ends Incomplete', async (t) => {
     const phone = newPhone();
     const r = await ferry(d, ['ussd', 'dial', '*384*12#', '--phone', phone, '--input', '2', '--json']);
