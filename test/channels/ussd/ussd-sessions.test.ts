@@ -168,6 +168,8 @@ t.test(`USSD sessions (${backendLabel})`, async (t) => {
     t.same(r.json, { Type: 'Response', Message: 'Ferry Bank\n1. Balance\n2. Send money\n3. Help' });
     r = await call(d.api, 'POST', path, { body: { ...base, Type: 'Response', Message: '3' } });
     t.same(r.json, { Type: 'Release', Message: 'Call 100 for help' });
+    r = await call(d.api, 'POST', path, { body: { ...base, SessionId: 'hub-x', Type: 'Initiation', Message: '*384*12*1#' } });
+    t.same(r.json, { Type: 'Release', Message: 'Your balance is 120.50 GHS' }, 'an extended code dialled pre-fills the path');
     await call(d.api, 'POST', path, { body: { ...base, SessionId: 'hub-2', Type: 'Initiation', Message: '*384*12#' } });
     r = await call(d.api, 'POST', path, { body: { ...base, SessionId: 'hub-2', Type: 'Timeout', Message: '' } });
     t.equal(r.json.Type, 'Release');

@@ -2,6 +2,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { ApiError } from '../../../http/errors.js';
 import type { Db } from '../../../store/types.js';
 import type { Answer, UssdCore } from '../session-core.js';
+import { canonicalCode } from '../service-code.js';
 import type { EndStatus } from '../session-store.js';
 import type { ConnectorRow, UssdStore } from '../ussd-store.js';
 
@@ -101,7 +102,8 @@ export async function aggregatorRoutes(app: FastifyInstance, deps: AggregatorRou
         }
         let a: Answer | null = null;
         if (type !== 'initiation') a = await core.input(key, (b.Message ?? '').trim());
-        if (!a) a = await core.begin({ channel: 'hubtel', networkKey: key, phone: (b.Mobile ?? '').replace(/^\+/, ''), networkCode: b.Operator ?? '', dialled: b.ServiceCode || b.Message || '', accountId: c.accountId });
+        // The Initiation's Message is what the phone dialled (an extended code pre-fills inputs); else the ServiceCode.
+        if (!a) a = await core.begin({ channel: 'hubtel', networkKey: key, phone: (b.Mobile ?? '').replace(/^\+/, ''), networkCode: b.Operator ?? '', dialled: canonicalCode(b.Message ?? '') ? b.Message! : (b.ServiceCode ?? ''), accountId: c.accountId });
         return reply.type('application/json').send({ Type: a.end ? 'Release' : 'Response', Message: a.text });
       }
       const key = `at:${c.id}:${b.sessionId ?? ''}`;
