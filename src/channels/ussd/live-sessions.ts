@@ -14,6 +14,11 @@ export interface LiveSessions {
   get(networkKey: string): Promise<SessionRow | null>;
   /** Writes a hop that does not end the session; false when another hop got there first. */
   save(row: SessionRow, append: TranscriptEntry[]): Promise<boolean>;
+  /**
+   * Before a session ends: takes its live copy over the version read, so a hop racing on another instance cannot
+   * write after the end; false when one already did (the caller reads again).
+   */
+  claim(row: SessionRow): Promise<boolean>;
   /** The session ended (its row is final in SQL): drop the live copy. */
   forget(row: SessionRow): Promise<void>;
   close(): Promise<void>;
@@ -34,6 +39,11 @@ export class SqlLiveSessions implements LiveSessions {
 
   save(row: SessionRow, append: TranscriptEntry[]): Promise<boolean> {
     return this.db.tx((q) => this.sessions.update(q, row, append, row.version));
+  }
+
+  /** The SQL row's own version check does it. */
+  async claim(): Promise<boolean> {
+    return true;
   }
 
   async forget(): Promise<void> {}
@@ -101,6 +111,13 @@ export class RedisLiveSessions implements LiveSessions {
   async save(row: SessionRow, append: TranscriptEntry[]): Promise<boolean> {
     const next: SessionRow = { ...row, transcript: [...row.transcript, ...append], liveVersion: undefined };
     const written = await this.redis.ussdLiveCas(this.key(row.networkKey), row.liveVersion ?? -1, JSON.stringify(next), this.ttlMs);
+    return written === 1;
+  }
+
+  async claim(row: SessionRow): Promise<boolean> {
+    const same: SessionRow = { ...row, liveVersion: undefined };
+    const written = await this.redis.ussdLiveCas(this.key(row.networkKey), row.liveVersion ?? -1, JSON.stringify(same), this.ttlMs);
+    if (written === 1) row.liveVersion = (row.liveVersion ?? -1) + 1;
     return written === 1;
   }
 

@@ -336,6 +336,7 @@ export class UssdCore {
    * transcript it did not hold yet; false when it was no longer live at the version read.
    */
   private async finish(s: SessionRow, status: EndStatus, error: string | null, append: TranscriptEntry[], state: SessionState): Promise<boolean> {
+    if (!(await this.o.live.claim(s))) return false;
     const events: NewEvent[] = [];
     s.state = state;
     this.close(s, status, error, events);
