@@ -10,6 +10,9 @@ import { startDaemon } from '../../helpers/daemon.js';
 import { backendLabel, DATABASE_URL } from '../../helpers/env.js';
 import { atHop, BANK_TREE, customer, publishedMenu } from './ussd-helpers.js';
 
+// About 10 s on a quiet machine; a generous bound for a shared, loaded one (like the fault tests).
+t.setTimeout(300_000);
+
 /** Runs fn over items with at most `width` in flight. */
 async function pool<T, R>(items: readonly T[], width: number, fn: (item: T) => Promise<R>): Promise<R[]> {
   const out: R[] = new Array(items.length);
