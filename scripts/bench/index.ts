@@ -16,6 +16,7 @@ const SCENARIOS: Record<string, { script: string; about: string }> = {
   otp: { script: 'otp.ts', about: 'OTP request + verify pairs/s, codes read from the simulator' },
   ratewindows: { script: 'ratewindows.ts', about: 'rate-window takes/s in process: embedded, and Redis when REDIS_URL is set' },
   kannel: { script: 'kannel.ts', about: 'Ferry REST and SMPP against Kannel sendsms in one run (needs Debian kannel): msg/s, ratios, CPU per 1,000' },
+  ussd: { script: 'ussd.ts', about: "USSD hops/s and hop latency p50/p99 through Africa's Talking callbacks: a hosted tree, then a loopback webhook app" },
   outbound: { script: 'outbound.ts', about: 'outbound pipeline: jobs/s enqueued and drained to a loopback HTTP provider, CPU per 1,000 jobs' },
 };
 

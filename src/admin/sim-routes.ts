@@ -2,6 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import type { ReceivedMessage, SimulatorBehaviour, SmscSimulator } from '../sim/smpp/simulator.js';
 import { ApiError } from '../http/errors.js';
 import { ok } from '../http/envelope.js';
+import { UssdPhone } from '../sim/ussd/ussd-phone.js';
 
 export interface SimAdminDeps {
   /** The embedded simulator, when this daemon runs one. */
@@ -128,6 +129,39 @@ export function registerSimRoutes(app: FastifyInstance, deps: SimAdminDeps): voi
     sim.setBehaviour(req.body);
     return ok(req, 'SIM_BEHAVIOUR', sim.getBehaviour(), 'Simulator behaviour changed');
   });
+
+  // USSD: a handset on the embedded simulator dials a code, answers screens, hangs up (`ferry ussd dial`).
+  app.post<{ Body: { phone: string; code?: string; input?: string; session?: number; release?: boolean } }>(
+    '/admin/sim/ussd',
+    {
+      schema: {
+        body: {
+          type: 'object',
+          required: ['phone'],
+          additionalProperties: false,
+          properties: {
+            phone: { type: 'string', pattern: '^\\+?[0-9]{5,20}$' },
+            code: { type: 'string', pattern: '^[*#0-9]{2,40}$', description: 'dial this code (a new dialogue)' },
+            input: { type: 'string', maxLength: 182, description: 'answer the screen of dialogue `session`' },
+            session: { type: 'integer', minimum: 0, maximum: 255 },
+            release: { type: 'boolean', description: 'hang up dialogue `session`' },
+          },
+        },
+      },
+    },
+    async (req) => {
+      const phone = new UssdPhone(running(deps));
+      const b = req.body;
+      const number = b.phone.replace(/^\+/, '');
+      if (b.code !== undefined) return ok(req, 'SIM_USSD_SCREEN', await phone.dial(number, b.code, b.session));
+      if (b.session === undefined) throw new ApiError('VALIDATION_ERROR', { data: { errors: [{ field: 'session', message: 'give code to dial, or session with input or release' }] } });
+      if (b.release) {
+        await phone.release(number, b.session);
+        return ok(req, 'SIM_USSD_RELEASED', { session: b.session });
+      }
+      return ok(req, 'SIM_USSD_SCREEN', await phone.reply(number, b.session, b.input ?? ''));
+    },
+  );
 }
 
 function running(deps: SimAdminDeps): SmscSimulator {

@@ -12,6 +12,7 @@ import { routesCommand } from './commands/routes.js';
 import { simCommand } from './commands/sim.js';
 import { startCommand } from './commands/start.js';
 import { upstreamsCommand } from './commands/upstreams.js';
+import { ussdCommand } from './commands/ussd.js';
 
 const program = new Command('ferry')
   .description('Ferry messaging gateway')
@@ -28,6 +29,7 @@ program.addCommand(upstreamsCommand());
 program.addCommand(messagesCommand());
 program.addCommand(receiptsCommand());
 program.addCommand(simCommand());
+program.addCommand(ussdCommand());
 
 try {
   await program.parseAsync(process.argv);

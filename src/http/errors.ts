@@ -63,6 +63,16 @@ export const ERROR_CATALOGUE = {
   WEBHOOK_NOT_FOUND: { status: 404, message: 'No such webhook endpoint' },
   INVALID_WEBHOOK_URL: { status: 400, message: 'The webhook URL is not accepted (https and a public address are required)' },
   DELIVERY_NOT_FOUND: { status: 404, message: 'No such webhook delivery' },
+  // ussd
+  USSD_MENU_NOT_FOUND: { status: 404, message: 'No such USSD menu' },
+  INVALID_MENU_TREE: { status: 400, message: 'The menu tree is not valid; see data.errors for each problem' },
+  USSD_MENU_IN_USE: { status: 409, message: 'A service code is answered by this menu; release or change the code first' },
+  USSD_SERVICE_CODE_TAKEN: { status: 409, message: 'That service code is already claimed' },
+  USSD_SERVICE_CODE_RESERVED: { status: 409, message: 'That service code is reserved (the OTP fallback)' },
+  USSD_SERVICE_CODE_NOT_FOUND: { status: 404, message: 'No such service code claim' },
+  USSD_SESSION_NOT_FOUND: { status: 404, message: 'No such USSD session' },
+  USSD_CONNECTOR_NOT_FOUND: { status: 404, message: 'No such USSD aggregator connector' },
+  INVALID_APP_URL: { status: 400, message: 'The app URL is not accepted (https and a public address are required)' },
   // server side
   SERVICE_UNAVAILABLE: { status: 503, message: 'A storage backend is unavailable; retry shortly' },
   SHUTTING_DOWN: { status: 503, message: 'The server is shutting down; retry shortly' },

@@ -460,6 +460,35 @@ t.test(`every error answer is a catalogued envelope (${backendLabel})`, async (t
       code: 'VALIDATION_ERROR',
       run: () => api('GET', `/v1/sms/status/msg_${'x'.repeat(300)}`),
     },
+    // ---- ussd
+    { name: 'an unknown USSD menu', code: 'USSD_MENU_NOT_FOUND', run: () => api('GET', '/v1/ussd/menus/menu_nope') },
+    {
+      name: 'a menu tree with a missing target',
+      code: 'INVALID_MENU_TREE',
+      run: () => api('POST', '/v1/ussd/menus', { body: { name: 'm', tree: { start: 'a', nodes: { a: { type: 'menu', text: 'Pick', options: [{ key: '1', label: 'x', next: 'zz' }] } } } } }),
+    },
+    {
+      name: 'deleting a menu a service code uses',
+      code: 'USSD_MENU_IN_USE',
+      run: async () => {
+        const m = await api('POST', '/v1/ussd/menus', { body: { name: 'used', tree: { start: 'e', nodes: { e: { type: 'end', text: 'Hi' } } } } });
+        await api('POST', '/v1/ussd/service-codes', { body: { serviceCode: '*7001#', menuId: m.json.data.id } });
+        return api('DELETE', `/v1/ussd/menus/${m.json.data.id}`);
+      },
+    },
+    {
+      name: 'a service code already claimed',
+      code: 'USSD_SERVICE_CODE_TAKEN',
+      run: async () => {
+        await api('POST', '/v1/ussd/service-codes', { body: { serviceCode: '*7002#', webhookUrl: 'https://example.com/ussd' } });
+        return api('POST', '/v1/ussd/service-codes', { body: { serviceCode: '*7002#', webhookUrl: 'https://example.com/ussd' } });
+      },
+    },
+    { name: 'the OTP fallback code claimed', code: 'USSD_SERVICE_CODE_RESERVED', run: () => api('POST', '/v1/ussd/service-codes', { body: { serviceCode: '*889*142#', webhookUrl: 'https://example.com/ussd' } }) },
+    { name: 'an unknown service code claim', code: 'USSD_SERVICE_CODE_NOT_FOUND', run: () => api('DELETE', '/v1/ussd/service-codes/usc_nope') },
+    { name: 'an unknown USSD session', code: 'USSD_SESSION_NOT_FOUND', run: () => api('GET', '/v1/ussd/sessions/ussd_nope') },
+    { name: 'an unknown USSD connector', code: 'USSD_CONNECTOR_NOT_FOUND', run: () => api('DELETE', '/v1/ussd/connectors/ucon_nope') },
+    { name: 'a USSD app URL of another scheme', code: 'INVALID_APP_URL', run: () => api('POST', '/v1/ussd/service-codes', { body: { serviceCode: '*7003#', webhookUrl: 'ftp://example.com/ussd' } }) },
     // ---- server side
     { name: 'storage unreachable', code: 'SERVICE_UNAVAILABLE', run: async () => fromCall(await call(appBase, 'GET', '/db')) },
     { name: 'a bug in a handler', code: 'INTERNAL_ERROR', run: async () => fromCall(await call(appBase, 'GET', '/boom')) },

@@ -1,0 +1,126 @@
+import type { ChannelModule } from '../../platform/channel-module.js';
+import type { UpstreamMo } from '../../smpp/upstream/outbound.js';
+import type { SmsGateway } from '../sms/sms-gateway.js';
+import type { WebhookService } from '../webhooks/webhook-service.js';
+import { aggregatorRoutes } from './dialects/aggregators.js';
+import { SmppUssdDialect } from './dialects/smpp-binds.js';
+import { RedisLiveSessions, SqlLiveSessions, type LiveSessions } from './live-sessions.js';
+import { UssdCore } from './session-core.js';
+import { SessionStore } from './session-store.js';
+import { USSD_EVENTS } from './ussd-events.js';
+import { UssdMetrics } from './ussd-metrics.js';
+import { ussdRoutes } from './ussd-routes.js';
+import { UssdStore } from './ussd-store.js';
+import { appSigningSecret, WebhookAppClient } from './webhook-app.js';
+
+/** What other parts (tests, bench, CLI) reach: the core and its stores. */
+export interface UssdService {
+  core: UssdCore;
+  store: UssdStore;
+  sessions: SessionStore;
+  live: LiveSessions;
+  /** Sets the clock (tests). */
+  setClock(clock: () => number): void;
+}
+
+/**
+ * USSD: menu trees and webhook apps behind claimed service codes; sessions from the carrier's SMPP binds (the OTP
+ * fallback's code answered first, as before) and from aggregators (Africa's Talking, Hubtel); transcripts and events.
+ */
+export const ussdModule: ChannelModule<UssdService> = {
+  name: 'ussd',
+  maturity: 'beta',
+  tag: { name: 'ussd', description: 'USSD: menu trees and webhook apps behind service codes, sessions over SMPP and aggregators, transcripts' },
+  scopes: ['ussd:manage', 'ussd:read'],
+  configKey: 'ussd',
+  events: USSD_EVENTS,
+  dependsOn: ['sms', 'webhooks', 'otp'],
+  async create(ctx) {
+    const cfg = ctx.config.ussd;
+    let clock: () => number = Date.now;
+    const now = () => clock();
+    const webhooks = ctx.use<WebhookService>('webhooks');
+    const sms = ctx.use<SmsGateway>('sms');
+    const store = new UssdStore(ctx.db, now);
+    const sessions = new SessionStore(ctx.db);
+    const signingKey = ctx.deriveKey('ussd-app-signing');
+    // Live sessions between hops: in Redis with a TTL when the daemon has Redis, else in their SQL rows.
+    let live: LiveSessions;
+    if (ctx.backends.kind === 'redis' && ctx.config.redis.url) {
+      const redisLive = new RedisLiveSessions(ctx.config.redis.url, ctx.config.redis.keyPrefix, sessions, cfg.sessionTimeoutSeconds * 2000 + 60_000, (err) =>
+        ctx.log.debug({ err: err.message }, 'USSD live-session Redis link'),
+      );
+      await redisLive.connect();
+      live = redisLive;
+    } else live = new SqlLiveSessions(ctx.db, sessions);
+    const apps = new WebhookAppClient({ guard: webhooks.guard, timeoutMs: cfg.appTimeoutMs, signingKey, clock: now });
+    const core = new UssdCore({
+      db: ctx.db,
+      store,
+      sessions,
+      live,
+      ask: (accountId, url, dialect, hop) => apps.ask(accountId, url, dialect, hop),
+      events: { insertMany: (q, events) => webhooks.events.insertMany(q, events), wake: () => webhooks.fanOut.wake() },
+      clock: now,
+      apology: cfg.apology,
+      unknownCodeText: cfg.unknownCodeText,
+      sessionTimeoutMs: cfg.sessionTimeoutSeconds * 1000,
+      resumeWindowMs: cfg.resumeMinutes * 60_000,
+      log: ctx.log,
+      metrics: new UssdMetrics(ctx.metrics.registry),
+    });
+    const smpp = new SmppUssdDialect({ core, pool: sms.gateway.pool, log: ctx.log });
+    // The OTP fallback's code stays first and behaves as before; every other dialogue comes here.
+    const otpCode = ctx.config.otp.ussdServiceCode;
+    const otpHandler = sms.ussdHandler();
+    const isOtp = (mo: UpstreamMo) => mo.destination.trim() === otpCode || mo.text.trim() === otpCode;
+    sms.setUssdHandler((mo) => (otpHandler && isOtp(mo) ? otpHandler(mo) : smpp.handle(mo)));
+    if (sms.embeddedUpstream && !ctx.config.smpp.upstreams.length) {
+      ctx.warn("USSD: carrier sessions come only from the embedded SMSC simulator (dial one with `ferry ussd dial '*384#' --phone …`); aggregators still reach /v1/ussd/in/{connector}");
+    }
+
+    let sweep: NodeJS.Timeout | undefined;
+    let sweeping = false;
+    return {
+      service: {
+        core,
+        store,
+        sessions,
+        live,
+        setClock(c) {
+          clock = c;
+        },
+      },
+      async routes(app) {
+        await app.register(ussdRoutes, {
+          store,
+          sessions,
+          live,
+          core,
+          guard: webhooks.guard,
+          reservedCode: otpCode,
+          defaultCountry: ctx.config.sms.defaultCountry,
+          signingSecret: (accountId) => appSigningSecret(signingKey, accountId),
+        });
+        await app.register(aggregatorRoutes, { core, store, db: ctx.db });
+      },
+      async start() {
+        sweep = setInterval(() => {
+          if (sweeping) return;
+          sweeping = true;
+          void core
+            .sweep()
+            .catch((err: Error) => ctx.log.warn({ err: err.message }, 'USSD idle sweep failed'))
+            .finally(() => (sweeping = false));
+        }, cfg.sweepSeconds * 1000);
+        sweep.unref();
+      },
+      async stop() {
+        clearInterval(sweep);
+        await smpp.close();
+        apps.close();
+        await live.close();
+      },
+    };
+  },
+};
