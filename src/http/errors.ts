@@ -63,6 +63,8 @@ export const ERROR_CATALOGUE = {
   WEBHOOK_NOT_FOUND: { status: 404, message: 'No such webhook endpoint' },
   INVALID_WEBHOOK_URL: { status: 400, message: 'The webhook URL is not accepted (https and a public address are required)' },
   DELIVERY_NOT_FOUND: { status: 404, message: 'No such webhook delivery' },
+  // logs
+  LOG_NOT_FOUND: { status: 404, message: 'No such request in the logs of this account' },
   // server side
   SERVICE_UNAVAILABLE: { status: 503, message: 'A storage backend is unavailable; retry shortly' },
   SHUTTING_DOWN: { status: 503, message: 'The server is shutting down; retry shortly' },

@@ -460,6 +460,8 @@ t.test(`every error answer is a catalogued envelope (${backendLabel})`, async (t
       code: 'VALIDATION_ERROR',
       run: () => api('GET', `/v1/sms/status/msg_${'x'.repeat(300)}`),
     },
+    // ---- logs
+    { name: 'a request not in the logs', code: 'LOG_NOT_FOUND', run: () => api('GET', '/v1/logs/req_nope') },
     // ---- server side
     { name: 'storage unreachable', code: 'SERVICE_UNAVAILABLE', run: async () => fromCall(await call(appBase, 'GET', '/db')) },
     { name: 'a bug in a handler', code: 'INTERNAL_ERROR', run: async () => fromCall(await call(appBase, 'GET', '/boom')) },
