@@ -13,6 +13,9 @@ import type { Gateway } from './gateway.js';
 import { createApp, errorCatalogueMarkdown } from './http/app.js';
 import authPlugin from './http/auth.js';
 import { registerOpenApiRoute } from './http/openapi.js';
+import { listOf } from './mcp/config.js';
+import { CORE_MCP_TOOLS } from './mcp/core-tools.js';
+import { mcpRoutes } from './mcp/mcp-routes.js';
 import { accountRoutes } from './http/routes/account.js';
 import { healthRoutes } from './http/routes/health.js';
 import { Metrics } from './metrics.js';
@@ -274,6 +277,9 @@ export class Daemon {
     await app.register(healthRoutes);
     await app.register(accountRoutes, { accounts: this.accounts });
     await this.modules.routes(app);
+    if (config.mcp.enabled) {
+      await app.register(mcpRoutes, { tools: [...CORE_MCP_TOOLS, ...this.modules.mcpTools()], allowedHosts: listOf(config.mcp.allowedHosts), allowedOrigins: listOf(config.mcp.allowedOrigins), publicUrl: config.http.publicUrl });
+    }
     return app;
   }
 

@@ -65,6 +65,8 @@ export const ERROR_CATALOGUE = {
   DELIVERY_NOT_FOUND: { status: 404, message: 'No such webhook delivery' },
   // logs
   LOG_NOT_FOUND: { status: 404, message: 'No such request in the logs of this account' },
+  // mcp
+  MCP_HOST_NOT_ALLOWED: { status: 403, message: 'The Host or Origin header is not allowed for /mcp (DNS-rebinding guard; see mcp.allowedHosts)' },
   // server side
   SERVICE_UNAVAILABLE: { status: 503, message: 'A storage backend is unavailable; retry shortly' },
   SHUTTING_DOWN: { status: 503, message: 'The server is shutting down; retry shortly' },

@@ -462,6 +462,8 @@ t.test(`every error answer is a catalogued envelope (${backendLabel})`, async (t
     },
     // ---- logs
     { name: 'a request not in the logs', code: 'LOG_NOT_FOUND', run: () => api('GET', '/v1/logs/req_nope') },
+    // ---- mcp
+    { name: 'an MCP request from a foreign Origin', code: 'MCP_HOST_NOT_ALLOWED', run: () => api('POST', '/mcp', { body: {}, headers: { origin: 'https://evil.example' } }) },
     // ---- server side
     { name: 'storage unreachable', code: 'SERVICE_UNAVAILABLE', run: async () => fromCall(await call(appBase, 'GET', '/db')) },
     { name: 'a bug in a handler', code: 'INTERNAL_ERROR', run: async () => fromCall(await call(appBase, 'GET', '/boom')) },

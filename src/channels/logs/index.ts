@@ -1,4 +1,5 @@
 import type { ChannelModule } from '../../platform/channel-module.js';
+import { LOGS_MCP_TOOLS } from './logs-mcp-tools.js';
 import { logsRoutes } from './logs-routes.js';
 import { LogsService } from './logs-service.js';
 import { RequestLogStore } from './request-log-store.js';
@@ -37,6 +38,7 @@ export const logsModule: ChannelModule<LogsService> = {
     };
     return {
       service: logs,
+      mcpTools: LOGS_MCP_TOOLS,
       async routes(app) {
         if (config.logs.enabled) app.ferryResponseObservers.push(writer.observe);
         await app.register(logsRoutes, { logs });
