@@ -65,6 +65,8 @@ export const ERROR_CATALOGUE = {
   DELIVERY_NOT_FOUND: { status: 404, message: 'No such webhook delivery' },
   // logs
   LOG_NOT_FOUND: { status: 404, message: 'No such request in the logs of this account' },
+  LOGS_SESSION_REQUIRED: { status: 401, message: 'Sign in to the logs page with an API key holding logs:read' },
+  CSRF_TOKEN_INVALID: { status: 403, message: 'The X-CSRF-Token header is missing or does not belong to this session' },
   // mcp
   MCP_HOST_NOT_ALLOWED: { status: 403, message: 'The Host or Origin header is not allowed for /mcp (DNS-rebinding guard; see mcp.allowedHosts)' },
   // server side

@@ -462,6 +462,16 @@ t.test(`every error answer is a catalogued envelope (${backendLabel})`, async (t
     },
     // ---- logs
     { name: 'a request not in the logs', code: 'LOG_NOT_FOUND', run: () => api('GET', '/v1/logs/req_nope') },
+    { name: 'the logs page API without a session', code: 'LOGS_SESSION_REQUIRED', run: () => anon('GET', '/logs/api/requests') },
+    {
+      name: 'a logs page sign-out without the CSRF token',
+      code: 'CSRF_TOKEN_INVALID',
+      run: async () => {
+        const signin = await call(d.api, 'POST', '/logs/session', { token });
+        const cookie = (signin.headers.get('set-cookie') ?? '').split(';')[0];
+        return anon('POST', '/logs/session/end', { headers: { cookie } });
+      },
+    },
     // ---- mcp
     { name: 'an MCP request from a foreign Origin', code: 'MCP_HOST_NOT_ALLOWED', run: () => api('POST', '/mcp', { body: {}, headers: { origin: 'https://evil.example' } }) },
     // ---- server side

@@ -1,5 +1,7 @@
 import type { ChannelModule } from '../../platform/channel-module.js';
 import { LOGS_MCP_TOOLS } from './logs-mcp-tools.js';
+import { logPageRoutes } from './log-page.js';
+import { LogSessions } from './log-sessions.js';
 import { logsRoutes } from './logs-routes.js';
 import { LogsService } from './logs-service.js';
 import { RequestLogStore } from './request-log-store.js';
@@ -27,12 +29,12 @@ export const logsModule: ChannelModule<LogsService> = {
       bufferSize: config.logs.bufferSize,
       flushMs: config.logs.flushMs,
     });
+    const sessions = new LogSessions({ db: ctx.db, csrfKey: ctx.deriveKey('logs-page-csrf'), ttlMs: config.logs.sessionHours * 3_600_000 });
     let purgeTimer: NodeJS.Timeout | undefined;
     let purging: Promise<unknown> | null = null;
     const purge = () => {
-      purging = logs
-        .purgeExpired()
-        .then((n) => n && ctx.log.info({ rows: n, retentionDays: config.logs.retentionDays }, 'request logs past retention deleted'))
+      purging = Promise.all([logs.purgeExpired(), sessions.purgeExpired()])
+        .then(([n]) => n && ctx.log.info({ rows: n, retentionDays: config.logs.retentionDays }, 'request logs past retention deleted'))
         .catch((err: Error) => ctx.log.warn({ err: err.message }, 'request log retention failed; retried at the next pass'))
         .finally(() => (purging = null));
     };
@@ -42,6 +44,7 @@ export const logsModule: ChannelModule<LogsService> = {
       async routes(app) {
         if (config.logs.enabled) app.ferryResponseObservers.push(writer.observe);
         await app.register(logsRoutes, { logs });
+        await app.register(logPageRoutes, { logs, sessions });
       },
       async start() {
         purge();
