@@ -78,6 +78,7 @@ aside#detail { margin-top: 1rem; background: #fff; border: 1px solid #dde1e6; pa
 pre { white-space: pre-wrap; word-break: break-all; background: #f3f4f6; padding: 0.5rem; font-size: 0.8rem; }
 dl { display: grid; grid-template-columns: max-content 1fr; gap: 0.2rem 1rem; font-size: 0.85rem; }
 dt { font-weight: 600; }
+h2 button { font-size: 0.8rem; vertical-align: middle; }
 `;
 
 export const LOG_PAGE_JS = `'use strict';
