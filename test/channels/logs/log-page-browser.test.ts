@@ -4,8 +4,17 @@ import { humanContext, launchBrowser, screenshotPath } from '../../helpers/brows
 import { call, startDaemon } from '../../helpers/daemon.js';
 import { backendLabel } from '../../helpers/env.js';
 
+// The page's globals, for the functions playwright runs in the browser (the tests compile without the DOM library;
+// functions, not strings: the page's CSP forbids eval).
+interface PageRow {
+  dataset: { requestId?: string };
+}
+declare const document: { querySelectorAll(s: string): ArrayLike<PageRow>; querySelector(s: string): { textContent: string | null } | null; cookie: string };
+declare const localStorage: Record<string, string>;
+declare const sessionStorage: Record<string, string>;
+
 t.test(`the /logs page in a real browser (${backendLabel})`, async (t) => {
-  const browser = await launchBrowser(t);
+  const browser = await launchBrowser({ skip: (m) => void t.skip(m, () => {}), teardown: (fn) => t.teardown(fn) });
   if (!browser) return;
   const d = await startDaemon({ FERRY_LOGS_FLUSH_MS: '20' });
   t.teardown(() => d.stop());
@@ -39,14 +48,16 @@ t.test(`the /logs page in a real browser (${backendLabel})`, async (t) => {
   await page.locator('#logs').waitFor();
   t.equal(await page.inputValue('#credential'), '', 'the key field is emptied once used');
 
-  const shownIds = () => page.$$eval('#rows tbody tr', (trs) => trs.map((tr) => (tr as HTMLElement).dataset.requestId ?? ''));
-  await page.waitForFunction(() => document.querySelectorAll('#rows tbody tr').length >= 3);
+  const shownIds = () => page.evaluate(() => Array.from(document.querySelectorAll('#rows tbody tr')).map((tr) => tr.dataset.requestId ?? ''));
+  const rowCount = (atLeast: number, exactly = false) =>
+    page.waitForFunction(([n, exact]) => (exact ? document.querySelectorAll('#rows tbody tr').length === n : document.querySelectorAll('#rows tbody tr').length >= n), [atLeast, exactly] as const);
+  await rowCount(3);
   t.same((await shownIds()).slice(0, 3).sort(), [...ids].sort(), 'the three calls are listed');
 
   // Filtering by status class shows only the 4xx.
   await page.selectOption('#f-status', '4xx');
   await page.click('#apply');
-  await page.waitForFunction(() => document.querySelectorAll('#rows tbody tr').length === 1);
+  await rowCount(1, true);
   t.same(await shownIds(), [missing.json.requestId], 'only the 4xx');
   t.equal(await page.textContent('#rows tbody tr td:nth-child(4)'), '404');
 
@@ -54,10 +65,7 @@ t.test(`the /logs page in a real browser (${backendLabel})`, async (t) => {
   await page.selectOption('#f-status', '');
   await page.fill('#f-request', sent.json.requestId);
   await page.click('#apply');
-  await page.waitForFunction((id) => {
-    const trs = document.querySelectorAll('#rows tbody tr');
-    return trs.length === 1 && (trs[0] as HTMLElement).dataset.requestId === id;
-  }, sent.json.requestId);
+  await page.waitForFunction((id) => Array.from(document.querySelectorAll('#rows tbody tr')).map((tr) => tr.dataset.requestId).join() === id, sent.json.requestId as string);
   t.same(await shownIds(), [sent.json.requestId]);
 
   // The detail view of that request: its bodies, redacted.
@@ -70,7 +78,7 @@ t.test(`the /logs page in a real browser (${backendLabel})`, async (t) => {
   // The live tail shows a new call.
   await page.fill('#f-request', '');
   await page.click('#apply');
-  await page.waitForFunction(() => document.querySelectorAll('#rows tbody tr').length >= 3);
+  await rowCount(3);
   await page.check('#tail');
   await page.waitForFunction(() => document.querySelector('#status-line')?.textContent === 'Live tail on');
   await new Promise((r) => setTimeout(r, 300)); // the stream is open before the call is made
