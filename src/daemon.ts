@@ -5,6 +5,7 @@ import { KeyService } from './accounts/key-service.js';
 import { SCOPE_DESCRIPTIONS } from './accounts/scopes.js';
 import { adminRoutes } from './admin/admin-routes.js';
 import { CHANNEL_MODULES } from './channels/index.js';
+import type { LogsService } from './channels/logs/logs-service.js';
 import type { OtpService } from './channels/otp/otp-service.js';
 import type { SmsGateway } from './channels/sms/sms-gateway.js';
 import type { WebhookService } from './channels/webhooks/webhook-service.js';
@@ -316,6 +317,7 @@ export class Daemon {
       },
       pricing: { prices: g.prices, store: sms.pricing },
       sim: { simulator: () => this.embeddedUpstream?.simulator ?? null },
+      ...(this.modules.has('logs') ? { keyStats: (accountId: string, days?: number) => this.modules.service<LogsService>('logs').keyStats(accountId, days) } : {}),
     });
     return app;
   }
