@@ -1,3 +1,4 @@
+import { prepared } from '../../store/sql/prepared.js';
 import type { Db, Queryable } from '../../store/types.js';
 
 /** One request as the logs keep it. */
@@ -97,6 +98,11 @@ const INSERT_COLUMNS = [
   'response_body',
 ] as const;
 
+const INSERT_TYPES = ['text', 'int8', 'text', 'text', 'text', 'text', 'int2', 'float4', 'text', 'text', 'text', 'text', 'text', 'text', 'text', 'text'];
+const INSERT_SQL = prepared(
+  `INSERT INTO request_logs (${INSERT_COLUMNS.join(', ')}) SELECT * FROM unnest(${INSERT_TYPES.map((t, i) => `$${i + 1}::${t}[]`).join(', ')})`,
+);
+
 function toRow(r: DbRow): RequestLogRow {
   return {
     seq: String(r.id),
@@ -143,33 +149,15 @@ export const RATE_LIMIT_CODES = ['RATE_LIMIT_EXCEEDED', 'RESEND_COOLDOWN', 'TOO_
 export class RequestLogStore {
   constructor(private readonly db: Db) {}
 
+  /** One statement per batch whatever its size: one array per column, so the text (and its plan) never changes. */
   async insert(rows: readonly RequestLogInsert[], q: Queryable = this.db): Promise<void> {
     if (!rows.length) return;
-    const params: unknown[] = [];
-    const tuples = rows.map((r) => {
-      const values = [
-        r.requestId,
-        r.at,
-        r.method,
-        r.route,
-        r.path,
-        r.product,
-        r.status,
-        r.latencyMs,
-        r.keyId,
-        r.accountId,
-        r.clientIp,
-        r.userAgent,
-        r.idempotencyKey,
-        r.errorCode,
-        r.requestBody,
-        r.responseBody,
-      ];
-      const base = params.length;
-      params.push(...values);
-      return `(${values.map((_, i) => `$${base + i + 1}`).join(', ')})`;
-    });
-    await q.query(`INSERT INTO request_logs (${INSERT_COLUMNS.join(', ')}) VALUES ${tuples.join(', ')}`, params);
+    const cols = INSERT_COLUMNS.map(() => [] as unknown[]);
+    for (const r of rows) {
+      const values = [r.requestId, r.at, r.method, r.route, r.path, r.product, r.status, r.latencyMs, r.keyId, r.accountId, r.clientIp, r.userAgent, r.idempotencyKey, r.errorCode, r.requestBody, r.responseBody];
+      for (let i = 0; i < values.length; i++) cols[i].push(values[i]);
+    }
+    await q.query(INSERT_SQL, cols);
   }
 
   /** An account's requests, newest first; `limit + 1` are read to tell whether more follow. */
