@@ -56,7 +56,12 @@ async function startDaemon(logsOn: boolean): Promise<Daemon> {
   };
   const child = spawn(process.execPath, ['--import', 'tsx', join(packageRoot, 'src/cli/index.ts'), 'start'], { cwd: packageRoot, env, stdio: ['ignore', 'ignore', 'inherit'] });
   let gone = false;
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve((gone = true) && undefined)));
+  const exited = new Promise<void>((resolve) =>
+    child.once('exit', () => {
+      gone = true;
+      resolve();
+    }),
+  );
   const d: Daemon = {
     pid: child.pid!,
     api: `http://127.0.0.1:${http}`,
