@@ -9,6 +9,11 @@ import { logsQuerySchema, toFilter, type LogsQuery } from './logs-routes.js';
 
 export const SESSION_COOKIE = 'ferry_logs_session';
 
+/** How long after its time a row may still commit (a writer's linger plus its insert); the tail reads it again until then. */
+const SETTLE_MS = 3000;
+/** Rows a tail reads per poll. */
+const TAIL_BATCH = 1000;
+
 export interface LogPageOptions {
   logs: LogsService;
   sessions: LogSessions;
@@ -116,7 +121,11 @@ export async function logPageRoutes(app: FastifyInstance, o: LogPageOptions): Pr
   app.get<{ Querystring: { after?: string } }>('/logs/api/tail', page, async (req, reply: FastifyReply) => {
     const { token, session: s } = await session(req);
     const last = req.headers['last-event-id'];
-    let seq = typeof last === 'string' && /^[0-9]{1,19}$/.test(last) ? last : await logs.latest(s.accountId);
+    // The position below which every row is final. Rows are numbered when a writer inserts its batch, and two
+    // instances' batches may commit out of that order, so the cursor moves only over rows older than SETTLE_MS; newer
+    // ones are read again on each poll and sent once (`sent`).
+    let cursor = typeof last === 'string' && /^[0-9]{1,19}$/.test(last) ? last : await logs.latest(s.accountId);
+    const sent = new Set<string>();
     reply.hijack();
     const res = reply.raw;
     res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-store', connection: 'keep-alive', 'x-accel-buffering': 'no', 'x-request-id': req.id });
@@ -143,9 +152,21 @@ export async function logPageRoutes(app: FastifyInstance, o: LogPageOptions): Pr
             return stop();
           }
         }
-        for (const item of await logs.after(s.accountId, seq, 100)) {
-          seq = item.seq;
-          res.write(`id: ${item.seq}\nevent: request\ndata: ${JSON.stringify(item)}\n\n`);
+        const rows = await logs.after(s.accountId, cursor, TAIL_BATCH);
+        const settled = Date.now() - SETTLE_MS;
+        let settledTo = cursor;
+        for (const item of rows) {
+          if (Date.parse(item.at) >= settled) break;
+          settledTo = item.seq;
+        }
+        for (const item of rows) {
+          if (sent.has(item.seq)) continue;
+          sent.add(item.seq);
+          res.write(`id: ${settledTo}\nevent: request\ndata: ${JSON.stringify(item)}\n\n`);
+        }
+        if (settledTo !== cursor) {
+          cursor = settledTo;
+          for (const seq of sent) if (BigInt(seq) <= BigInt(cursor)) sent.delete(seq);
         }
         if (Date.now() - started > tailMaxMs) return stop();
         res.write(': keep-alive\n\n');

@@ -139,6 +139,34 @@ t.test(`the /logs page's API: sessions, CSRF, isolation, tail (${backendLabel})`
     t.match(mine?.data, { method: 'GET', status: 404, errorCode: 'MESSAGE_NOT_FOUND' });
     t.ok(events.every((e) => e.data.keyId === acme.keyId), "never another account's");
   });
+  t.test('a row numbered before one already sent, committed after it, still reaches the tail once', async (t) => {
+    const s = await signIn(d.api, acme.token);
+    const { rows } = await d.daemon.db.query<{ id: string | null }>('SELECT max(id) AS id FROM request_logs');
+    const base = Number(rows[0].id ?? 0) + 100_000;
+    const insert = (id: number, requestId: string) =>
+      d.daemon.db.query(
+        `INSERT INTO request_logs (id, request_id, at, method, route, path, product, status, latency_ms, key_id, account_id)
+         VALUES ($1, $2, $3, 'GET', '/v1/account/balance', '/v1/account/balance', 'account', 200, 1, $4, $5)`,
+        [id, requestId, Date.now(), acme.keyId, acme.accountId],
+      );
+    let step = 0;
+    const events = await tailUntil(d.api, s.cookie, (evs) => {
+      if (step === 0) {
+        step = 1;
+        void insert(base + 10, 'req_numbered_later').then(() => (step = 2));
+      }
+      if (step === 2 && evs.some((e) => e.data.requestId === 'req_numbered_later')) {
+        step = 3;
+        void insert(base + 5, 'req_numbered_earlier');
+      }
+      return evs.some((e) => e.data.requestId === 'req_numbered_earlier');
+    });
+    t.same(
+      events.filter((e) => e.data.requestId.startsWith('req_numbered')).map((e) => e.data.requestId),
+      ['req_numbered_later', 'req_numbered_earlier'],
+      'both, each once',
+    );
+  });
 });
 
 t.test('a tail held on one instance shows requests another instance served', { skip: process.env.DATABASE_URL ? false : 'several instances share a Postgres server; the embedded database is one process' }, async (t) => {
