@@ -8,6 +8,8 @@ import type { RequestLogInsert, RequestLogStore } from './request-log-store.js';
 interface PendingEntry extends Omit<RequestLogInsert, 'requestBody' | 'responseBody'> {
   body: unknown;
   payload: unknown;
+  /** About what the entry holds in memory (its bodies), for the byte bound. */
+  bytes: number;
 }
 
 export interface RequestLogWriterOptions {
@@ -19,6 +21,8 @@ export interface RequestLogWriterOptions {
   bufferSize: number;
   /** How long an entry waits for its batch at most. */
   flushMs: number;
+  /** The bodies waiting may hold about this many bytes at most (default 64 MiB); past it entries are dropped. */
+  bufferBytes?: number;
   /** Rows per INSERT. */
   batchSize?: number;
   now?: () => number;
@@ -43,6 +47,7 @@ export function productOf(path: string): string {
  */
 export class RequestLogWriter {
   private buffer: PendingEntry[] = [];
+  private bufferedBytes = 0;
   private timer: NodeJS.Timeout | undefined;
   private flushing: Promise<void> | null = null;
   private closed = false;
@@ -68,14 +73,19 @@ export class RequestLogWriter {
     const path = req.url.split('?')[0];
     if (path !== '/v1' && !path.startsWith('/v1/')) return;
     if (this.closed) return;
-    if (this.buffer.length >= this.o.bufferSize) {
+    const payload = req.sentPayload;
+    const payloadBytes = typeof payload === 'string' ? payload.length : Buffer.isBuffer(payload) ? payload.length : 0;
+    const bytes = payloadBytes + (Number(req.headers['content-length']) || 0) + 512;
+    if (this.buffer.length >= this.o.bufferSize || this.bufferedBytes + bytes > (this.o.bufferBytes ?? 64 * 1024 * 1024)) {
       this.dropped.inc({ reason: 'buffer_full' });
       return;
     }
+    this.bufferedBytes += bytes;
     const auth = (req as { auth?: { keyId: string; accountId: string } | null }).auth ?? null;
     this.buffer.push({
       requestId: req.id,
-      at: this.now(),
+      // When the request arrived (it is observed once answered).
+      at: Math.round(this.now() - durationMs),
       method: req.method,
       route,
       path: path.slice(0, 1024),
@@ -89,7 +99,8 @@ export class RequestLogWriter {
       idempotencyKey: header(req, 'idempotency-key'),
       errorCode: req.errorCode ?? null,
       body: req.body,
-      payload: req.sentPayload,
+      payload,
+      bytes,
     });
     if (this.buffer.length >= this.batchSize) void this.flush();
     else this.timer ??= setTimeout(() => void this.flush(), this.o.flushMs);
@@ -118,7 +129,8 @@ export class RequestLogWriter {
   private async writeAll(): Promise<void> {
     while (this.buffer.length) {
       const batch = this.buffer.splice(0, this.batchSize);
-      const rows: RequestLogInsert[] = batch.map(({ body, payload, ...e }) => ({
+      for (const e of batch) this.bufferedBytes -= e.bytes;
+      const rows: RequestLogInsert[] = batch.map(({ body, payload, bytes: _bytes, ...e }) => ({
         ...e,
         requestBody: storedRequestBody(body, this.o.bodyLimitBytes),
         responseBody: storedResponseBody(payload, this.o.bodyLimitBytes),
