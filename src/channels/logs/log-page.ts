@@ -1,7 +1,7 @@
 import type { ServerResponse } from 'node:http';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { ok } from '../../http/envelope.js';
-import { ApiError } from '../../http/errors.js';
+import { ApiError, rateLimited } from '../../http/errors.js';
 import { LOG_PAGE_CSS, LOG_PAGE_HTML, LOG_PAGE_JS } from './log-page-assets.js';
 import type { LogSession, LogSessions } from './log-sessions.js';
 import type { LogsService } from './logs-service.js';
@@ -13,6 +13,8 @@ export const SESSION_COOKIE = 'ferry_logs_session';
 const SETTLE_MS = 3000;
 /** Rows a tail reads per poll. */
 const TAIL_BATCH = 1000;
+/** Open tails per instance (each polls the store twice a second); more are refused for a few seconds. */
+const MAX_TAILS = 200;
 
 export interface LogPageOptions {
   logs: LogsService;
@@ -120,6 +122,7 @@ export async function logPageRoutes(app: FastifyInstance, o: LogPageOptions): Pr
 
   app.get<{ Querystring: { after?: string } }>('/logs/api/tail', page, async (req, reply: FastifyReply) => {
     const { token, session: s } = await session(req);
+    if (tails.size >= MAX_TAILS) throw rateLimited('RATE_LIMIT_EXCEEDED', 5000);
     const last = req.headers['last-event-id'];
     // The position below which every row is final. Rows are numbered when a writer inserts its batch, and two
     // instances' batches may commit out of that order, so the cursor moves only over rows older than SETTLE_MS; newer

@@ -246,9 +246,11 @@ export class RequestLogStore {
          FROM request_logs WHERE account_id = $1 AND at >= $2 AND key_id IS NOT NULL GROUP BY key_id, product ORDER BY key_id, product`,
         [accountId, since, RATE_LIMIT_CODES],
       ),
+      // The last use of each of the account's keys: one index probe per key (request_logs_key), not a scan.
       this.db.query<{ key_id: string; at: string; client_ip: string | null }>(
-        `SELECT DISTINCT ON (key_id) key_id, at, client_ip FROM request_logs
-         WHERE account_id = $1 AND key_id IS NOT NULL ORDER BY key_id, id DESC`,
+        `SELECT k.id AS key_id, l.at, l.client_ip FROM api_keys k
+         CROSS JOIN LATERAL (SELECT at, client_ip FROM request_logs r WHERE r.key_id = k.id ORDER BY at DESC LIMIT 1) l
+         WHERE k.account_id = $1`,
         [accountId],
       ),
     ]);
