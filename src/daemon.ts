@@ -5,6 +5,7 @@ import { KeyService } from './accounts/key-service.js';
 import { SCOPE_DESCRIPTIONS } from './accounts/scopes.js';
 import { adminRoutes } from './admin/admin-routes.js';
 import { CHANNEL_MODULES } from './channels/index.js';
+import type { LogsService } from './channels/logs/logs-service.js';
 import type { OtpService } from './channels/otp/otp-service.js';
 import type { SmsGateway } from './channels/sms/sms-gateway.js';
 import type { WebhookService } from './channels/webhooks/webhook-service.js';
@@ -13,6 +14,9 @@ import type { Gateway } from './gateway.js';
 import { createApp, errorCatalogueMarkdown } from './http/app.js';
 import authPlugin from './http/auth.js';
 import { registerOpenApiRoute } from './http/openapi.js';
+import { listOf } from './mcp/config.js';
+import { CORE_MCP_TOOLS } from './mcp/core-tools.js';
+import { mcpRoutes } from './mcp/mcp-routes.js';
 import { accountRoutes } from './http/routes/account.js';
 import { healthRoutes } from './http/routes/health.js';
 import { Metrics } from './metrics.js';
@@ -274,6 +278,9 @@ export class Daemon {
     await app.register(healthRoutes);
     await app.register(accountRoutes, { accounts: this.accounts });
     await this.modules.routes(app);
+    if (config.mcp.enabled) {
+      await app.register(mcpRoutes, { tools: [...CORE_MCP_TOOLS, ...this.modules.mcpTools()], allowedHosts: listOf(config.mcp.allowedHosts), allowedOrigins: listOf(config.mcp.allowedOrigins), publicUrl: config.http.publicUrl });
+    }
     return app;
   }
 
@@ -310,6 +317,7 @@ export class Daemon {
       },
       pricing: { prices: g.prices, store: sms.pricing },
       sim: { simulator: () => this.embeddedUpstream?.simulator ?? null },
+      ...(this.modules.has('logs') ? { keyStats: (accountId: string, days?: number) => this.modules.service<LogsService>('logs').keyStats(accountId, days) } : {}),
     });
     return app;
   }

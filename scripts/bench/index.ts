@@ -18,6 +18,7 @@ const SCENARIOS: Record<string, { script: string; about: string }> = {
   kannel: { script: 'kannel.ts', about: 'Ferry REST and SMPP against Kannel sendsms in one run (needs Debian kannel): msg/s, ratios, CPU per 1,000' },
   ussd: { script: 'ussd.ts', about: "USSD hops/s and hop latency p50/p99 through Africa's Talking callbacks: a hosted tree, then a loopback webhook app" },
   outbound: { script: 'outbound.ts', about: 'outbound pipeline: jobs/s enqueued and drained to a loopback HTTP provider, CPU per 1,000 jobs' },
+  requestlogs: { script: 'requestlogs.ts', about: 'REST req/s, latency and daemon CPU with request logging on vs off, in one run; every request written' },
 };
 
 const [scenario, ...rest] = process.argv.slice(2);

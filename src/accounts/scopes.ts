@@ -25,7 +25,7 @@ export const SCOPE_DESCRIPTIONS = {
   'push:manage': 'manage push apps, credentials and devices (planned)',
   'shortlink:manage': 'create, change and delete short links (planned)',
   'shortlink:read': 'read short links and their clicks (planned)',
-  'logs:read': 'read the server request logs (planned)',
+  'logs:read': 'read the request logs and the key statistics',
 } as const;
 
 export const SCOPES = Object.keys(SCOPE_DESCRIPTIONS) as Array<keyof typeof SCOPE_DESCRIPTIONS>;

@@ -19,6 +19,8 @@ export interface AdminDeps {
   gateway?: GatewayAdminDeps;
   pricing?: PricingAdminDeps;
   sim?: SimAdminDeps;
+  /** The key statistics of an account (the logs module, GET /v1/keys/stats); absent when it is not running. */
+  keyStats?: (accountId: string, days?: number) => Promise<unknown>;
 }
 
 function tokenMatches(header: string | undefined, token: string): boolean {
@@ -43,6 +45,19 @@ export async function adminRoutes(app: FastifyInstance, deps: AdminDeps): Promis
   app.addHook('onRequest', async (req) => {
     if (!tokenMatches(req.headers.authorization, deps.token)) throw new ApiError('ADMIN_UNAUTHORIZED');
   });
+
+  const keyStats = deps.keyStats;
+  if (keyStats) {
+    // `ferry keys stats`: what GET /v1/keys/stats answers the account's own keys.
+    app.get<{ Params: { ref: string }; Querystring: { days?: string } }>(
+      '/admin/accounts/:ref/keys/stats',
+      { schema: { params: ref, querystring: { type: 'object', additionalProperties: false, properties: { days: { type: 'string', pattern: '^[1-9][0-9]{0,3}$' } } } } },
+      async (req) => {
+        const account = await deps.accounts.get(req.params.ref);
+        return ok(req, 'KEY_STATS', await keyStats(account.id, req.query.days ? Number(req.query.days) : undefined));
+      },
+    );
+  }
 
   app.post<{ Body: { name: string; currency?: string; defaultCountry?: string; smppPassword?: string; smppSystemId?: string } }>(
     '/admin/accounts',

@@ -6,6 +6,8 @@
 
 import { otpConfigSchema, type OtpConfig } from '../channels/otp/config.js';
 import { ussdConfigSchema, type UssdConfig } from '../channels/ussd/config.js';
+import { logsConfigSchema, type LogsConfig } from '../channels/logs/config.js';
+import { mcpConfigSchema, type McpConfig } from '../mcp/config.js';
 import { smsConfigSchema, type SmsConfig } from '../channels/sms/config.js';
 import { NUMBER_VALIDATIONS, type NumberValidation } from '../channels/sms/number-validation.js';
 import { webhooksConfigSchema, type WebhooksConfig } from '../channels/webhooks/config.js';
@@ -243,6 +245,8 @@ export const configSchema = {
     sms: smsConfigSchema,
     otp: otpConfigSchema,
     ussd: ussdConfigSchema,
+    logs: logsConfigSchema,
+    mcp: mcpConfigSchema,
     dispatch: {
       type: 'object',
       additionalProperties: false,
@@ -402,6 +406,8 @@ export interface FerryConfig {
   dispatch: { batch: number; leaseSeconds: number; reconcileSeconds: number; reconcileStaleSeconds: number };
   otp: OtpConfig;
   ussd: UssdConfig;
+  logs: LogsConfig;
+  mcp: McpConfig;
   pricing: { defaultPrice: number | null; entries: Array<{ prefix: string; price: number; route?: string }> };
   billing: { refundOnFailure: boolean };
   sms: SmsConfig;

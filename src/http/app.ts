@@ -52,15 +52,25 @@ function fieldErrors(err: FastifyError): FieldError[] {
   });
 }
 
+/**
+ * Sees every answered request after its response went out, with the body as sent (the request logs). Called on the
+ * event loop after the answer, never awaited: an observer only queues what it needs and returns.
+ */
+export type ResponseObserver = (req: FastifyRequest, status: number, durationMs: number, route: string) => void;
+
 /** What the app keeps for its hooks and plugins: a response's error code (access log), the proxy setting (auth). */
 declare module 'fastify' {
   interface FastifyRequest {
     /** The catalogue code of the error this request was answered with, for the access log; null when it succeeded. */
     errorCode: ErrorCode | null;
+    /** The response body as sent, kept only while a response observer is registered. */
+    sentPayload: unknown;
   }
   interface FastifyInstance {
     /** http.trustProxy as the app was built with it (the auth plugin warns about proxies when it is off). */
     ferryTrustProxy: boolean;
+    /** Called after every answered request (the request logs add theirs); empty by default. */
+    ferryResponseObservers: ResponseObserver[];
   }
 }
 
@@ -258,6 +268,9 @@ export async function createApp(opts: AppOptions): Promise<FastifyInstance> {
 
   app.decorate('ferryTrustProxy', opts.trustProxy ?? false);
   app.decorateRequest('errorCode', null);
+  app.decorateRequest('sentPayload', null);
+  const observers: ResponseObserver[] = [];
+  app.decorate('ferryResponseObservers', observers);
   app.addSchema({ $id: 'ErrorEnvelope', ...errorEnvelopeSchema });
 
   // Only JSON bodies (no text/plain: a text body is UNSUPPORTED_MEDIA_TYPE, as documented). An empty JSON body is no
@@ -317,7 +330,18 @@ export async function createApp(opts: AppOptions): Promise<FastifyInstance> {
     const durationMs = reply.elapsedTime;
     opts.metrics.httpDuration.observe({ method: req.method, route, status: String(status) }, durationMs / 1000);
     accessLog(req, status, durationMs, route);
+    for (const observe of observers) {
+      try {
+        observe(req, status, durationMs, route);
+      } catch (err) {
+        log.warn({ err, reqId: req.id }, 'response observer failed');
+      }
+    }
     done();
+  });
+  app.addHook('onSend', (req, _reply, payload, done) => {
+    if (observers.length) req.sentPayload = payload;
+    done(null, payload);
   });
 
   app.setErrorHandler((err, req, reply) => send(reply, req, toApiError(err, log, req)));

@@ -73,6 +73,12 @@ export const ERROR_CATALOGUE = {
   USSD_SESSION_NOT_FOUND: { status: 404, message: 'No such USSD session' },
   USSD_CONNECTOR_NOT_FOUND: { status: 404, message: 'No such USSD aggregator connector' },
   INVALID_APP_URL: { status: 400, message: 'The app URL is not accepted (https and a public address are required)' },
+  // logs
+  LOG_NOT_FOUND: { status: 404, message: 'No such request in the logs of this account' },
+  LOGS_SESSION_REQUIRED: { status: 401, message: 'Sign in to the logs page with an API key holding logs:read' },
+  CSRF_TOKEN_INVALID: { status: 403, message: 'The X-CSRF-Token header is missing or does not belong to this session' },
+  // mcp
+  MCP_HOST_NOT_ALLOWED: { status: 403, message: 'The Host or Origin header is not allowed for /mcp (DNS-rebinding guard; see mcp.allowedHosts)' },
   // server side
   SERVICE_UNAVAILABLE: { status: 503, message: 'A storage backend is unavailable; retry shortly' },
   SHUTTING_DOWN: { status: 503, message: 'The server is shutting down; retry shortly' },

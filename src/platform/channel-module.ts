@@ -3,6 +3,7 @@ import type { Logger } from 'pino';
 import type { AccountService } from '../accounts/account-service.js';
 import type { Scope } from '../accounts/scopes.js';
 import type { FerryConfig } from '../config/schema.js';
+import type { McpTool } from '../mcp/mcp-tool.js';
 import type { Metrics } from '../metrics.js';
 import type { Backends, Db } from '../store/types.js';
 import type { OutboundRegistry } from './outbound-registry.js';
@@ -51,6 +52,8 @@ export interface ModuleInstance<S = unknown> {
   start?(): Promise<void>;
   /** Stops workers and flushes; called in reverse boot order. */
   stop?(): Promise<void>;
+  /** Its tools on the MCP server (/mcp), each calling one of its REST endpoints. */
+  readonly mcpTools?: readonly McpTool[];
   /** Throws (with a message) when the module cannot serve; part of /readyz. */
   health?(): Promise<void>;
 }

@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { isScope } from '../accounts/scopes.js';
 import { registerEventTypes } from '../events/catalogue.js';
+import type { McpTool } from '../mcp/mcp-tool.js';
 import type { ChannelModule, ModuleContext, ModuleInstance } from './channel-module.js';
 import { bootOrder, migrationFolders } from './module-order.js';
 
@@ -53,6 +54,11 @@ export class ModuleHost {
   /** Registers every module's routes on the API app. */
   async routes(app: FastifyInstance): Promise<void> {
     for (const m of this.order) await this.instances.get(m.name)?.routes?.(app);
+  }
+
+  /** The MCP tools the modules bring, in boot order. */
+  mcpTools(): McpTool[] {
+    return this.order.flatMap((m) => [...(this.instances.get(m.name)?.mcpTools ?? [])]);
   }
 
   /** The service a module exposes. */

@@ -489,6 +489,20 @@ t.test(`every error answer is a catalogued envelope (${backendLabel})`, async (t
     { name: 'an unknown USSD session', code: 'USSD_SESSION_NOT_FOUND', run: () => api('GET', '/v1/ussd/sessions/ussd_nope') },
     { name: 'an unknown USSD connector', code: 'USSD_CONNECTOR_NOT_FOUND', run: () => api('DELETE', '/v1/ussd/connectors/ucon_nope') },
     { name: 'a USSD app URL of another scheme', code: 'INVALID_APP_URL', run: () => api('POST', '/v1/ussd/service-codes', { body: { serviceCode: '*7003#', webhookUrl: 'ftp://example.com/ussd' } }) },
+    // ---- logs
+    { name: 'a request not in the logs', code: 'LOG_NOT_FOUND', run: () => api('GET', '/v1/logs/req_nope') },
+    { name: 'the logs page API without a session', code: 'LOGS_SESSION_REQUIRED', run: () => anon('GET', '/logs/api/requests') },
+    {
+      name: 'a logs page sign-out without the CSRF token',
+      code: 'CSRF_TOKEN_INVALID',
+      run: async () => {
+        const signin = await call(d.api, 'POST', '/logs/session', { token });
+        const cookie = (signin.headers.get('set-cookie') ?? '').split(';')[0];
+        return anon('POST', '/logs/session/end', { headers: { cookie } });
+      },
+    },
+    // ---- mcp
+    { name: 'an MCP request from a foreign Origin', code: 'MCP_HOST_NOT_ALLOWED', run: () => api('POST', '/mcp', { body: {}, headers: { origin: 'https://evil.example' } }) },
     // ---- server side
     { name: 'storage unreachable', code: 'SERVICE_UNAVAILABLE', run: async () => fromCall(await call(appBase, 'GET', '/db')) },
     { name: 'a bug in a handler', code: 'INTERNAL_ERROR', run: async () => fromCall(await call(appBase, 'GET', '/boom')) },

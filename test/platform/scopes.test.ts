@@ -42,6 +42,7 @@ t.test('a key made with "all" is stored as all and granted every scope; the Open
       ['webhooks', 'stable'],
       ['otp', 'stable'],
       ['ussd', 'beta'],
+      ['logs', 'beta'],
     ],
     'every module is a tag with its maturity',
   );

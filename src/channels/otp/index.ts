@@ -2,6 +2,7 @@ import type { ChannelModule } from '../../platform/channel-module.js';
 import type { SmsGateway } from '../sms/sms-gateway.js';
 import type { WebhookService } from '../webhooks/webhook-service.js';
 import { OtpMetrics } from './otp-metrics.js';
+import { OTP_MCP_TOOLS } from './otp-mcp-tools.js';
 import { otpRoutes } from './otp-routes.js';
 import { OtpService } from './otp-service.js';
 import { UssdOtpFallback } from './ussd-otp-fallback.js';
@@ -39,6 +40,7 @@ export const otpModule: ChannelModule<OtpService> = {
     sms.setUssdHandler((mo) => ussd.handle(mo));
     return {
       service: otp,
+      mcpTools: OTP_MCP_TOOLS,
       async routes(app) {
         await app.register(otpRoutes, {
           otp,

@@ -1,5 +1,6 @@
 import type { ChannelModule } from '../../platform/channel-module.js';
 import { IdempotencyStore } from '../../http/idempotency.js';
+import { SMS_MCP_TOOLS } from './sms-mcp-tools.js';
 import { smsRoutes } from './sms-routes.js';
 import { startSmsGateway, type SmsGateway } from './sms-gateway.js';
 
@@ -21,6 +22,7 @@ export const smsModule: ChannelModule<SmsGateway> = {
     let purge: NodeJS.Timeout | undefined;
     return {
       service: sms,
+      mcpTools: SMS_MCP_TOOLS,
       async routes(app) {
         await app.register(smsRoutes, {
           sms: gateway.sms,

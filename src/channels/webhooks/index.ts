@@ -3,6 +3,7 @@ import type { DeliveryJob } from './webhook-fan-out.js';
 import { webhookRoutes } from './webhook-routes.js';
 import { WebhookService } from './webhook-service.js';
 import { privateTargetsAllowed } from './target-guard.js';
+import { WEBHOOK_MCP_TOOLS } from './webhook-mcp-tools.js';
 
 /** Webhooks: endpoints under /v1/webhooks, and the fan-out and sender that deliver every product's events. */
 export const webhooksModule: ChannelModule<WebhookService> = {
@@ -33,6 +34,7 @@ export const webhooksModule: ChannelModule<WebhookService> = {
     });
     return {
       service: webhooks,
+      mcpTools: WEBHOOK_MCP_TOOLS,
       async routes(app) {
         await app.register(webhookRoutes, { webhooks });
       },

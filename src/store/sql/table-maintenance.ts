@@ -15,8 +15,11 @@ export const CHURN_TABLES = [
   'webhook_deliveries',
 ] as const;
 
-/** Large tables updated a few times per message (status changes, parts, purged correlations): vacuumed less often. */
-export const LEDGER_TABLES = ['messages', 'message_parts', 'upstream_correlations'] as const;
+/**
+ * Large tables updated a few times per message (status changes, parts, purged correlations), and the request logs
+ * (rows deleted past their retention): vacuumed less often.
+ */
+export const LEDGER_TABLES = ['messages', 'message_parts', 'upstream_correlations', 'request_logs'] as const;
 
 export interface TableMaintenanceOptions {
   db: Db;

@@ -1,0 +1,133 @@
+import AjvModule, { type ValidateFunction } from 'ajv';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { Server } from '@modelcontextprotocol/sdk/server/index.js';
+import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import { CallToolRequestSchema, ErrorCode as McpErrorCode, ListToolsRequestSchema, McpError, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { ApiError } from '../http/errors.js';
+import { VERSION } from '../version.js';
+import { HostGuard } from './host-guard.js';
+import type { McpTool } from './mcp-tool.js';
+
+const Ajv = ((AjvModule as unknown as { default?: typeof AjvModule }).default ?? AjvModule) as unknown as typeof AjvModule.default;
+
+export interface McpRoutesOptions {
+  tools: readonly McpTool[];
+  allowedHosts: readonly string[];
+  allowedOrigins: readonly string[];
+  publicUrl: string | null;
+}
+
+/** The envelope a REST call answered with. */
+interface Envelope {
+  success: boolean;
+  code: string;
+  message: string;
+  data?: unknown;
+  requestId?: string;
+}
+
+function toolError(code: string, message: string, extra: Record<string, unknown> = {}): CallToolResult {
+  return { isError: true, content: [{ type: 'text', text: `${code}: ${message}` }], structuredContent: { code, message, ...extra } };
+}
+
+/** The tools a request may see: those of the key's scopes, narrowed by `?products=` when given. */
+function visibleTools(tools: readonly McpTool[], req: FastifyRequest): McpTool[] {
+  const q = (req.query as { products?: string } | undefined)?.products;
+  const products = q ? new Set(q.split(',').map((p) => p.trim()).filter(Boolean)) : null;
+  return tools.filter((t) => req.auth.scopes.has(t.scope) && (!products || products.has(t.product)));
+}
+
+/**
+ * The MCP server for AI agents at /mcp: Streamable HTTP from the official SDK in stateless mode (a fresh server and
+ * transport per request, no session), so any instance answers any request. Authenticated by the API's keys (the auth
+ * plugin, with its per-key rate limit), behind the DNS-rebinding guard. A tool call is the REST call it stands for,
+ * made in-process with the caller's own credentials: same route, same validation, service, scopes, limits and request
+ * logs; its error envelope becomes a tool error carrying Ferry's code and message.
+ */
+export async function mcpRoutes(app: FastifyInstance, opts: McpRoutesOptions): Promise<void> {
+  const guard = new HostGuard(opts);
+  const ajv = new Ajv({ allErrors: true, strict: false });
+  const validators = new Map<string, ValidateFunction>(opts.tools.map((t) => [t.name, ajv.compile(t.inputSchema)]));
+  const names = new Set<string>();
+  for (const t of opts.tools) {
+    if (names.has(t.name)) throw new Error(`MCP tool ${t.name} is defined twice`);
+    names.add(t.name);
+  }
+
+  const callTool = async (req: FastifyRequest, tool: McpTool, args: Record<string, unknown>): Promise<CallToolResult> => {
+    const validate = validators.get(tool.name)!;
+    if (!validate(args)) {
+      const errors = (validate.errors ?? []).map((e) => ({ field: e.instancePath.replace(/^\//, '').replace(/\//g, '.') || String((e.params as { missingProperty?: string }).missingProperty ?? '(arguments)'), message: e.message ?? 'is not valid' }));
+      return toolError('VALIDATION_ERROR', `The arguments are not valid: ${errors.map((e) => `${e.field} ${e.message}`).join('; ')}`, { errors });
+    }
+    const call = tool.request(args);
+    const headers: Record<string, string> = { 'user-agent': `ferry-mcp/${VERSION} (${String(req.headers['user-agent'] ?? 'unknown client').slice(0, 200)})` };
+    if (req.headers.authorization) headers.authorization = req.headers.authorization;
+    if (call.idempotencyKey) headers['idempotency-key'] = call.idempotencyKey;
+    if (call.body !== undefined) headers['content-type'] = 'application/json';
+    const res = await app.inject({
+      method: call.method,
+      url: call.url,
+      headers,
+      remoteAddress: req.ip,
+      ...(call.body !== undefined ? { payload: JSON.stringify(call.body) } : {}),
+    });
+    let env: Envelope;
+    try {
+      env = res.json<Envelope>();
+    } catch {
+      return toolError('INTERNAL_ERROR', 'Internal error');
+    }
+    if (!env.success) return toolError(env.code, env.message, { requestId: env.requestId, ...(env.data !== undefined ? { data: env.data } : {}) });
+    const result = { code: env.code, message: env.message, requestId: env.requestId, data: env.data ?? null };
+    return { content: [{ type: 'text', text: JSON.stringify(result) }], structuredContent: result };
+  };
+
+  const mcpServer = (req: FastifyRequest): Server => {
+    const server = new Server({ name: 'ferry', version: VERSION }, { capabilities: { tools: {} } });
+    server.setRequestHandler(ListToolsRequestSchema, async () => ({
+      tools: visibleTools(opts.tools, req).map((t) => ({
+        name: t.name,
+        title: t.title,
+        description: t.description,
+        inputSchema: t.inputSchema,
+        annotations: { title: t.title, ...t.annotations },
+      })),
+    }));
+    server.setRequestHandler(CallToolRequestSchema, async (r) => {
+      const tool = opts.tools.find((t) => t.name === r.params.name);
+      if (!tool) throw new McpError(McpErrorCode.InvalidParams, `Unknown tool: ${r.params.name}`);
+      if (!req.auth.scopes.has(tool.scope)) return toolError('INSUFFICIENT_SCOPE', `This API key lacks the scope ${tool.scope}`, { requiredScope: tool.scope });
+      try {
+        return await callTool(req, tool, (r.params.arguments ?? {}) as Record<string, unknown>);
+      } catch (err) {
+        req.log.error({ err, reqId: req.id, tool: tool.name }, 'MCP tool failed');
+        return toolError('INTERNAL_ERROR', 'Internal error');
+      }
+    });
+    return server;
+  };
+
+  app.post(
+    '/mcp',
+    {
+      schema: { hide: true },
+      onRequest: async (req) => {
+        if (!guard.hostAllowed(req.headers.host) || !guard.originAllowed(req.headers.origin)) {
+          throw new ApiError('MCP_HOST_NOT_ALLOWED');
+        }
+      },
+    },
+    async (req, reply) => {
+      const server = mcpServer(req);
+      const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
+      reply.hijack();
+      reply.raw.on('close', () => {
+        void transport.close();
+        void server.close();
+      });
+      await server.connect(transport);
+      await transport.handleRequest(req.raw, reply.raw, req.body);
+    },
+  );
+}
