@@ -1,4 +1,5 @@
 import type { ChannelModule } from '../../platform/channel-module.js';
+import { USSD_MCP_TOOLS } from './ussd-mcp-tools.js';
 import type { UpstreamMo } from '../../smpp/upstream/outbound.js';
 import type { SmsGateway } from '../sms/sms-gateway.js';
 import type { WebhookService } from '../webhooks/webhook-service.js';
@@ -91,6 +92,7 @@ export const ussdModule: ChannelModule<UssdService> = {
           clock = c;
         },
       },
+      mcpTools: USSD_MCP_TOOLS,
       async routes(app) {
         await app.register(ussdRoutes, {
           store,

@@ -51,7 +51,7 @@ t.test(`MCP server at /mcp (${backendLabel})`, async (t) => {
   t.test('tools/list differs by key scope, with annotations; ?products= narrows it', async (t) => {
     const all = await mcpClient(t, d.api, full.token);
     const names = (await all.listTools()).tools.map((x) => x.name).sort();
-    t.same(names, ['get_balance', 'get_sms_status', 'list_webhook_deliveries', 'request_otp', 'search_logs', 'send_bulk_sms', 'send_sms']);
+    t.same(names, ['get_balance', 'get_sms_status', 'get_ussd_session', 'list_ussd_sessions', 'list_webhook_deliveries', 'request_otp', 'search_logs', 'send_bulk_sms', 'send_sms', 'simulate_ussd_session']);
     const tools = (await all.listTools()).tools;
     const send = tools.find((x) => x.name === 'send_sms')!;
     t.equal(send.annotations?.readOnlyHint, false);
@@ -91,6 +91,9 @@ t.test(`MCP server at /mcp (${backendLabel})`, async (t) => {
     }
     t.equal(status, 'delivered');
     t.equal(sim.received().filter((m) => m.destinations[0] === '233241230001').length, 1, 'the simulator got it once');
+    const sessions = await client.callTool({ name: 'list_ussd_sessions', arguments: { limit: 5 } });
+    t.notOk(sessions.isError, 'a product tool (USSD) reaches its REST route');
+    t.ok(Array.isArray(structured(sessions).data.sessions), "the sessions page comes back as data");
     const bal = await client.callTool({ name: 'get_balance', arguments: {} });
     t.equal(structured(bal).data.accountId, full.accountId);
   });
