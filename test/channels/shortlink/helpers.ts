@@ -15,12 +15,12 @@ export interface ShortlinkDaemon {
 
 let n = 0;
 
-/** A daemon with a customer holding both short link scopes. */
-export async function shortlinkDaemon(extra: Record<string, string> = {}, reuse?: TestDaemon['reuse']): Promise<ShortlinkDaemon> {
-  const d = await startDaemon(extra, reuse);
+/** A daemon with a customer holding both short link scopes (or the ones given). */
+export async function shortlinkDaemon(extra: Record<string, string> = {}, scopes: string | string[] = ['shortlink:manage', 'shortlink:read']): Promise<ShortlinkDaemon> {
+  const d = await startDaemon(extra);
   const name = `sl${process.pid}x${++n}`;
   const account = await d.adminCall('POST', '/admin/accounts', { name });
-  const key = await d.adminCall('POST', '/admin/keys', { account: name, scopes: ['shortlink:manage', 'shortlink:read'] });
+  const key = await d.adminCall('POST', '/admin/keys', { account: name, scopes });
   return withAccount(d, account.id as string, key.token as string);
 }
 
