@@ -108,7 +108,10 @@ export class ShortlinkService {
       errors.push({ field, message: 'must not carry credentials' });
       return null;
     }
-    return policy ? await this.destinationPolicy(u) : null;
+    if (!policy) return null;
+    // A destination on the short link address itself would chain or loop redirects past every limit.
+    if (this.baseUrl && u.host === new URL(this.baseUrl).host) return 'it is a short link address itself';
+    return await this.destinationPolicy(u);
   }
 
   /** Validates and merges the input onto `base` (a create starts from nothing). */

@@ -38,6 +38,8 @@ t.test(`short links: CRUD, validation and the redirect (${backendLabel})`, async
     const denied = await s.api('POST', '/v1/shortlink/links', { url: 'https://www.evil.example/x' });
     t.equal(denied.status, 422);
     t.equal(denied.json.code, 'DESTINATION_DENIED');
+    const loop = await s.api('POST', '/v1/shortlink/links', { url: `${s.redirect}/anything` });
+    t.equal(loop.json.code, 'DESTINATION_DENIED', 'a destination on the short link address itself');
     t.equal((await s.api('POST', '/v1/shortlink/links', { url: 'https://example.com', externalId: 'e1' })).status, 201);
     const dup = await s.api('POST', '/v1/shortlink/links', { url: 'https://example.com', externalId: 'e1' });
     t.equal(dup.json.code, 'EXTERNAL_ID_TAKEN');
