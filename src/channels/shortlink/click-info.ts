@@ -72,23 +72,41 @@ function refererHost(referer: string | undefined): string | null {
   }
 }
 
-/** Country, device, browser, OS, referrer host and bot-ness of a request. */
-export function describeClient(ip: string | null, userAgent: string | undefined, referer: string | undefined): ClickClient {
+interface AgentInfo {
+  device: string;
+  browser: string | null;
+  os: string | null;
+  bot: boolean;
+  platform: 'ios' | 'android' | null;
+}
+
+// Parsing a user agent costs about 20 µs, more than the rest of a redirect; traffic repeats a few thousand agents.
+const agents = new Map<string, AgentInfo>();
+const MAX_AGENTS = 5000;
+
+/** Device, browser, OS, platform and bot-ness of a user agent (memoised). */
+export function describeAgent(userAgent: string | undefined): AgentInfo {
   const ua = userAgent ?? '';
+  let info = agents.get(ua);
+  if (info) return info;
   const r = new UAParser(ua).getResult();
   const type = r.device.type;
-  const device = type === 'mobile' || type === 'tablet' ? type : type ? 'other' : 'desktop';
   const os = r.os.name ?? null;
-  const platform = os === 'iOS' ? 'ios' : os === 'Android' ? 'android' : null;
-  const country = ip && geo ? (geo(ip.startsWith('::ffff:') ? ip.slice(7) : ip)?.country ?? null) : null;
-  return {
-    country,
-    device,
+  info = {
+    device: type === 'mobile' || type === 'tablet' ? type : type ? 'other' : 'desktop',
     browser: r.browser.name ?? null,
     os,
-    referrer: refererHost(referer),
     // No user agent at all is a script; link previews announce themselves.
     bot: ua === '' || isbot(ua) || PREVIEW.test(ua),
-    platform,
+    platform: os === 'iOS' ? 'ios' : os === 'Android' ? 'android' : null,
   };
+  if (agents.size >= MAX_AGENTS) agents.clear();
+  agents.set(ua, info);
+  return info;
+}
+
+/** Country, device, browser, OS, referrer host and bot-ness of a request. */
+export function describeClient(ip: string | null, userAgent: string | undefined, referer: string | undefined): ClickClient {
+  const country = ip && geo ? (geo(ip.startsWith('::ffff:') ? ip.slice(7) : ip)?.country ?? null) : null;
+  return { country, ...describeAgent(userAgent), referrer: refererHost(referer) };
 }

@@ -1,10 +1,9 @@
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
-import cookie from '@fastify/cookie';
 import formbody from '@fastify/formbody';
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import { verifyPassword } from '../../security/secrets.js';
 import type { RateWindows } from '../../store/types.js';
-import { describeClient, type ClientAddress } from './click-info.js';
+import { describeAgent, type ClientAddress } from './click-info.js';
 import type { ClickLimiter } from './click-limiter.js';
 import type { ClickRecorder } from './click-recorder.js';
 import { isGuarded, withUtm, type Link } from './link.js';
@@ -34,6 +33,27 @@ function sign(key: Buffer, ...parts: string[]): string {
   return createHmac('sha256', key).update(parts.join('\u0000')).digest('base64url');
 }
 
+/** The request's cookies; parsed only on the password paths, not on every redirect (a plugin hook would). */
+function cookiesOf(req: FastifyRequest): Record<string, string> {
+  const out: Record<string, string> = {};
+  const header = req.headers.cookie;
+  if (!header) return out;
+  for (const part of header.split(';')) {
+    const eq = part.indexOf('=');
+    if (eq <= 0) continue;
+    const name = part.slice(0, eq).trim();
+    let value = part.slice(eq + 1).trim();
+    if (value.startsWith('"') && value.endsWith('"')) value = value.slice(1, -1);
+    if (!(name in out)) out[name] = value;
+  }
+  return out;
+}
+
+/** A Set-Cookie value scoped to one slug's path; values here are base64url and digits, nothing to encode. */
+function cookieHeader(name: string, value: string, o: { path: string; sameSite: 'Strict' | 'Lax'; secure: boolean; maxAge?: number }): string {
+  return `${name}=${value}; Path=${o.path}; HttpOnly; SameSite=${o.sameSite}${o.maxAge !== undefined ? `; Max-Age=${o.maxAge}` : ''}${o.secure ? '; Secure' : ''}`;
+}
+
 function same(a: string, b: string): boolean {
   const x = Buffer.from(a);
   const y = Buffer.from(b);
@@ -47,14 +67,13 @@ function same(a: string, b: string): boolean {
  */
 export async function buildRedirectServer(d: RedirectDeps): Promise<FastifyInstance> {
   const app = Fastify({ logger: false, trustProxy: false, return503OnClosing: true, exposeHeadRoutes: true });
-  await app.register(cookie);
   await app.register(formbody, { bodyLimit: 4096 });
 
   const pwCookie = (slug: string) => `slpw_${slug}`;
   const csrfCookie = 'slcsrf';
   const pwValue = (link: Link, exp: number) => `${exp}.${sign(d.cookieKey, 'pw', link.id, link.slug, link.passwordHash ?? '', String(exp))}`;
   const hasPasswordCookie = (req: FastifyRequest, link: Link) => {
-    const v = req.cookies[pwCookie(link.slug)];
+    const v = cookiesOf(req)[pwCookie(link.slug)];
     if (!v) return false;
     const exp = Number(v.split('.')[0]);
     return Number.isFinite(exp) && exp * 1000 > d.clock() && same(v, pwValue(link, exp));
@@ -62,10 +81,10 @@ export async function buildRedirectServer(d: RedirectDeps): Promise<FastifyInsta
   const csrfFor = (slug: string, token: string) => sign(d.cookieKey, 'csrf', slug, token);
 
   function showPasswordPage(req: FastifyRequest, reply: FastifyReply, link: Link, status: number, error: string | null) {
-    let token = req.cookies[csrfCookie];
+    let token = cookiesOf(req)[csrfCookie];
     if (!token || !/^[A-Za-z0-9_-]{22,64}$/.test(token)) {
       token = randomBytes(18).toString('base64url');
-      reply.setCookie(csrfCookie, token, { path: `/${link.slug}`, httpOnly: true, sameSite: 'strict', secure: d.secureCookies });
+      reply.header('set-cookie', cookieHeader(csrfCookie, token, { path: `/${link.slug}`, sameSite: 'Strict', secure: d.secureCookies }));
     }
     return reply
       .code(status)
@@ -81,9 +100,14 @@ export async function buildRedirectServer(d: RedirectDeps): Promise<FastifyInsta
     return reply.code(404).header('cache-control', NO_STORE).type('text/html; charset=utf-8').send(messagePage('Link not found', 'There is no link at this address.'));
   }
 
-  function clientOf(req: FastifyRequest) {
-    const ip = d.addresses.of(req.socket.remoteAddress, req.headers['x-forwarded-for']);
-    return describeClient(ip, req.headers['user-agent'], req.headers.referer);
+  // The destination with its UTM fields, per link object (a changed link is a new object) and target.
+  const destinations = new WeakMap<Link, Map<string, string>>();
+  function destination(link: Link, target: string): string {
+    let m = destinations.get(link);
+    if (!m) destinations.set(link, (m = new Map()));
+    let u = m.get(target);
+    if (u === undefined) m.set(target, (u = withUtm(target, link.utm)));
+    return u;
   }
 
   async function lookup(slug: string): Promise<Link | null> {
@@ -97,9 +121,11 @@ export async function buildRedirectServer(d: RedirectDeps): Promise<FastifyInsta
     if (!link) return notFound(reply);
     const head = req.method === 'HEAD';
     const now = d.clock();
-    const client = clientOf(req);
+    // Only the facts are taken here; user agent, country and referrer are analysed when the batch is written.
+    const ip = d.addresses.of(req.socket.remoteAddress, req.headers['x-forwarded-for']);
+    const userAgent = req.headers['user-agent'];
     const record = (outcome: 'redirected' | 'expired', used: number | null) =>
-      d.recorder.record({ linkId: link.id, accountId: link.accountId, slug: link.slug, at: now, method: head ? 'HEAD' : 'GET', outcome, used, ...client });
+      d.recorder.record({ linkId: link.id, accountId: link.accountId, slug: link.slug, at: now, method: head ? 'HEAD' : 'GET', outcome, used, ip, userAgent, referer: req.headers.referer });
 
     const expired = () => {
       record('expired', null);
@@ -117,10 +143,11 @@ export async function buildRedirectServer(d: RedirectDeps): Promise<FastifyInsta
         if (used === null) return expired();
       }
     }
-    const target = (client.platform === 'ios' && link.ios) || (client.platform === 'android' && link.android) || link.url;
+    const platform = link.ios || link.android ? describeAgent(userAgent).platform : null;
+    const target = (platform === 'ios' && link.ios) || (platform === 'android' && link.android) || link.url;
     record('redirected', used);
     if (isGuarded(link)) reply.header('cache-control', GUARDED_CACHE);
-    return reply.code(302).header('location', withUtm(target, link.utm)).send();
+    return reply.code(302).header('location', destination(link, target)).send();
   });
 
   app.post<{ Params: { slug: string }; Body: { password?: string; csrf?: string } }>('/:slug', async (req, reply) => {
@@ -128,7 +155,7 @@ export async function buildRedirectServer(d: RedirectDeps): Promise<FastifyInsta
     if (!link) return notFound(reply);
     if (!link.passwordHash) return reply.code(303).header('location', `/${link.slug}`).send();
     const body = (req.body ?? {}) as { password?: unknown; csrf?: unknown };
-    const token = req.cookies[csrfCookie];
+    const token = cookiesOf(req)[csrfCookie];
     if (!token || typeof body.csrf !== 'string' || !same(body.csrf, csrfFor(link.slug, token))) {
       return showPasswordPage(req, reply, link, 403, 'The form expired; please enter the password again.');
     }
@@ -141,7 +168,7 @@ export async function buildRedirectServer(d: RedirectDeps): Promise<FastifyInsta
     const password = typeof body.password === 'string' ? body.password.slice(0, 1024) : '';
     if (!(await verifyPassword(password, link.passwordHash))) return showPasswordPage(req, reply, link, 401, 'Wrong password.');
     const exp = Math.floor(d.clock() / 1000) + PASSWORD_COOKIE_SECONDS;
-    reply.setCookie(pwCookie(link.slug), pwValue(link, exp), { path: `/${link.slug}`, httpOnly: true, sameSite: 'lax', secure: d.secureCookies, maxAge: PASSWORD_COOKIE_SECONDS });
+    reply.header('set-cookie', cookieHeader(pwCookie(link.slug), pwValue(link, exp), { path: `/${link.slug}`, sameSite: 'Lax', secure: d.secureCookies, maxAge: PASSWORD_COOKIE_SECONDS }));
     return reply.code(303).header('cache-control', NO_STORE).header('location', `/${link.slug}`).send();
   });
 
