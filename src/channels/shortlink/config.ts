@@ -11,7 +11,7 @@ export const shortlinkConfigSchema = {
     denyHosts: { type: 'string', default: '', description: 'comma-separated destination hosts refused (each with its subdomains)' },
     cacheTtlSeconds: { type: 'integer', minimum: 1, default: 60, description: 'how long a redirect instance keeps a link without asking storage (changes reach other instances at once through Redis)' },
     clickBatchMs: { type: 'integer', minimum: 10, maximum: 60_000, default: 1000, description: 'clicks are written in one batch this often: a crash loses at most this window of clicks' },
-    clickBatchMax: { type: 'integer', minimum: 1, default: 2000, description: 'a batch is written as soon as this many clicks wait' },
+    clickBatchMax: { type: 'integer', minimum: 1, default: 500, description: 'a batch is written as soon as this many clicks wait' },
     passwordAttemptsPerMinute: { type: 'integer', minimum: 1, default: 10, description: 'password tries per client address and slug per minute' },
   },
 } as const;
