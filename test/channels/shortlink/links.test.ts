@@ -136,6 +136,16 @@ t.test(`short links: CRUD, validation and the redirect (${backendLabel})`, async
     t.equal(buf.readUInt32BE(16), 128, 'width as asked');
   });
 
+  t.test('the OpenAPI document lists the short link operations under the beta tag', async (t) => {
+    const doc = (await fetch(`${s.d.api}/v1/openapi.json`).then((r) => r.json())) as any;
+    for (const p of ['/shortlink/links', '/shortlink/links/{id}', '/shortlink/links/{id}/qr', '/shortlink/links/{id}/analytics', '/shortlink/analytics', '/shortlink/links/{id}/clicks']) {
+      t.ok(doc.paths[p], `${p} is documented`);
+    }
+    t.same(doc.paths['/shortlink/links'].post.tags, ['shortlink']);
+    t.equal(doc.tags.find((x: any) => x.name === 'shortlink')['x-maturity'], 'beta');
+    t.match(doc.info.description, /SLUG_TAKEN \| 409/);
+  });
+
   t.test('scopes: read-only keys cannot create', async (t) => {
     await s.d.adminCall('POST', '/admin/accounts', { name: `ro${process.pid}` });
     const key = await s.d.adminCall('POST', '/admin/keys', { account: `ro${process.pid}`, scopes: ['shortlink:read'] });
