@@ -116,9 +116,12 @@ export async function buildRedirectServer(d: RedirectDeps): Promise<FastifyInsta
     return hit instanceof Promise ? await hit : hit;
   }
 
-  app.get<{ Params: { slug: string } }>('/:slug', async (req, reply) => {
-    const link = await lookup(req.params.slug);
-    if (!link) return notFound(reply);
+  /**
+   * Answers a visit. Synchronous for a cached link without a click limit (the common case: no promise, no
+   * microtask); a promise only when the limiter must be asked.
+   */
+  function serve(req: FastifyRequest, reply: FastifyReply, link: Link | null): void | Promise<void> {
+    if (!link) return void notFound(reply);
     const head = req.method === 'HEAD';
     const now = d.clock();
     // Only the facts are taken here; user agent, country and referrer are analysed when the batch is written.
@@ -129,25 +132,29 @@ export async function buildRedirectServer(d: RedirectDeps): Promise<FastifyInsta
 
     const expired = () => {
       record('expired', null);
-      if (link.expiredUrl) return reply.code(302).header('cache-control', GUARDED_CACHE).header('location', link.expiredUrl).send();
-      return reply.code(410).header('cache-control', GUARDED_CACHE).type('text/html; charset=utf-8').send(messagePage('Link expired', 'This link is no longer active.'));
+      if (link.expiredUrl) return void reply.code(302).header('cache-control', GUARDED_CACHE).header('location', link.expiredUrl).send();
+      reply.code(410).header('cache-control', GUARDED_CACHE).type('text/html; charset=utf-8').send(messagePage('Link expired', 'This link is no longer active.'));
+    };
+    const redirect = (used: number | null) => {
+      const platform = link.ios || link.android ? describeAgent(userAgent).platform : null;
+      const target = (platform === 'ios' && link.ios) || (platform === 'android' && link.android) || link.url;
+      record('redirected', used);
+      if (isGuarded(link)) reply.header('cache-control', GUARDED_CACHE);
+      reply.code(302).header('location', destination(link, target)).send();
     };
     if (link.expiresAt && link.expiresAt.getTime() <= now) return expired();
-    if (link.passwordHash && !hasPasswordCookie(req, link)) return showPasswordPage(req, reply, link, 401, null);
-    let used: number | null = null;
-    if (link.maxClicks !== null) {
-      if (head) {
-        if (!(await d.limiter.peek(link))) return expired();
-      } else {
-        used = await d.limiter.take(link);
-        if (used === null) return expired();
-      }
-    }
-    const platform = link.ios || link.android ? describeAgent(userAgent).platform : null;
-    const target = (platform === 'ios' && link.ios) || (platform === 'android' && link.android) || link.url;
-    record('redirected', used);
-    if (isGuarded(link)) reply.header('cache-control', GUARDED_CACHE);
-    return reply.code(302).header('location', destination(link, target)).send();
+    if (link.passwordHash && !hasPasswordCookie(req, link)) return void showPasswordPage(req, reply, link, 401, null);
+    if (link.maxClicks === null) return redirect(null);
+    if (head) return d.limiter.peek(link).then((left) => (left ? redirect(null) : expired()));
+    return d.limiter.take(link).then((used) => (used === null ? expired() : redirect(used)));
+  }
+
+  app.get<{ Params: { slug: string } }>('/:slug', (req, reply) => {
+    const slug = req.params.slug;
+    const hit = SLUG_PARAM.test(slug) ? d.cache.get(slug) : null;
+    const done = hit instanceof Promise ? hit.then((link) => serve(req, reply, link)) : serve(req, reply, hit);
+    // An async answer resolves to the reply (already sent); a synchronous one returns nothing, as Fastify expects.
+    return done ? done.then(() => reply) : undefined;
   });
 
   app.post<{ Params: { slug: string }; Body: { password?: string; csrf?: string } }>('/:slug', async (req, reply) => {
