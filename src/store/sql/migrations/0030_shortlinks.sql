@@ -26,9 +26,10 @@ CREATE UNIQUE INDEX shortlink_links_slug ON shortlink_links (slug);
 CREATE UNIQUE INDEX shortlink_links_external ON shortlink_links (account_id, external_id) WHERE external_id IS NOT NULL;
 CREATE INDEX shortlink_links_account ON shortlink_links (account_id, id);
 
+-- One index only (every insert maintains it): (link_id, id) serves uniqueness, a link's clicks and the cursor.
 CREATE TABLE shortlink_clicks (
-  id text PRIMARY KEY,
   link_id text NOT NULL,
+  id text NOT NULL,
   account_id text NOT NULL,
   at timestamptz NOT NULL,
   country text,
@@ -38,9 +39,9 @@ CREATE TABLE shortlink_clicks (
   referrer text,
   bot boolean NOT NULL,
   method text NOT NULL,
-  outcome text NOT NULL
+  outcome text NOT NULL,
+  PRIMARY KEY (link_id, id)
 );
-CREATE INDEX shortlink_clicks_link ON shortlink_clicks (link_id, id);
 
 -- One row per link, hour, dimension (total, country, device, browser, os, referrer), value and bot flag.
 CREATE TABLE shortlink_rollups (
