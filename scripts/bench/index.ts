@@ -17,6 +17,7 @@ const SCENARIOS: Record<string, { script: string; about: string }> = {
   ratewindows: { script: 'ratewindows.ts', about: 'rate-window takes/s in process: embedded, and Redis when REDIS_URL is set' },
   kannel: { script: 'kannel.ts', about: 'Ferry REST and SMPP against Kannel sendsms in one run (needs Debian kannel): msg/s, ratios, CPU per 1,000' },
   ussd: { script: 'ussd.ts', about: "USSD hops/s and hop latency p50/p99 through Africa's Talking callbacks: a hosted tree, then a loopback webhook app" },
+  shortlink: { script: 'shortlink.ts', about: 'short link redirects/s and p99 with click recording on, beside a bare Fastify 302 in the same run' },
   outbound: { script: 'outbound.ts', about: 'outbound pipeline: jobs/s enqueued and drained to a loopback HTTP provider, CPU per 1,000 jobs' },
   requestlogs: { script: 'requestlogs.ts', about: 'REST req/s, latency and daemon CPU with request logging on vs off, in one run; every request written' },
 };

@@ -23,8 +23,8 @@ export const SCOPE_DESCRIPTIONS = {
   'chat:manage': 'manage in-app chat channels and users (planned)',
   'push:send': 'send mobile push notifications (planned)',
   'push:manage': 'manage push apps, credentials and devices (planned)',
-  'shortlink:manage': 'create, change and delete short links (planned)',
-  'shortlink:read': 'read short links and their clicks (planned)',
+  'shortlink:manage': 'create, change and delete short links',
+  'shortlink:read': 'read short links and their clicks',
   'logs:read': 'read the request logs and the key statistics',
 } as const;
 

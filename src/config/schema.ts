@@ -8,6 +8,7 @@ import { otpConfigSchema, type OtpConfig } from '../channels/otp/config.js';
 import { ussdConfigSchema, type UssdConfig } from '../channels/ussd/config.js';
 import { logsConfigSchema, type LogsConfig } from '../channels/logs/config.js';
 import { mcpConfigSchema, type McpConfig } from '../mcp/config.js';
+import { shortlinkConfigSchema, type ShortlinkConfig } from '../channels/shortlink/config.js';
 import { smsConfigSchema, type SmsConfig } from '../channels/sms/config.js';
 import { NUMBER_VALIDATIONS, type NumberValidation } from '../channels/sms/number-validation.js';
 import { webhooksConfigSchema, type WebhooksConfig } from '../channels/webhooks/config.js';
@@ -247,6 +248,7 @@ export const configSchema = {
     ussd: ussdConfigSchema,
     logs: logsConfigSchema,
     mcp: mcpConfigSchema,
+    shortlink: shortlinkConfigSchema,
     dispatch: {
       type: 'object',
       additionalProperties: false,
@@ -408,6 +410,7 @@ export interface FerryConfig {
   ussd: UssdConfig;
   logs: LogsConfig;
   mcp: McpConfig;
+  shortlink: ShortlinkConfig;
   pricing: { defaultPrice: number | null; entries: Array<{ prefix: string; price: number; route?: string }> };
   billing: { refundOnFailure: boolean };
   sms: SmsConfig;

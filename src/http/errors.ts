@@ -43,6 +43,11 @@ export const ERROR_CATALOGUE = {
   OTP_NOT_FOUND: { status: 404, message: 'No such OTP, or it was already verified' },
   OTP_LOCKED: { status: 423, message: 'No verification attempts left; request a new OTP' },
   RESEND_COOLDOWN: { status: 429, message: 'Wait for the resend cooldown to pass' },
+  // shortlink
+  SHORTLINK_NOT_FOUND: { status: 404, message: 'No such short link' },
+  SLUG_TAKEN: { status: 409, message: 'That slug is already in use; choose another' },
+  EXTERNAL_ID_TAKEN: { status: 409, message: 'Another short link of the account has that externalId' },
+  DESTINATION_DENIED: { status: 422, message: 'The destination URL is refused by the deny-list' },
   // operator / admin
   ADMIN_UNAUTHORIZED: { status: 401, message: 'The admin token is missing or wrong' },
   ACCOUNT_NOT_FOUND: { status: 404, message: 'No such account' },

@@ -31,6 +31,7 @@ export async function testEnv(extra: Record<string, string> = {}) {
     FERRY_HTTP_PORT: '0',
     FERRY_ADMIN_PORT: '0',
     FERRY_SMPP_PORT: '0',
+    FERRY_SHORTLINK_PORT: '0',
     FERRY_LOG_LEVEL: 'silent',
     FERRY_SHUTDOWN_DRAIN_TIMEOUT_MS: '3000',
     ...(store.url ? { DATABASE_URL: store.url } : {}),

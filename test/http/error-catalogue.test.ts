@@ -387,6 +387,32 @@ t.test(`every error answer is a catalogued envelope (${backendLabel})`, async (t
       run: () => otp({ phone: 'not-a-phone' }),
       check: (t, a) => t.same(a.json.data.errors.map((e: { field: string }) => e.field), ['phone'], 'naming the field'),
     },
+    // ---- shortlink
+    { name: 'an unknown short link', code: 'SHORTLINK_NOT_FOUND', run: () => api('GET', '/v1/shortlink/links/lnk_nope') },
+    {
+      name: 'a chosen slug in use',
+      code: 'SLUG_TAKEN',
+      run: async () => {
+        await api('POST', '/v1/shortlink/links', { body: { url: 'https://example.com/', slug: 'cat-slug' } });
+        return api('POST', '/v1/shortlink/links', { body: { url: 'https://example.com/', slug: 'cat-slug' } });
+      },
+    },
+    {
+      name: "an externalId another of the account's short links has",
+      code: 'EXTERNAL_ID_TAKEN',
+      run: async () => {
+        await api('POST', '/v1/shortlink/links', { body: { url: 'https://example.com/', externalId: 'cat-ext' } });
+        return api('POST', '/v1/shortlink/links', { body: { url: 'https://example.com/', externalId: 'cat-ext' } });
+      },
+    },
+    {
+      name: 'a short link whose destination is a short link',
+      code: 'DESTINATION_DENIED',
+      run: async () => {
+        const first = await api('POST', '/v1/shortlink/links', { body: { url: 'https://example.com/' } });
+        return api('POST', '/v1/shortlink/links', { body: { url: first.json.data.shortUrl } });
+      },
+    },
     // ---- operator / admin
     { name: 'the admin API without its token', code: 'ADMIN_UNAUTHORIZED', run: async () => fromCall(await call(d.admin, 'GET', '/admin/accounts')) },
     { name: 'an unknown account', code: 'ACCOUNT_NOT_FOUND', run: () => adm('GET', '/admin/accounts/ghost') },

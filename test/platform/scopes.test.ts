@@ -43,6 +43,7 @@ t.test('a key made with "all" is stored as all and granted every scope; the Open
       ['otp', 'stable'],
       ['ussd', 'beta'],
       ['logs', 'beta'],
+      ['shortlink', 'beta'],
     ],
     'every module is a tag with its maturity',
   );

@@ -1,0 +1,101 @@
+import { Redis } from 'ioredis';
+import type { FastifyInstance } from 'fastify';
+import type { ChannelModule } from '../../platform/channel-module.js';
+import type { WebhookService } from '../webhooks/webhook-service.js';
+import { ClientAddress, loadGeo } from './click-info.js';
+import { RedisClickLimiter, SqlClickLimiter, type ClickLimiter } from './click-limiter.js';
+import { ClickRecorder } from './click-recorder.js';
+import { LinkCache } from './link-cache.js';
+import { LinkStore } from './link-store.js';
+import { buildRedirectServer } from './redirect-server.js';
+import { shortlinkRoutes } from './shortlink-routes.js';
+import { ShortlinkService } from './shortlink-service.js';
+
+declare module '../../events/catalogue.js' {
+  interface ProductEventTypes {
+    'shortlink.click': true;
+  }
+}
+
+function redisClient(url: string): Redis {
+  return new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 1, connectTimeout: 5000, commandTimeout: 10_000, enableAutoPipelining: true, retryStrategy: (n) => Math.min(100 * n, 2000) });
+}
+
+/**
+ * Short links (Beta): CRUD, QR codes and analytics under /v1/shortlink; the public redirect on its own listener
+ * (shortlink.host:port), answering from an in-process cache and recording clicks in batches.
+ */
+export const shortlinkModule: ChannelModule<ShortlinkService> = {
+  name: 'shortlink',
+  maturity: 'beta',
+  tag: { name: 'shortlink', description: 'Short links (Beta): UTM parameters, password, expiry, click limits, QR codes and click analytics' },
+  scopes: ['shortlink:manage', 'shortlink:read'],
+  configKey: 'shortlink',
+  dependsOn: ['webhooks'],
+  events: {
+    'shortlink.click':
+      'a short link was visited with GET (data.outcome redirected or expired; data.bot for bots and link previews; country, device, browser, os, referrer host); written with the click batch, about a second after the visit',
+  },
+  async create(ctx) {
+    const cfg = ctx.config.shortlink;
+    const webhooks = ctx.use<WebhookService>('webhooks');
+    const store = new LinkStore(ctx.db);
+    const redisUrl = ctx.config.redis.url;
+    const prefix = `${ctx.config.redis.keyPrefix}shortlink:`;
+    const pub = redisUrl ? redisClient(redisUrl) : null;
+    const sub = redisUrl ? redisClient(redisUrl) : null;
+    for (const r of [pub, sub]) r?.on('error', (err: Error) => ctx.log.debug({ err: err.message }, 'short link Redis connection error'));
+    const limiter: ClickLimiter = pub ? new RedisClickLimiter(pub, prefix) : new SqlClickLimiter(store);
+    const cache = new LinkCache(store, cfg.cacheTtlSeconds * 1000, pub && sub ? { pub, sub, channel: `${prefix}invalidate` } : null, ctx.log);
+    const recorder = new ClickRecorder({
+      db: ctx.db,
+      store,
+      events: webhooks.events,
+      onEvents: () => webhooks.fanOut.wake(),
+      batchMs: cfg.clickBatchMs,
+      batchMax: cfg.clickBatchMax,
+      log: ctx.log,
+    });
+    const service = new ShortlinkService(ctx.db, store, cache, limiter, recorder, cfg.denyHosts);
+    const addresses = new ClientAddress(cfg.trustedProxies);
+    let server: FastifyInstance | null = null;
+    return {
+      service,
+      async routes(app) {
+        await app.register(shortlinkRoutes, { service });
+      },
+      async start() {
+        loadGeo();
+        await pub?.connect();
+        await sub?.connect();
+        await cache.start();
+        server = await buildRedirectServer({
+          cache,
+          limiter,
+          recorder,
+          addresses,
+          rateWindows: ctx.backends.rateWindows,
+          cookieKey: ctx.deriveKey('shortlink-cookie'),
+          passwordAttemptsPerMinute: cfg.passwordAttemptsPerMinute,
+          secureCookies: (cfg.baseUrl ?? '').startsWith('https:'),
+          clock: Date.now,
+        });
+        const address = await server.listen({ host: cfg.host, port: cfg.port });
+        service.redirectAddress = address;
+        service.baseUrl = (cfg.baseUrl ?? address).replace(/\/+$/, '');
+        if (!cfg.baseUrl) ctx.warn(`shortlink.baseUrl is not set: short links point at the redirect listener's own address ${address}`);
+        ctx.log.info({ address, baseUrl: service.baseUrl }, 'short link redirects listening');
+      },
+      async stop() {
+        // The listener first (no new clicks), then the clicks it recorded.
+        await server?.close();
+        await recorder.stop();
+        pub?.disconnect();
+        sub?.disconnect();
+      },
+      async health() {
+        if (pub && pub.status !== 'ready') throw new Error(`short link Redis connection is ${pub.status}`);
+      },
+    };
+  },
+};
