@@ -42,8 +42,8 @@ t.test('a key made with "all" is stored as all and granted every scope; the Open
       ['webhooks', 'stable'],
       ['otp', 'stable'],
       ['ussd', 'beta'],
-      ['logs', 'beta'],
       ['shortlink', 'beta'],
+      ['logs', 'beta'],
     ],
     'every module is a tag with its maturity',
   );
