@@ -1,4 +1,5 @@
 import { Redis } from 'ioredis';
+import { SHORTLINK_MCP_TOOLS } from './shortlink-mcp-tools.js';
 import type { FastifyInstance } from 'fastify';
 import type { ChannelModule } from '../../platform/channel-module.js';
 import type { WebhookService } from '../webhooks/webhook-service.js';
@@ -61,6 +62,7 @@ export const shortlinkModule: ChannelModule<ShortlinkService> = {
     let server: FastifyInstance | null = null;
     return {
       service,
+      mcpTools: SHORTLINK_MCP_TOOLS,
       async routes(app) {
         await app.register(shortlinkRoutes, { service });
       },

@@ -51,7 +51,7 @@ t.test(`MCP server at /mcp (${backendLabel})`, async (t) => {
   t.test('tools/list differs by key scope, with annotations; ?products= narrows it', async (t) => {
     const all = await mcpClient(t, d.api, full.token);
     const names = (await all.listTools()).tools.map((x) => x.name).sort();
-    t.same(names, ['get_balance', 'get_sms_status', 'get_ussd_session', 'list_ussd_sessions', 'list_webhook_deliveries', 'request_otp', 'search_logs', 'send_bulk_sms', 'send_sms', 'simulate_ussd_session']);
+    t.same(names, ['create_shortlink', 'get_balance', 'get_shortlink_analytics', 'get_sms_status', 'get_ussd_session', 'list_shortlinks', 'list_ussd_sessions', 'list_webhook_deliveries', 'request_otp', 'search_logs', 'send_bulk_sms', 'send_sms', 'simulate_ussd_session']);
     const tools = (await all.listTools()).tools;
     const send = tools.find((x) => x.name === 'send_sms')!;
     t.equal(send.annotations?.readOnlyHint, false);
@@ -94,6 +94,13 @@ t.test(`MCP server at /mcp (${backendLabel})`, async (t) => {
     const sessions = await client.callTool({ name: 'list_ussd_sessions', arguments: { limit: 5 } });
     t.notOk(sessions.isError, 'a product tool (USSD) reaches its REST route');
     t.ok(Array.isArray(structured(sessions).data.sessions), "the sessions page comes back as data");
+    const link = await client.callTool({ name: 'create_shortlink', arguments: { url: 'https://example.com/spring', utm: { source: 'agent' } } });
+    t.notOk(link.isError, 'create_shortlink creates through the REST route');
+    t.match(structured(link).data.shortUrl, /^https?:\/\/.+\/[A-Za-z0-9]+$/);
+    const stats = await client.callTool({ name: 'get_shortlink_analytics', arguments: { linkId: structured(link).data.id, groupBy: 'country' } });
+    t.equal(structured(stats).data.total, 0, 'analytics of the new link: no clicks yet');
+    const bad = await client.callTool({ name: 'create_shortlink', arguments: { url: 'ftp://example.com/x' } });
+    t.equal(structured(bad).code, 'VALIDATION_ERROR', "a refused link comes back as a tool error with Ferry's code");
     const bal = await client.callTool({ name: 'get_balance', arguments: {} });
     t.equal(structured(bal).data.accountId, full.accountId);
   });
