@@ -97,7 +97,8 @@ export class MediaChecker {
         if (Date.now() > deadline) return { ok: false, reason: 'the media download took too long' };
       }
       const sniffed = await fileTypeFromBuffer(Buffer.concat(head).subarray(0, SNIFF_BYTES));
-      const mime = sniffed?.mime ?? null;
+      // 'audio/ogg; codecs=opus' is audio/ogg.
+      const mime = sniffed?.mime.split(';')[0].trim() ?? null;
       if (rule.mimes && (!mime || !(rule.mimes as readonly string[]).includes(mime))) {
         return { ok: false, reason: `the content is ${mime ?? 'of an unknown type'}; ${type}: ${rule.label}` };
       }
