@@ -265,12 +265,16 @@ export class MessengerSimulator {
     answer(200, { messaging_product: 'whatsapp', contacts: [{ input: to, wa_id: to }], messages: [{ id: wamid }] });
     const order = this.o.reorder ? ['read', 'delivered', 'sent'] : ['sent', 'delivered', 'read'];
     const delay = this.o.statusDelayMs ?? 50;
-    order.forEach((status, i) => {
-      this.later(delay * (i + 1), async () => {
-        await this.status(wamid, status, to);
-        if (this.o.duplicates) await this.status(wamid, status, to);
+    // One after another, each delivered (acknowledged) before the next is due, as the platform does for one message.
+    const next = (i: number) => {
+      if (i >= order.length) return;
+      this.later(delay, async () => {
+        await this.status(wamid, order[i], to);
+        if (this.o.duplicates) await this.status(wamid, order[i], to);
+        next(i + 1);
       });
-    });
+    };
+    next(0);
   }
 
   private onTemplate(body: any, answer: (s: number, b: unknown) => void, fail: (code: number) => void): void {
