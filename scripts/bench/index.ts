@@ -16,6 +16,7 @@ const SCENARIOS: Record<string, { script: string; about: string }> = {
   otp: { script: 'otp.ts', about: 'OTP request + verify pairs/s, codes read from the simulator' },
   ratewindows: { script: 'ratewindows.ts', about: 'rate-window takes/s in process: embedded, and Redis when REDIS_URL is set' },
   kannel: { script: 'kannel.ts', about: 'Ferry REST and SMPP against Kannel sendsms in one run (needs Debian kannel): msg/s, ratios, CPU per 1,000' },
+  messenger: { script: 'messenger.ts', about: 'messenger /send against its simulator: sends/s accepted, the 80/s limit per second, accepted → read latency' },
   outbound: { script: 'outbound.ts', about: 'outbound pipeline: jobs/s enqueued and drained to a loopback HTTP provider, CPU per 1,000 jobs' },
 };
 
