@@ -5,6 +5,7 @@ import { serveUntilSignal } from '../../sim/smpp/serve-until-signal.js';
 import type { SimMessage } from '../../admin/sim-routes.js';
 import { CliError, adminCall, adminTarget } from '../admin-client.js';
 import { print } from '../output.js';
+import { simMessengerCommand } from './sim-messenger.js';
 
 function int(value: string): number {
   const n = Number(value);
@@ -128,6 +129,7 @@ export function simCommand(): Command {
   cmd.addCommand(simRunCommand(), { isDefault: true });
   cmd.addCommand(simMessagesCommand(() => cmd));
   cmd.addCommand(simBehaviourCommand(() => cmd));
+  cmd.addCommand(simMessengerCommand());
   return cmd;
 }
 
