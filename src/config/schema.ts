@@ -9,6 +9,7 @@ import { ussdConfigSchema, type UssdConfig } from '../channels/ussd/config.js';
 import { logsConfigSchema, type LogsConfig } from '../channels/logs/config.js';
 import { mcpConfigSchema, type McpConfig } from '../mcp/config.js';
 import { shortlinkConfigSchema, type ShortlinkConfig } from '../channels/shortlink/config.js';
+import { messengerConfigSchema, type MessengerConfig } from '../channels/messenger/config.js';
 import { smsConfigSchema, type SmsConfig } from '../channels/sms/config.js';
 import { NUMBER_VALIDATIONS, type NumberValidation } from '../channels/sms/number-validation.js';
 import { webhooksConfigSchema, type WebhooksConfig } from '../channels/webhooks/config.js';
@@ -249,6 +250,7 @@ export const configSchema = {
     logs: logsConfigSchema,
     mcp: mcpConfigSchema,
     shortlink: shortlinkConfigSchema,
+    messenger: messengerConfigSchema,
     dispatch: {
       type: 'object',
       additionalProperties: false,
@@ -411,6 +413,7 @@ export interface FerryConfig {
   logs: LogsConfig;
   mcp: McpConfig;
   shortlink: ShortlinkConfig;
+  messenger: MessengerConfig;
   pricing: { defaultPrice: number | null; entries: Array<{ prefix: string; price: number; route?: string }> };
   billing: { refundOnFailure: boolean };
   sms: SmsConfig;

@@ -48,6 +48,15 @@ export const ERROR_CATALOGUE = {
   SLUG_TAKEN: { status: 409, message: 'That slug is already in use; choose another' },
   EXTERNAL_ID_TAKEN: { status: 409, message: 'Another short link of the account has that externalId' },
   DESTINATION_DENIED: { status: 422, message: 'The destination URL is refused by the deny-list' },
+  // messenger (spec §7.2)
+  WA001: { status: 400, message: 'Invalid phone number (use E.164)' },
+  WA002: { status: 422, message: 'The number is not on the messenger platform (check with /numbers/check)' },
+  WA003: { status: 422, message: 'The conversation window is closed (send an approved template first)' },
+  WA004: { status: 422, message: 'Media download failed (the media URL must be public HTTPS, of an allowed type and size)' },
+  WA005: { status: 429, message: 'Rate limit hit (back off and retry)' },
+  TEMPLATE_NOT_FOUND: { status: 404, message: 'No such template' },
+  TEMPLATE_EXISTS: { status: 409, message: 'A template with that name and language exists' },
+  MESSENGER_PROVIDER_ERROR: { status: 502, message: 'The messenger platform refused or failed the request' },
   // operator / admin
   ADMIN_UNAUTHORIZED: { status: 401, message: 'The admin token is missing or wrong' },
   ACCOUNT_NOT_FOUND: { status: 404, message: 'No such account' },

@@ -10,6 +10,9 @@ import t, { type Test } from 'tap';
 import { createApp } from '../../src/http/app.js';
 import { ERROR_CATALOGUE, type ErrorCode } from '../../src/http/errors.js';
 import { requestHash } from '../../src/http/idempotency.js';
+import type { MessengerModuleService } from '../../src/channels/messenger/index.js';
+import { MESSENGER_RATE_LIMITS } from '../../src/limits/messenger-rate-limits.js';
+import { RatePolicy } from '../../src/limits/rate-policy.js';
 import { createLogger } from '../../src/log.js';
 import { Metrics } from '../../src/metrics.js';
 import { startSimulator } from '../../src/sim/smpp/simulator.js';
@@ -108,6 +111,7 @@ t.test(`every error answer is a catalogued envelope (${backendLabel})`, async (t
   const send = (body: Record<string, unknown>, tok = token, headers: Record<string, string> = {}) => api('POST', '/v1/sms/send', { token: tok, body, headers });
   let phones = 0;
   const newPhone = () => `02412${String(50_000 + phones++).padStart(5, '0')}`;
+  const messengerSim = () => d.daemon.modules.service<MessengerModuleService>('messenger').simulator!;
   const otp = (body: Record<string, unknown> = {}) => api('POST', '/v1/otp/request', { body: { phone: newPhone(), from: 'Ferry', message: 'Code {code}', ...body } });
   const created = await api('POST', '/v1/webhooks', { body: { url: 'http://127.0.0.1:9/hook', events: ['*'] } });
   t.equal(created.status, 200, 'a webhook endpoint to test with');
@@ -411,6 +415,60 @@ t.test(`every error answer is a catalogued envelope (${backendLabel})`, async (t
       run: async () => {
         const first = await api('POST', '/v1/shortlink/links', { body: { url: 'https://example.com/' } });
         return api('POST', '/v1/shortlink/links', { body: { url: first.json.data.shortUrl } });
+      },
+    },
+    // ---- messenger (spec §7.2)
+    { name: 'a messenger send to a number that is not E.164', code: 'WA001', run: () => api('POST', '/v1/messenger/send', { body: { to: '12', type: 'text', text: { body: 'x' } } }) },
+    {
+      name: 'a messenger send to a number known not to be on the platform',
+      code: 'WA002',
+      run: async () => {
+        messengerSim().offPlatform.add('447700900002');
+        await api('GET', '/v1/messenger/numbers/check?phone=447700900002');
+        return api('POST', '/v1/messenger/send', { body: { to: '447700900002', type: 'template', template: { name: 'hello_world', language: 'en_US' } } });
+      },
+    },
+    { name: 'a messenger text outside the 24-hour window', code: 'WA003', run: () => api('POST', '/v1/messenger/send', { body: { to: '447700900003', type: 'text', text: { body: 'x' } } }) },
+    {
+      name: 'a messenger image that is not public HTTPS',
+      code: 'WA004',
+      run: async () => {
+        await messengerSim().userReply('447700900004', 'hi');
+        return api('POST', '/v1/messenger/send', { body: { to: '447700900004', type: 'image', image: { link: 'http://127.0.0.1:1/a.jpg' } } });
+      },
+    },
+    {
+      name: 'a messenger send past the 80/s limit',
+      code: 'WA005',
+      run: async () => {
+        const policy = new RatePolicy(d.daemon.backends.rateWindows, MESSENGER_RATE_LIMITS);
+        let last: Answer | null = null;
+        for (let i = 0; i < 20; i++) {
+          // Use up what is left of this second (at most 80 takes), then send within it.
+          for (let k = 0; k < 81 && (await policy.take('messenger.send', { accountId })).allowed; k++);
+          last = await api('POST', '/v1/messenger/send', { body: { to: '447700900005', type: 'template', template: { name: 'hello_world', language: 'en_US' } } });
+          if (last.status === 429) break;
+        }
+        return last!;
+      },
+    },
+    { name: 'an unknown messenger template', code: 'TEMPLATE_NOT_FOUND', run: () => api('GET', '/v1/messenger/templates/nope') },
+    {
+      name: 'a messenger template created twice',
+      code: 'TEMPLATE_EXISTS',
+      run: async () => {
+        const body = { name: 'twice', language: 'en_US', category: 'UTILITY', components: [{ type: 'BODY', text: 'Hi' }] };
+        await api('POST', '/v1/messenger/templates', { body });
+        return api('POST', '/v1/messenger/templates', { body });
+      },
+    },
+    {
+      name: 'a messenger template the platform no longer has',
+      code: 'MESSENGER_PROVIDER_ERROR',
+      run: async () => {
+        await api('POST', '/v1/messenger/templates', { body: { name: 'gone', language: 'en_US', category: 'UTILITY', components: [{ type: 'BODY', text: 'Hi' }] } });
+        messengerSim().templates.delete('gone:en_US');
+        return api('DELETE', '/v1/messenger/templates/gone');
       },
     },
     // ---- operator / admin

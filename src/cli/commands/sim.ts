@@ -6,6 +6,7 @@ import type { SimMessage } from '../../admin/sim-routes.js';
 import { CliError, adminCall, adminTarget } from '../admin-client.js';
 import { print } from '../output.js';
 import { dialCommand } from './ussd.js';
+import { simMessengerCommand } from './sim-messenger.js';
 
 function int(value: string): number {
   const n = Number(value);
@@ -131,6 +132,7 @@ export function simCommand(): Command {
   cmd.addCommand(simBehaviourCommand(() => cmd));
   // The USSD handset on the embedded simulator (the same as `ferry ussd dial`).
   cmd.addCommand(dialCommand('ussd'));
+  cmd.addCommand(simMessengerCommand());
   return cmd;
 }
 

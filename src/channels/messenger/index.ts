@@ -1,0 +1,98 @@
+import { readFileSync } from 'node:fs';
+import type { AddressInfo } from 'node:net';
+import type { FastifyInstance } from 'fastify';
+import { IdempotencyStore } from '../../http/idempotency.js';
+import type { ChannelModule } from '../../platform/channel-module.js';
+import { MessengerSimulator } from '../../sim/messenger/messenger-simulator.js';
+import { privateTargetsAllowed, TargetGuard } from '../webhooks/target-guard.js';
+import { MediaChecker } from './media-check.js';
+import { MESSENGER_MACHINE } from './messenger-machine.js';
+import { messengerRoutes } from './messenger-routes.js';
+import { MessengerService } from './messenger-service.js';
+import { messengerWebhookRoutes } from './messenger-webhook-routes.js';
+import { MetaCloudAdapter, type MessengerJobPayload } from './providers/meta-cloud.js';
+import { MetaGraphClient } from './providers/meta-graph.js';
+
+/** What the module exposes (tests, the CLI, the bench): the service and the embedded simulator when it runs. */
+export interface MessengerModuleService {
+  messenger: MessengerService;
+  simulator: MessengerSimulator | null;
+}
+
+export const SIMULATOR_WARNING = 'messenger: the embedded messenger platform simulator stands in for the Cloud API (set messenger.baseUrl for the real one)';
+
+/** The chat-app business channel (spec §2.5, §3.2, §7.2, §8), shaped like the WhatsApp Business Cloud API. */
+export const messengerModule: ChannelModule<MessengerModuleService> = {
+  name: 'messenger',
+  maturity: 'beta',
+  tag: { name: 'messenger', description: 'Chat-app messages (Cloud API shaped): text, media, interactive, templates; statuses, number checks, quality' },
+  scopes: ['messenger:send', 'messenger:read', 'messenger:templates', 'numbers:read'],
+  configKey: 'messenger',
+  dependsOn: ['webhooks'],
+  async create(ctx) {
+    const c = ctx.config.messenger;
+    const embedded = c.simulator === 'on' || (c.simulator === 'auto' && !c.baseUrl);
+    // Without configured credentials the embedded simulator and Ferry share secrets derived from the master key.
+    const derived = (purpose: string) => ctx.deriveKey(`messenger-${purpose}`).toString('hex');
+    const accessToken = c.accessToken ?? (embedded ? derived('access-token') : null);
+    const appSecret = c.appSecret ?? (embedded ? derived('app-secret') : null);
+    const verifyToken = c.verifyToken ?? derived('verify-token');
+    if (!accessToken || !appSecret) throw new Error('messenger: messenger.accessToken and messenger.appSecret are required with messenger.baseUrl');
+
+    const privateTargets = privateTargetsAllowed(ctx.config.webhooks.allowPrivateTargets, {
+      httpHost: ctx.config.http.host,
+      embeddedDatabase: ctx.db.kind !== 'postgres',
+      trustProxy: ctx.config.http.trustProxy,
+      publicUrl: ctx.config.http.publicUrl,
+    });
+    const media = new MediaChecker({ guard: new TargetGuard(privateTargets.allowed), ca: c.mediaCaFile ? readFileSync(c.mediaCaFile, 'utf8') : null });
+
+    let api: FastifyInstance | null = null;
+    const webhookUrl = () => {
+      const a = api?.server.address() as AddressInfo | null | undefined;
+      return a && typeof a === 'object' ? `http://127.0.0.1:${a.port}/v1/messenger/webhook` : null;
+    };
+    let simulator: MessengerSimulator | null = null;
+    if (embedded) {
+      simulator = new MessengerSimulator({
+        accessToken,
+        appSecret,
+        phoneNumberId: c.phoneNumberId,
+        businessAccountId: c.businessAccountId,
+        webhookUrl,
+        statusDelayMs: c.simulatorStatusDelayMs,
+        mediaReachable: (url) => media.reachable(url),
+      });
+      await simulator.start();
+      ctx.warn(SIMULATOR_WARNING);
+      ctx.log.info({ simulator: simulator.url }, 'embedded messenger simulator started');
+    }
+    const baseUrl = () => c.baseUrl?.replace(/\/+$/, '') ?? simulator!.url;
+    const adapter = new MetaCloudAdapter({ baseUrl, apiVersion: c.apiVersion, phoneNumberId: c.phoneNumberId, accessToken: () => accessToken });
+    const graph = new MetaGraphClient({ baseUrl, apiVersion: c.apiVersion, phoneNumberId: c.phoneNumberId, businessAccountId: c.businessAccountId, accessToken: () => accessToken });
+    const service = new MessengerService({ db: ctx.db, log: ctx.log, pipeline: () => ctx.outbound.pipeline, media, graph, phoneNumberId: c.phoneNumberId });
+
+    ctx.outbound.product('messenger', {
+      machine: MESSENGER_MACHINE,
+      deadlineMs: 24 * 3_600_000,
+      backoff: { baseMs: 500, maxMs: 60_000 },
+      eventData: (job: { payload: MessengerJobPayload }) => ({ to: job.payload.to, type: job.payload.type }),
+      onChange: service.onChange,
+    });
+    ctx.outbound.provider({ adapter, maxConcurrency: 32, sendTimeoutMs: 15_000 });
+    const idempotency = new IdempotencyStore(ctx.db);
+
+    return {
+      service: { messenger: service, simulator },
+      async routes(app) {
+        api = app;
+        await app.register(messengerRoutes, { service, rateWindows: ctx.backends.rateWindows, idempotency });
+        await app.register(messengerWebhookRoutes, { service, appSecret, verifyToken });
+      },
+      async stop() {
+        await simulator?.stop();
+        if (simulator) ctx.unwarn(SIMULATOR_WARNING);
+      },
+    };
+  },
+};

@@ -1,0 +1,320 @@
+import { createHmac, randomBytes } from 'node:crypto';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+
+export interface MessengerSimulatorOptions {
+  /** The Bearer token sends must carry. */
+  accessToken: string;
+  /** Signs the status webhooks (X-Hub-Signature-256). */
+  appSecret: string;
+  phoneNumberId: string;
+  businessAccountId: string;
+  displayPhoneNumber?: string;
+  /** Where status, inbound and template webhooks go; resolved at each delivery (the daemon's port comes later). */
+  webhookUrl: () => string | null;
+  /** Delay before each status webhook (sent, delivered, read). */
+  statusDelayMs?: number;
+  /** Each status webhook is sent twice. */
+  duplicates?: boolean;
+  /** Statuses are sent read, delivered, sent (each still after statusDelayMs). */
+  reorder?: boolean;
+  /** Delay before a new template's review. */
+  reviewDelayMs?: number;
+  /** Whether a media link can be downloaded (e.g. a GET trusting a test CA); default a GET with the global fetch. */
+  mediaReachable?: (url: string) => Promise<boolean>;
+  clock?: () => number;
+}
+
+export interface SimTemplate {
+  id: string;
+  name: string;
+  language: string;
+  category: string;
+  components: unknown[];
+  status: string;
+  rejected_reason?: string;
+}
+
+export interface SimSent {
+  wamid: string;
+  to: string;
+  type: string;
+  body: Record<string, unknown>;
+}
+
+type Injection = { code: number; times: number };
+
+const ERROR_TEXT: Record<number, { message: string; type: string; status: number }> = {
+  131026: { message: 'Message undeliverable', type: 'OAuthException', status: 400 },
+  131047: { message: 'Re-engagement message', type: 'OAuthException', status: 400 },
+  131053: { message: 'Media upload error', type: 'OAuthException', status: 400 },
+  130429: { message: 'Rate limit hit', type: 'OAuthException', status: 429 },
+  132001: { message: 'Template name does not exist in the translation', type: 'OAuthException', status: 404 },
+  190: { message: 'Invalid OAuth access token', type: 'OAuthException', status: 401 },
+  100: { message: 'Invalid parameter', type: 'OAuthException', status: 400 },
+};
+
+const WINDOW_MS = 24 * 3_600_000;
+
+/**
+ * A messenger platform speaking the Cloud API over HTTP (what Ferry's MetaCloudAdapter talks to): sends answered with
+ * wamids and Graph error bodies, signed status webhooks back (with delays, duplicates and reordering), media links
+ * really fetched, templates reviewed (PENDING → APPROVED or REJECTED by rule; `hello_world`/`en_US` approved from the
+ * start), number checks, the quality rating, a test user who replies (opening the 24-hour window), and injected
+ * errors 131026, 131047, 131053, 130429 per recipient.
+ */
+export class MessengerSimulator {
+  readonly sent: SimSent[] = [];
+  readonly templates = new Map<string, SimTemplate>();
+  /** Numbers not on the platform (everyone else is). */
+  readonly offPlatform = new Set<string>();
+  quality = { quality_rating: 'GREEN', messaging_limit_tier: 'TIER_1K' };
+  /** Webhook deliveries that failed (for tests and the CLI). */
+  webhookFailures = 0;
+  private readonly injections = new Map<string, Injection[]>();
+  private readonly lastReply = new Map<string, number>();
+  private readonly timers = new Set<NodeJS.Timeout>();
+  private server: Server | null = null;
+  private seq = 0;
+  private readonly clock: () => number;
+
+  constructor(private readonly o: MessengerSimulatorOptions) {
+    this.clock = o.clock ?? Date.now;
+    this.templates.set('hello_world:en_US', {
+      id: '1000000000000001',
+      name: 'hello_world',
+      language: 'en_US',
+      category: 'UTILITY',
+      components: [{ type: 'BODY', text: 'Hello World' }],
+      status: 'APPROVED',
+    });
+  }
+
+  get url(): string {
+    const a = this.server?.address() as AddressInfo | null;
+    if (!a) throw new Error('the messenger simulator is not listening');
+    return `http://127.0.0.1:${a.port}`;
+  }
+
+  async start(port = 0): Promise<void> {
+    this.server = createServer((req, res) => void this.handle(req, res));
+    await new Promise<void>((resolve, reject) => {
+      this.server!.once('error', reject);
+      this.server!.listen(port, '127.0.0.1', () => resolve());
+    });
+  }
+
+  async stop(): Promise<void> {
+    for (const t of this.timers) clearTimeout(t);
+    this.timers.clear();
+    const s = this.server;
+    this.server = null;
+    if (!s) return;
+    s.closeAllConnections();
+    await new Promise<void>((resolve) => s.close(() => resolve()));
+  }
+
+  /** The next `times` sends to `to` fail with the platform's `code`. */
+  inject(to: string, code: number, times = 1): void {
+    const list = this.injections.get(to) ?? [];
+    list.push({ code, times });
+    this.injections.set(to, list);
+  }
+
+  /** The test user `from` writes to the business number: an inbound message webhook (opens the 24-hour window). */
+  async userReply(from: string, text: string, name = 'Test User'): Promise<string> {
+    const id = this.wamid();
+    this.lastReply.set(from, this.clock());
+    await this.deliver('messages', {
+      messaging_product: 'whatsapp',
+      metadata: this.metadata(),
+      contacts: [{ profile: { name }, wa_id: from }],
+      messages: [{ from, id, timestamp: this.ts(), type: 'text', text: { body: text } }],
+    });
+    return id;
+  }
+
+  /** The platform changes the number's quality rating: a phone_number_quality_update webhook. */
+  async setQuality(rating: string, tier: string): Promise<void> {
+    this.quality = { quality_rating: rating, messaging_limit_tier: tier };
+    await this.deliver('phone_number_quality_update', { display_phone_number: this.display(), event: rating === 'RED' ? 'FLAGGED' : 'UPGRADE', current_limit: tier });
+  }
+
+  /** Sends a status webhook now (tests of duplicates and order). */
+  async status(wamid: string, status: string, recipient: string, errors?: unknown[]): Promise<void> {
+    await this.deliver('messages', {
+      messaging_product: 'whatsapp',
+      metadata: this.metadata(),
+      statuses: [{ id: wamid, status, timestamp: this.ts(), recipient_id: recipient, ...(errors ? { errors } : {}) }],
+    });
+  }
+
+  /** Signs a body as the platform does. */
+  sign(raw: string): string {
+    return 'sha256=' + createHmac('sha256', this.o.appSecret).update(raw).digest('hex');
+  }
+
+  private display(): string {
+    return this.o.displayPhoneNumber ?? '15550001234';
+  }
+
+  private metadata() {
+    return { display_phone_number: this.display(), phone_number_id: this.o.phoneNumberId };
+  }
+
+  private ts(): string {
+    return String(Math.floor(this.clock() / 1000));
+  }
+
+  private wamid(): string {
+    return 'wamid.' + Buffer.concat([Buffer.from(`sim${++this.seq}:`), randomBytes(12)]).toString('base64url');
+  }
+
+  private later(ms: number, fn: () => Promise<void>): void {
+    const t = setTimeout(() => {
+      this.timers.delete(t);
+      void fn().catch(() => undefined);
+    }, ms);
+    this.timers.add(t);
+  }
+
+  private async deliver(field: string, value: Record<string, unknown>): Promise<void> {
+    const url = this.o.webhookUrl();
+    if (!url) return;
+    const raw = JSON.stringify({ object: 'whatsapp_business_account', entry: [{ id: this.o.businessAccountId, changes: [{ field, value }] }] });
+    for (let attempt = 0; attempt < 5; attempt++) {
+      try {
+        const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', 'x-hub-signature-256': this.sign(raw) }, body: raw });
+        await res.arrayBuffer();
+        if (res.ok) return;
+      } catch {
+        // retried below, as the platform retries
+      }
+      this.webhookFailures++;
+      if (!this.server) return;
+      await new Promise((r) => setTimeout(r, 100 * (attempt + 1)));
+    }
+  }
+
+  private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const chunks: Buffer[] = [];
+    for await (const c of req) chunks.push(c as Buffer);
+    const raw = Buffer.concat(chunks).toString('utf8');
+    const url = new URL(req.url ?? '/', 'http://sim');
+    const parts = url.pathname.split('/').filter(Boolean);
+    const answer = (status: number, body: unknown) => {
+      res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(body));
+    };
+    const fail = (code: number, extra: Record<string, string> = {}) => {
+      const e = ERROR_TEXT[code] ?? { message: 'Error', type: 'OAuthException', status: 400 };
+      res.writeHead(e.status, { 'content-type': 'application/json', ...extra });
+      res.end(JSON.stringify({ error: { message: e.message, type: e.type, code, error_subcode: 2494010, fbtrace_id: randomBytes(8).toString('base64url') } }));
+    };
+    if (req.headers.authorization !== `Bearer ${this.o.accessToken}`) return fail(190);
+    let body: any = {};
+    try {
+      body = raw ? JSON.parse(raw) : {};
+    } catch {
+      return fail(100);
+    }
+    const [, id, edge] = parts;
+    if (req.method === 'POST' && id === this.o.phoneNumberId && edge === 'messages') return this.onSend(body, answer, fail);
+    if (req.method === 'POST' && id === this.o.phoneNumberId && edge === 'contacts') {
+      const inputs: string[] = Array.isArray(body.contacts) ? body.contacts.map(String) : [];
+      return answer(200, { contacts: inputs.map((input) => ({ input, wa_id: input.replace(/\D/g, ''), status: this.offPlatform.has(input.replace(/\D/g, '')) ? 'invalid' : 'valid' })) });
+    }
+    if (req.method === 'GET' && id === this.o.phoneNumberId && !edge) return answer(200, { id, display_phone_number: this.display(), ...this.quality });
+    if (id === this.o.businessAccountId && edge === 'message_templates') {
+      if (req.method === 'POST') return this.onTemplate(body, answer, fail);
+      if (req.method === 'GET') return answer(200, { data: [...this.templates.values()] });
+      if (req.method === 'DELETE') {
+        const name = url.searchParams.get('name') ?? '';
+        let n = 0;
+        for (const [k, t] of this.templates) if (t.name === name) n += Number(this.templates.delete(k));
+        return n ? answer(200, { success: true }) : fail(100);
+      }
+    }
+    answer(404, { error: { message: 'Unknown path', type: 'OAuthException', code: 803 } });
+  }
+
+  private async onSend(body: any, answer: (s: number, b: unknown) => void, fail: (code: number, h?: Record<string, string>) => void): Promise<void> {
+    const to = String(body.to ?? '');
+    const type = String(body.type ?? '');
+    if (body.messaging_product !== 'whatsapp' || !/^\d{8,15}$/.test(to) || !type || typeof body[type] !== 'object') return fail(100);
+    const queued = this.injections.get(to);
+    if (queued?.length) {
+      const inj = queued[0];
+      if (--inj.times <= 0) queued.shift();
+      return fail(inj.code, inj.code === 130429 ? { 'retry-after': '1' } : {});
+    }
+    if (this.offPlatform.has(to)) return fail(131026);
+    if (type === 'template') {
+      const t = this.templates.get(`${body.template?.name}:${body.template?.language?.code ?? body.template?.language}`);
+      if (!t || t.status !== 'APPROVED') return fail(132001);
+    } else {
+      const last = this.lastReply.get(to);
+      if (last === undefined || this.clock() - last > WINDOW_MS) return fail(131047);
+    }
+    const link = (body[type] as { link?: unknown }).link;
+    if (typeof link === 'string') {
+      const reachable = await (this.o.mediaReachable ?? defaultReachable)(link).catch(() => false);
+      if (!reachable) return fail(131053);
+    }
+    const wamid = this.wamid();
+    this.sent.push({ wamid, to, type, body });
+    answer(200, { messaging_product: 'whatsapp', contacts: [{ input: to, wa_id: to }], messages: [{ id: wamid }] });
+    const order = this.o.reorder ? ['read', 'delivered', 'sent'] : ['sent', 'delivered', 'read'];
+    const delay = this.o.statusDelayMs ?? 50;
+    // One after another, each delivered (acknowledged) before the next is due, as the platform does for one message.
+    const next = (i: number) => {
+      if (i >= order.length) return;
+      this.later(delay, async () => {
+        await this.status(wamid, order[i], to);
+        if (this.o.duplicates) await this.status(wamid, order[i], to);
+        next(i + 1);
+      });
+    };
+    next(0);
+  }
+
+  private onTemplate(body: any, answer: (s: number, b: unknown) => void, fail: (code: number) => void): void {
+    const name = String(body.name ?? '');
+    const language = String(body.language ?? '');
+    const category = String(body.category ?? '');
+    if (!/^[a-z0-9_]{1,512}$/.test(name) || !language || !['MARKETING', 'UTILITY', 'AUTHENTICATION'].includes(category)) return fail(100);
+    const t: SimTemplate = { id: String(2_000_000_000_000_000 + ++this.seq), name, language, category, components: body.components ?? [], status: 'PENDING' };
+    this.templates.set(`${name}:${language}`, t);
+    answer(200, { id: t.id, status: 'PENDING', category });
+    this.later(this.o.reviewDelayMs ?? 50, async () => {
+      const reason = reviewTemplate(t);
+      t.status = reason ? 'REJECTED' : 'APPROVED';
+      if (reason) t.rejected_reason = reason;
+      await this.deliver('message_template_status_update', {
+        event: t.status,
+        message_template_id: Number(t.id),
+        message_template_name: t.name,
+        message_template_language: t.language,
+        reason: reason ?? 'NONE',
+      });
+    });
+  }
+}
+
+/**
+ * The simulator's review rule: a template needs a BODY with text whose {{n}} placeholders run 1, 2, 3…
+ * (INVALID_FORMAT otherwise); an AUTHENTICATION template may not carry a URL (TAG_CONTENT_MISMATCH). Null: approved.
+ */
+export function reviewTemplate(t: Pick<SimTemplate, 'category' | 'components'>): string | null {
+  const body = (t.components as Array<{ type?: string; text?: string }>).find((c) => c?.type === 'BODY');
+  if (!body || typeof body.text !== 'string' || !body.text.trim()) return 'INVALID_FORMAT';
+  const nums = [...body.text.matchAll(/\{\{(\d+)\}\}/g)].map((m) => Number(m[1]));
+  if (nums.some((n, i) => n !== i + 1)) return 'INVALID_FORMAT';
+  if (t.category === 'AUTHENTICATION' && /https?:\/\//.test(body.text)) return 'TAG_CONTENT_MISMATCH';
+  return null;
+}
+
+async function defaultReachable(url: string): Promise<boolean> {
+  const r = await fetch(url, { signal: AbortSignal.timeout(10_000) });
+  await r.body?.cancel();
+  return r.ok;
+}
