@@ -1,4 +1,5 @@
 import type { ChannelModule } from '../platform/channel-module.js';
+import { emailModule } from './email/index.js';
 import { otpModule } from './otp/index.js';
 import { smsModule } from './sms/index.js';
 import { webhooksModule } from './webhooks/index.js';
@@ -7,5 +8,5 @@ import { webhooksModule } from './webhooks/index.js';
  * Every product the daemon runs. Adding one is its folder and one line here; boot and stop order come from each
  * module's `dependsOn`, not from this order.
  */
-export const CHANNEL_MODULES: readonly ChannelModule[] = [smsModule, webhooksModule, otpModule] as readonly ChannelModule[];
+export const CHANNEL_MODULES: readonly ChannelModule[] = [smsModule, webhooksModule, otpModule, emailModule] as readonly ChannelModule[];
 

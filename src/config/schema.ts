@@ -5,6 +5,7 @@
  */
 
 import { otpConfigSchema, type OtpConfig } from '../channels/otp/config.js';
+import { emailConfigSchema, type EmailConfig } from '../channels/email/config.js';
 import { smsConfigSchema, type SmsConfig } from '../channels/sms/config.js';
 import { NUMBER_VALIDATIONS, type NumberValidation } from '../channels/sms/number-validation.js';
 import { webhooksConfigSchema, type WebhooksConfig } from '../channels/webhooks/config.js';
@@ -241,6 +242,7 @@ export const configSchema = {
     },
     sms: smsConfigSchema,
     otp: otpConfigSchema,
+    email: emailConfigSchema,
     dispatch: {
       type: 'object',
       additionalProperties: false,
@@ -399,6 +401,7 @@ export interface FerryConfig {
   messages: { defaultAccountTps: number; maxAttempts: number; maxQueueHours: number; receiptTimeoutHours: number; maxBacklog: number };
   dispatch: { batch: number; leaseSeconds: number; reconcileSeconds: number; reconcileStaleSeconds: number };
   otp: OtpConfig;
+  email: EmailConfig;
   pricing: { defaultPrice: number | null; entries: Array<{ prefix: string; price: number; route?: string }> };
   billing: { refundOnFailure: boolean };
   sms: SmsConfig;

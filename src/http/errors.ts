@@ -43,6 +43,15 @@ export const ERROR_CATALOGUE = {
   OTP_NOT_FOUND: { status: 404, message: 'No such OTP, or it was already verified' },
   OTP_LOCKED: { status: 423, message: 'No verification attempts left; request a new OTP' },
   RESEND_COOLDOWN: { status: 429, message: 'Wait for the resend cooldown to pass' },
+  // email
+  SENDER_DOMAIN_UNKNOWN: { status: 422, message: 'from is not an address of a sending domain of this account (POST /v1/email/domains)' },
+  SENDER_DOMAIN_NOT_VERIFIED: { status: 422, message: "The sending domain's DKIM record is not published yet (GET /v1/email/domains/{id})" },
+  EMAIL_DOMAIN_NOT_FOUND: { status: 404, message: 'No such sending domain' },
+  TEMPLATE_NOT_FOUND: { status: 404, message: 'No such email template' },
+  TEMPLATE_RENDER_ERROR: { status: 422, message: 'The template could not be rendered: a variable is missing from data, or the template is malformed' },
+  ATTACHMENTS_TOO_LARGE: { status: 413, message: 'The attachments exceed 10 MB after decoding' },
+  SUPPRESSION_NOT_FOUND: { status: 404, message: 'The address is not suppressed' },
+  EMAIL_NOT_FOUND: { status: 404, message: 'No such email message' },
   // operator / admin
   ADMIN_UNAUTHORIZED: { status: 401, message: 'The admin token is missing or wrong' },
   ACCOUNT_NOT_FOUND: { status: 404, message: 'No such account' },
