@@ -41,6 +41,11 @@ export const emailConfigSchema = {
       default: null,
       description: 'only domains whose DKIM record is published may send; null: true with a relay, false with the simulator',
     },
+    trackingBaseUrl: {
+      type: ['string', 'null'],
+      default: null,
+      description: 'public address of the tracking pixel, click and unsubscribe links; null: http.publicUrl, else the API listener',
+    },
     maxConcurrency: { type: 'integer', minimum: 1, maximum: 1024, default: 32, description: 'SMTP sends at once per instance' },
     deadlineHours: { type: 'integer', minimum: 1, default: 72, description: 'a message not accepted by the relay after this is failed' },
     dkimSelector: { type: 'string', pattern: '^[a-z0-9-]{1,63}$', default: 'ferry', description: 'DKIM selector of new sending domains' },
@@ -61,6 +66,7 @@ export interface EmailConfig {
   inbound: { host: string; port: number; maxBytes: number; maxRecipients: number };
   bounceDomain: string;
   requireVerifiedDomain: boolean | null;
+  trackingBaseUrl: string | null;
   maxConcurrency: number;
   deadlineHours: number;
   dkimSelector: string;

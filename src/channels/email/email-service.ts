@@ -350,12 +350,13 @@ export class EmailService {
   }
 
   /** An engagement (open, click, unsubscribe) of a message, by id; false when unknown. */
-  async engage(messageId: string, state: 'opened' | 'clicked' | 'unsubscribed', detail: Record<string, unknown>): Promise<boolean> {
+  async engage(messageId: string, state: 'opened' | 'clicked' | 'unsubscribed', detail: Record<string, unknown>, moveState: boolean): Promise<boolean> {
     const { rows } = await this.o.db.query<MessageRow>(`SELECT * FROM email_messages WHERE id = $1`, [messageId]);
     const m = rows[0];
     if (!m?.job_id) return false;
+    // Every open and click is history; a machine open (image proxy, scanner) moves no status and sends no event.
     await this.o.db.tx((q) => this.history(q, [{ messageId, kind: state, detail }]));
-    await this.o.pipeline().applyStatus([{ jobId: m.job_id, state, detail: { origin: 'tracking', ...detail } }]);
+    if (moveState) await this.o.pipeline().applyStatus([{ jobId: m.job_id, state, detail: { origin: state === 'unsubscribed' ? 'list-unsubscribe' : 'tracking', ...detail } }]);
     return true;
   }
 

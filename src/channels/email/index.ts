@@ -12,6 +12,10 @@ import { InboundListener } from './inbound-listener.js';
 import { SmtpAdapter } from './providers/smtp.js';
 import { SendingDomains, type TxtResolver } from './sending-domains.js';
 import { TemplateStore } from './template-store.js';
+import { trackHtml, TrackingTokens } from './tracking.js';
+import { trackingRoutes } from './tracking-routes.js';
+import type { FastifyInstance } from 'fastify';
+import type { AddressInfo } from 'node:net';
 
 /** Said in the log and on /readyz while the embedded mail simulator is the relay. */
 export const EMBEDDED_MAIL_WARNING = 'NO SMTP RELAY CONFIGURED: email goes to the embedded mail simulator and NOTHING LEAVES THIS MACHINE';
@@ -95,7 +99,30 @@ export const emailModule: ChannelModule<EmailModuleService> = {
       return p;
     };
 
+    // Tracking and unsubscribe links point at the public API address (signed tokens, tracking.ts).
+    const tokens = new TrackingTokens(ctx.deriveKey('email-tracking'));
+    let api: FastifyInstance | null = null;
+    const publicBase = (): string => {
+      const configured = cfg.trackingBaseUrl ?? ctx.config.http.publicUrl;
+      if (configured) return configured.replace(/\/+$/, '');
+      const a = api?.server.address() as AddressInfo | null | undefined;
+      return a ? `http://${a.family === 'IPv6' ? `[${a.address}]` : a.address}:${a.port}` : `http://127.0.0.1:${ctx.config.http.port}`;
+    };
+    const decorate = (job: OutboundJob<EmailJobPayload>, c: EmailContent) => {
+      const p = job.payload;
+      const base = publicBase();
+      const headers: Record<string, string> = {};
+      if (p.stream === 'bulk') {
+        // RFC 8058: one POST to this address unsubscribes, without a session.
+        headers['List-Unsubscribe'] = `<${base}/v1/email/t/u/${tokens.sign({ kind: 'u', messageId: job.messageId })}>`;
+        headers['List-Unsubscribe-Post'] = 'List-Unsubscribe=One-Click';
+      }
+      const html = c.html && (p.trackOpens || p.trackClicks) ? trackHtml(c.html, { base, tokens, messageId: job.messageId, opens: p.trackOpens, clicks: p.trackClicks }) : undefined;
+      return { headers, html };
+    };
+
     const smtp = new SmtpAdapter({
+      decorate,
       url: relayUrl!,
       maxConnections: cfg.smtp.maxConnections,
       bounceDomain: cfg.bounceDomain,
@@ -137,7 +164,9 @@ export const emailModule: ChannelModule<EmailModuleService> = {
     return {
       service: { email, domains, templates, inbound, simulator, setResolver: (r) => void (resolver = r) },
       async routes(app) {
+        api = app;
         await app.register(emailRoutes, { email, domains, templates, idempotency, sendHorizonDays: 30 });
+        await app.register(trackingRoutes, { email, tokens });
       },
       async stop() {
         smtp.close();

@@ -34,7 +34,7 @@ function run(part: 'subject' | 'html' | 'text', source: string, data: Record<str
     // Subject and text are not HTML: no entity escaping there.
     return compile(source, part !== 'html')(data);
   } catch (err) {
-    throw new TemplateRenderError(part, (err as Error).message.split('\n')[0].replace(/ - \d+:\d+$/, ''));
+    throw new TemplateRenderError(part, (err as Error).message.split('\n')[0].replace(/ - \d+:\d+$/, '').replace(/ in (undefined|\[object Object\])$/, ' in data'));
   }
 }
 
