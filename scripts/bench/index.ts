@@ -16,6 +16,7 @@ const SCENARIOS: Record<string, { script: string; about: string }> = {
   otp: { script: 'otp.ts', about: 'OTP request + verify pairs/s, codes read from the simulator' },
   ratewindows: { script: 'ratewindows.ts', about: 'rate-window takes/s in process: embedded, and Redis when REDIS_URL is set' },
   kannel: { script: 'kannel.ts', about: 'Ferry REST and SMPP against Kannel sendsms in one run (needs Debian kannel): msg/s, ratios, CPU per 1,000' },
+  email: { script: 'email.ts', about: 'email: POST /v1/email/bulk accepted msg/s and delivered msg/s to the mail simulator over SMTP (DKIM), CPU per 1,000' },
   outbound: { script: 'outbound.ts', about: 'outbound pipeline: jobs/s enqueued and drained to a loopback HTTP provider, CPU per 1,000 jobs' },
 };
 

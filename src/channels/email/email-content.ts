@@ -23,4 +23,9 @@ export interface EmailJobPayload {
   /** Per-recipient substitutions already applied (bulk personalizations) live in their own send; nothing here. */
   trackOpens: boolean;
   trackClicks: boolean;
+  /** The content itself when it is small (INLINE_CONTENT_BYTES): the send is made without reading email_sends. */
+  content?: EmailContent;
 }
+
+/** Contents up to this size (as JSON) travel in the job's payload too; larger ones are read from email_sends once. */
+export const INLINE_CONTENT_BYTES = 16 * 1024;

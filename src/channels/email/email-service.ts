@@ -4,7 +4,7 @@ import type { EventType } from '../../events/catalogue.js';
 import type { OutboundPipeline, StateChange } from '../../outbound/index.js';
 import type { Db, Queryable, Transaction } from '../../store/types.js';
 import { newId } from '../../util/ids.js';
-import type { EmailContent, EmailJobPayload } from './email-content.js';
+import { INLINE_CONTENT_BYTES, type EmailContent, type EmailJobPayload } from './email-content.js';
 import { isHardBounce } from './providers/smtp-errors.js';
 import { checkSyntax, render, TemplateRenderError, type Rendered } from './render.js';
 import type { MailReport } from './report-parser.js';
@@ -211,8 +211,10 @@ export class EmailService {
       const sendRows: unknown[][] = [[], []];
       for (const s of sends) {
         const sendId = newId('send_', now);
+        const json = JSON.stringify(s.content);
+        const inline = json.length <= INLINE_CONTENT_BYTES ? { content: s.content } : {};
         sendRows[0].push(sendId);
-        sendRows[1].push(JSON.stringify(s.content));
+        sendRows[1].push(json);
         const recipients: SentRecipient[] = [];
         for (const rcpt of [...new Set(s.recipients.map(lower))]) {
           const id = newId('em_', now);
@@ -227,7 +229,7 @@ export class EmailService {
           if (dropped) {
             events.push({ accountId, type: 'email.dropped' as EventType, messageKey: id, data: { messageId: id, status: 'dropped', to: rcpt, reason: suppressed.get(rcpt), at: new Date(now).toISOString() } });
           } else {
-            const payload: EmailJobPayload = { sendId, rcpt, domain, stream: opts.stream, trackOpens: opts.tracking.opens, trackClicks: opts.tracking.clicks };
+            const payload: EmailJobPayload = { sendId, rcpt, domain, stream: opts.stream, trackOpens: opts.tracking.opens, trackClicks: opts.tracking.clicks, ...inline };
             newJobs.push({ product: 'email', provider: 'smtp', accountId, messageId: id, payload, priority: opts.stream === 'transactional', notBefore: opts.sendAt });
           }
         }

@@ -23,6 +23,8 @@ export interface MailSimulatorOptions {
   keep?: number;
   /** The hostname in its greeting and reports. */
   name?: string;
+  /** Called for every message taken (the CLI prints it). */
+  onMail?: (m: SimMail) => void;
 }
 
 class SmtpReplyError extends Error {
@@ -92,6 +94,7 @@ export class MailSimulator {
           this.mails.push(mail);
           if (this.mails.length > this.keep) this.mails.splice(0, this.mails.length - this.keep);
           this.accepted++;
+          this.o.onMail?.(mail);
           for (const rcpt of mail.rcptTo) {
             const rule = ruleOf(rcpt);
             if (rule === 'bounce' || rule === 'complain') this.report(rule, mail, rcpt);

@@ -64,7 +64,7 @@ export class SmtpAdapter implements ProviderAdapter<EmailJobPayload> {
     const throttle = await this.throttle(job.accountId);
     if (throttle) return throttle;
     const p = job.payload;
-    const content = await this.o.content(p.sendId);
+    const content = p.content ?? (await this.o.content(p.sendId));
     const dkim = await this.o.dkim(job.accountId, p.domain);
     const extra = this.o.decorate?.(job, content) ?? { headers: {} };
     if (signal.aborted) return { kind: 'retry', code: 'PROVIDER_TIMEOUT', message: 'aborted before sending' };
