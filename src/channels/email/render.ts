@@ -77,12 +77,48 @@ export function render(parts: { subject: string; html?: string | null; text?: st
   const sub = (part: 'subject' | 'html' | 'text', s: string) => (data ? run(part, s, data) : s);
   const subject = sub('subject', parts.subject).replace(/[\r\n]+/g, ' ');
   let html: string | undefined;
-  if (parts.html) {
-    const safe = sanitize(sub('html', parts.html));
-    html = /<style[\s>]/i.test(safe) ? juice(safe) : safe;
+  let text: string | undefined;
+  const prepared = parts.html && data ? prepare(parts.html) : null;
+  if (prepared) {
+    // Sanitised, inlined and converted once per template; data comes in HTML-escaped, in text only.
+    html = run('html', prepared.html, data!);
+    text = parts.text ? sub('text', parts.text) : prepared.text !== null ? run('text', prepared.text, data!) : toText(html);
+    return { subject, html, text };
   }
-  const text = parts.text ? sub('text', parts.text) : html ? convert(html, { wordwrap: 78, selectors: [{ selector: 'img', format: 'skip' }] }) : undefined;
+  if (parts.html) html = finish(sanitize(sub('html', parts.html)));
+  text = parts.text ? sub('text', parts.text) : html ? toText(html) : undefined;
   return { subject, html, text };
+}
+
+const finish = (safe: string) => (/<style[\s>]/i.test(safe) ? juice(safe) : safe);
+const KEEP_CASE = ['h1', 'h2', 'h3', 'h4', 'h5', 'h6'].map((selector) => ({ selector, format: 'heading', options: { uppercase: false } }));
+const toText = (html: string, wordwrap: number | false = 78) => convert(html, { wordwrap, selectors: [{ selector: 'img', format: 'skip' }, ...KEEP_CASE] });
+
+/**
+ * A template whose variables can only land in text (escaped by Handlebars): sanitised, CSS-inlined and converted to
+ * text once, then only substituted per message. Variables inside attributes (a link built from data could carry a
+ * javascript: URL) or raw {{{triple}}} / {{& }} output are not safe that way: null, and such templates are sanitised
+ * after substitution for every message.
+ */
+const preparedCache = new Map<string, { html: string; text: string | null } | null>();
+function prepare(source: string): { html: string; text: string | null } | null {
+  if (preparedCache.has(source)) return preparedCache.get(source)!;
+  const unsafe = /\{\{\{|\{\{&|\{\{~?\{|=\s*["'][^"']*\{\{|<[^>]*\{\{/.test(source);
+  const out = unsafe ? null : (() => {
+    const html = finish(sanitize(source));
+    // The text template keeps the variables as they are (no wrapping inside them); if conversion broke one, the
+    // text is generated per message instead.
+    let text: string | null = toText(html, false);
+    try {
+      hb.parse(text);
+    } catch {
+      text = null;
+    }
+    return { html, text };
+  })();
+  if (preparedCache.size > 500) preparedCache.clear();
+  preparedCache.set(source, out);
+  return out;
 }
 
 /** Throws TemplateRenderError when a part is not valid Handlebars (checked when a template is stored). */

@@ -1,3 +1,4 @@
+import { createPrivateKey, type KeyObject } from 'node:crypto';
 import nodemailer, { type Transporter } from 'nodemailer';
 import type { OutboundJob, ProviderAdapter, SendResult } from '../../../outbound/index.js';
 import type { RateWindows } from '../../../store/types.js';
@@ -81,12 +82,25 @@ export class SmtpAdapter implements ProviderAdapter<EmailJobPayload> {
         messageId: `<${job.messageId}@${p.domain}>`,
         headers: { ...content.headers, ...extra.headers, 'X-Ferry-Message-Id': job.messageId },
         attachments: content.attachments.map((a) => ({ filename: a.filename, content: Buffer.from(a.content, 'base64'), contentType: a.contentType })),
-        dkim: dkim ? { domainName: p.domain, keySelector: dkim.selector, privateKey: dkim.privateKey } : undefined,
+        // A parsed KeyObject (crypto's sign takes one): the PEM is not parsed again for every message.
+        dkim: dkim ? { domainName: p.domain, keySelector: dkim.selector, privateKey: this.keyObject(dkim.privateKey) as unknown as string } : undefined,
       });
       return { kind: 'sent', providerId: String(info.response ?? '250').slice(0, 200) };
     } catch (err) {
       return classifySmtpError(err);
     }
+  }
+
+  private readonly keys = new Map<string, KeyObject>();
+
+  private keyObject(pem: string): KeyObject {
+    let k = this.keys.get(pem);
+    if (!k) {
+      k = createPrivateKey(pem);
+      if (this.keys.size > 1000) this.keys.clear();
+      this.keys.set(pem, k);
+    }
+    return k;
   }
 
   private async throttle(accountId: string): Promise<SendResult | null> {
