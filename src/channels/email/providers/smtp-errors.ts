@@ -25,9 +25,9 @@ export const SMTP_ERRORS = new ErrorTable('smtp', {
   EAUTH: { ferryCode: 'RELAY_AUTH_FAILED', action: 'retry' },
 });
 
-/** Whether a failure is a hard bounce that suppresses the recipient (a 5xx reply about the recipient or message). */
+/** Whether a failure is a hard bounce that suppresses the recipient: any permanent (5xx) reply at SMTP time. */
 export function isHardBounce(providerCode: string | undefined): boolean {
-  return providerCode !== undefined && /^55[0-4]$/.test(providerCode);
+  return providerCode !== undefined && /^5\d\d$/.test(providerCode);
 }
 
 /** A nodemailer error (or anything thrown) classified through the table. */
