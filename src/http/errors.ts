@@ -52,6 +52,7 @@ export const ERROR_CATALOGUE = {
   ATTACHMENTS_TOO_LARGE: { status: 413, message: 'The attachments exceed 10 MB after decoding' },
   SUPPRESSION_NOT_FOUND: { status: 404, message: 'The address is not suppressed' },
   EMAIL_NOT_FOUND: { status: 404, message: 'No such email message' },
+  SCHEDULE_NOT_FOUND: { status: 404, message: 'No such email schedule' },
   // operator / admin
   ADMIN_UNAUTHORIZED: { status: 401, message: 'The admin token is missing or wrong' },
   ACCOUNT_NOT_FOUND: { status: 404, message: 'No such account' },

@@ -408,6 +408,7 @@ t.test(`every error answer is a catalogued envelope (${backendLabel})`, async (t
     },
     { name: 'an address that is not suppressed', code: 'SUPPRESSION_NOT_FOUND', run: () => api('DELETE', '/v1/email/suppressions/nobody@c.test') },
     { name: 'an unknown email message', code: 'EMAIL_NOT_FOUND', run: () => api('GET', '/v1/email/messages/em_nope') },
+    { name: 'an unknown email schedule', code: 'SCHEDULE_NOT_FOUND', run: () => api('GET', '/v1/email/schedules/sch_nope') },
     {
       name: 'email from a domain whose DKIM record is not published (a relay configured)',
       code: 'SENDER_DOMAIN_NOT_VERIFIED',

@@ -16,6 +16,22 @@ export const EMAIL_EVENTS = {
 } as const;
 registerEventTypes(EMAIL_EVENTS);
 
+// The static type of the email events (EventType), without touching the shared catalogue.
+declare module '../../events/catalogue.js' {
+  interface ProductEventTypes {
+    'email.sent': true;
+    'email.delivered': true;
+    'email.deferred': true;
+    'email.bounced': true;
+    'email.dropped': true;
+    'email.complained': true;
+    'email.opened': true;
+    'email.clicked': true;
+    'email.unsubscribed': true;
+    'email.failed': true;
+  }
+}
+
 /**
  * The email state machine (one table; ranks move forward only). Delivery states are ranks: queued → sent (the relay
  * took it) → delivered (the receiving server took it). Engagement states rank above them so that an open after

@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import { EventOutbox, type NewEvent } from '../../events/event-outbox.js';
-import type { EventType } from '../../events/catalogue.js';
+import './email-machine.js';
 import type { OutboundPipeline, StateChange } from '../../outbound/index.js';
 import type { Db, Queryable, Transaction } from '../../store/types.js';
 import { newId } from '../../util/ids.js';
@@ -149,6 +149,14 @@ export class EmailService {
     return res[0];
   }
 
+  /** The sending domain of an address of the account, under the same rules as a send. */
+  async senderDomain(accountId: string, from: string): Promise<string> {
+    const sender = await this.o.domains.forAddress(accountId, from);
+    if (!sender) throw new EmailSendError('DOMAIN_NOT_FOUND', `${from.split('@')[1]} is not a sending domain of this account (POST /v1/email/domains)`, 'from');
+    if (this.o.requireVerifiedDomain && !sender.verified) throw new EmailSendError('DOMAIN_NOT_VERIFIED', `the DKIM record of ${sender.domain} is not published yet`, 'from');
+    return sender.domain;
+  }
+
   /** Up to 1,000 personalizations of one template or body, each rendered with its own data; one transaction. */
   async bulk(
     accountId: string,
@@ -197,9 +205,9 @@ export class EmailService {
     accountId: string,
     domain: string,
     sends: ReadonlyArray<{ content: EmailContent; recipients: string[] }>,
-    opts: Pick<SendInput, 'stream' | 'tags' | 'metadata' | 'tracking' | 'sendAt'>,
+    opts: Pick<SendInput, 'stream' | 'tags' | 'metadata' | 'tracking' | 'sendAt'> & { scheduleId?: string; now?: number },
   ): Promise<Array<{ sendId: string; recipients: SentRecipient[] }>> {
-    const now = this.clock();
+    const now = opts.now ?? this.clock();
     const pipeline = this.o.pipeline();
     const all = [...new Set(sends.flatMap((s) => s.recipients.map(lower)))];
     const { jobs, out } = await this.o.db.tx(async (q) => {
@@ -227,7 +235,7 @@ export class EmailService {
           messages[4].push(s.content.subject);
           messages[5].push(s.content.from);
           if (dropped) {
-            events.push({ accountId, type: 'email.dropped' as EventType, messageKey: id, data: { messageId: id, status: 'dropped', to: rcpt, reason: suppressed.get(rcpt), at: new Date(now).toISOString() } });
+            events.push({ accountId, type: 'email.dropped', messageKey: id, data: { messageId: id, status: 'dropped', to: rcpt, reason: suppressed.get(rcpt), at: new Date(now).toISOString() } });
           } else {
             const payload: EmailJobPayload = { sendId, rcpt, domain, stream: opts.stream, trackOpens: opts.tracking.opens, trackClicks: opts.tracking.clicks, ...inline };
             newJobs.push({ product: 'email', provider: 'smtp', accountId, messageId: id, payload, priority: opts.stream === 'transactional', notBefore: opts.sendAt });
@@ -240,10 +248,10 @@ export class EmailService {
         [accountId, now, sendRows[0], sendRows[1]],
       );
       await q.query(
-        `INSERT INTO email_messages (id, account_id, send_id, stream, from_address, recipient, subject, status, tags, metadata, created_at, updated_at)
-         SELECT u.id, $1, u.send_id, $2, u.from_address, u.rcpt, u.subject, u.status, $3::jsonb, $4::jsonb, $5, $5
+        `INSERT INTO email_messages (id, account_id, send_id, stream, from_address, recipient, subject, status, tags, metadata, created_at, updated_at, schedule_id)
+         SELECT u.id, $1, u.send_id, $2, u.from_address, u.rcpt, u.subject, u.status, $3::jsonb, $4::jsonb, $5, $5, $12
          FROM unnest($6::text[], $7::text[], $8::text[], $9::text[], $10::text[], $11::text[]) AS u(id, send_id, rcpt, status, subject, from_address)`,
-        [accountId, opts.stream, JSON.stringify(opts.tags), JSON.stringify(opts.metadata), now, ...messages],
+        [accountId, opts.stream, JSON.stringify(opts.tags), JSON.stringify(opts.metadata), now, ...messages, opts.scheduleId ?? null],
       );
       if (events.length) {
         await this.history(q, events.map((e) => ({ messageId: e.messageKey!, kind: 'dropped', detail: { reason: e.data.reason } })));
@@ -321,7 +329,7 @@ export class EmailService {
     await this.o.db.tx(async (q) => {
       await this.history(q, [{ messageId, kind: 'deferred', detail }]);
       await q.query(`UPDATE email_messages SET status = 'deferred', updated_at = $2 WHERE id = $1 AND status = 'queued'`, [messageId, this.clock()]);
-      await this.outbox.insert(q, { accountId, type: 'email.deferred' as EventType, messageKey: messageId, data: { messageId, status: 'deferred', error: detail.code, providerError: detail.providerCode ?? null, at: new Date(this.clock()).toISOString() } });
+      await this.outbox.insert(q, { accountId, type: 'email.deferred', messageKey: messageId, data: { messageId, status: 'deferred', error: detail.code, providerError: detail.providerCode ?? null, at: new Date(this.clock()).toISOString() } });
     });
   }
 

@@ -12,6 +12,8 @@ import { InboundListener } from './inbound-listener.js';
 import { SmtpAdapter } from './providers/smtp.js';
 import { SendingDomains, type TxtResolver } from './sending-domains.js';
 import { TemplateStore } from './template-store.js';
+import { EmailSchedules } from './schedules.js';
+import { scheduleRoutes } from './schedule-routes.js';
 import { trackHtml, TrackingTokens } from './tracking.js';
 import { trackingRoutes } from './tracking-routes.js';
 import type { FastifyInstance } from 'fastify';
@@ -25,6 +27,7 @@ export interface EmailModuleService {
   email: EmailService;
   domains: SendingDomains;
   templates: TemplateStore;
+  schedules: EmailSchedules;
   inbound: InboundListener;
   /** The embedded simulator when no relay is configured. */
   simulator: MailSimulator | null;
@@ -161,14 +164,23 @@ export const emailModule: ChannelModule<EmailModuleService> = {
     ctx.outbound.provider({ adapter, maxConcurrency: cfg.maxConcurrency, sendTimeoutMs: 60_000 });
 
     const idempotency = new IdempotencyStore(ctx.db);
+    const schedules = new EmailSchedules({ db: ctx.db, email, log: ctx.log });
+    let timer: NodeJS.Timeout | null = null;
     return {
-      service: { email, domains, templates, inbound, simulator, setResolver: (r) => void (resolver = r) },
+      service: { email, domains, templates, schedules, inbound, simulator, setResolver: (r) => void (resolver = r) },
       async routes(app) {
         api = app;
         await app.register(emailRoutes, { email, domains, templates, idempotency, sendHorizonDays: 30 });
         await app.register(trackingRoutes, { email, tokens });
+        await app.register(scheduleRoutes, { schedules, templates, email });
+      },
+      async start() {
+        // Due schedules are looked for every 30 s; the claim in SQL keeps two instances from running one twice.
+        timer = setInterval(() => void schedules.runDue(Date.now()).catch((err: Error) => ctx.log.warn({ err: err.message }, 'email schedules')), 30_000);
+        timer.unref();
       },
       async stop() {
+        if (timer) clearInterval(timer);
         smtp.close();
         await inbound.close();
         await simulator?.close();
