@@ -41,6 +41,7 @@ t.test('a key made with "all" is stored as all and granted every scope; the Open
       ['sms', 'stable'],
       ['webhooks', 'stable'],
       ['otp', 'stable'],
+      ['email', 'beta'],
     ],
     'every module is a tag with its maturity',
   );
