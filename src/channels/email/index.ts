@@ -20,7 +20,7 @@ import type { FastifyInstance } from 'fastify';
 import type { AddressInfo } from 'node:net';
 
 /** Said in the log and on /readyz while the embedded mail simulator is the relay. */
-export const EMBEDDED_MAIL_WARNING = 'NO SMTP RELAY CONFIGURED: email goes to the embedded mail simulator and NOTHING LEAVES THIS MACHINE';
+export const EMBEDDED_MAIL_WARNING = 'NO SMTP RELAY CONFIGURED: email goes to the embedded mail simulator and no email leaves this machine (set email.smtp.url)';
 
 /** What the email module offers (tests, the CLI, other modules). */
 export interface EmailModuleService {

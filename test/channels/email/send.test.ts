@@ -1,5 +1,6 @@
 import { dkimVerify } from 'mailauth/lib/dkim/verify.js';
 import t from 'tap';
+import { call } from '../../helpers/daemon.js';
 import { backendLabel } from '../../helpers/env.js';
 import { emailDaemon } from './helpers.js';
 
@@ -8,6 +9,8 @@ t.test(`email over real SMTP to the simulator (${backendLabel})`, async (t) => {
   t.teardown(() => f.d.stop());
   const sim = f.svc.simulator!;
   t.ok(sim, 'no relay configured: the embedded mail simulator is the relay');
+  const ready = await call(f.d.admin, 'GET', '/readyz');
+  t.match(ready.json.warnings.join('\n'), /NO SMTP RELAY CONFIGURED/, 'said on /readyz');
 
   const dom = await f.api('POST', '/v1/email/domains', { domain: 'Example.test' });
   t.equal(dom.status, 201, dom.text);
