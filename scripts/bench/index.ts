@@ -19,6 +19,7 @@ const SCENARIOS: Record<string, { script: string; about: string }> = {
   ussd: { script: 'ussd.ts', about: "USSD hops/s and hop latency p50/p99 through Africa's Talking callbacks: a hosted tree, then a loopback webhook app" },
   shortlink: { script: 'shortlink.ts', about: 'short link redirects/s and p99 with click recording on, beside a bare Fastify 302 in the same run' },
   messenger: { script: 'messenger.ts', about: 'messenger /send against its simulator: sends/s accepted, the 80/s limit per second, accepted → read latency' },
+  email: { script: 'email.ts', about: 'email: POST /v1/email/bulk accepted msg/s and delivered msg/s to the mail simulator over SMTP (DKIM), CPU per 1,000' },
   outbound: { script: 'outbound.ts', about: 'outbound pipeline: jobs/s enqueued and drained to a loopback HTTP provider, CPU per 1,000 jobs' },
   requestlogs: { script: 'requestlogs.ts', about: 'REST req/s, latency and daemon CPU with request logging on vs off, in one run; every request written' },
 };

@@ -10,6 +10,7 @@ import { logsConfigSchema, type LogsConfig } from '../channels/logs/config.js';
 import { mcpConfigSchema, type McpConfig } from '../mcp/config.js';
 import { shortlinkConfigSchema, type ShortlinkConfig } from '../channels/shortlink/config.js';
 import { messengerConfigSchema, type MessengerConfig } from '../channels/messenger/config.js';
+import { emailConfigSchema, type EmailConfig } from '../channels/email/config.js';
 import { smsConfigSchema, type SmsConfig } from '../channels/sms/config.js';
 import { NUMBER_VALIDATIONS, type NumberValidation } from '../channels/sms/number-validation.js';
 import { webhooksConfigSchema, type WebhooksConfig } from '../channels/webhooks/config.js';
@@ -251,6 +252,7 @@ export const configSchema = {
     mcp: mcpConfigSchema,
     shortlink: shortlinkConfigSchema,
     messenger: messengerConfigSchema,
+    email: emailConfigSchema,
     dispatch: {
       type: 'object',
       additionalProperties: false,
@@ -414,6 +416,7 @@ export interface FerryConfig {
   mcp: McpConfig;
   shortlink: ShortlinkConfig;
   messenger: MessengerConfig;
+  email: EmailConfig;
   pricing: { defaultPrice: number | null; entries: Array<{ prefix: string; price: number; route?: string }> };
   billing: { refundOnFailure: boolean };
   sms: SmsConfig;

@@ -57,6 +57,15 @@ export const ERROR_CATALOGUE = {
   TEMPLATE_NOT_FOUND: { status: 404, message: 'No such template' },
   TEMPLATE_EXISTS: { status: 409, message: 'A template with that name and language exists' },
   MESSENGER_PROVIDER_ERROR: { status: 502, message: 'The messenger platform refused or failed the request' },
+  // email
+  SENDER_DOMAIN_UNKNOWN: { status: 422, message: 'from is not an address of a sending domain of this account (POST /v1/email/domains)' },
+  SENDER_DOMAIN_NOT_VERIFIED: { status: 422, message: "The sending domain's DKIM record is not published yet (GET /v1/email/domains/{id})" },
+  EMAIL_DOMAIN_NOT_FOUND: { status: 404, message: 'No such sending domain' },
+  TEMPLATE_RENDER_ERROR: { status: 422, message: 'The template could not be rendered: a variable is missing from data, or the template is malformed' },
+  ATTACHMENTS_TOO_LARGE: { status: 413, message: 'The attachments exceed 10 MB after decoding' },
+  SUPPRESSION_NOT_FOUND: { status: 404, message: 'The address is not suppressed' },
+  EMAIL_NOT_FOUND: { status: 404, message: 'No such email message' },
+  SCHEDULE_NOT_FOUND: { status: 404, message: 'No such email schedule' },
   // operator / admin
   ADMIN_UNAUTHORIZED: { status: 401, message: 'The admin token is missing or wrong' },
   ACCOUNT_NOT_FOUND: { status: 404, message: 'No such account' },

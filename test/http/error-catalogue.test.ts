@@ -89,6 +89,8 @@ t.test(`every error answer is a catalogued envelope (${backendLabel})`, async (t
     FERRY_HTTP_BODY_LIMIT_BYTES: '65536',
     // A webhook to a local port that refuses: the endpoint exists, its deliveries just fail.
     FERRY_WEBHOOKS_ALLOW_PRIVATE_TARGETS: 'true',
+    // email: domains must be verified, as with a real relay (SENDER_DOMAIN_NOT_VERIFIED)
+    FERRY_EMAIL_REQUIRE_VERIFIED_DOMAIN: 'true',
   });
   t.teardown(() => d.stop());
   const apiPort = Number(new URL(d.api).port);
@@ -469,6 +471,34 @@ t.test(`every error answer is a catalogued envelope (${backendLabel})`, async (t
         await api('POST', '/v1/messenger/templates', { body: { name: 'gone', language: 'en_US', category: 'UTILITY', components: [{ type: 'BODY', text: 'Hi' }] } });
         messengerSim().templates.delete('gone:en_US');
         return api('DELETE', '/v1/messenger/templates/gone');
+      },
+    },
+    // ---- email
+    { name: 'email from a domain the account has not added', code: 'SENDER_DOMAIN_UNKNOWN', run: () => api('POST', '/v1/email/send', { body: { from: 'a@nowhere.test', to: ['b@c.test'], subject: 's', text: 't' } }) },
+    { name: 'an unknown sending domain', code: 'EMAIL_DOMAIN_NOT_FOUND', run: () => api('GET', '/v1/email/domains/dom_nope') },
+    { name: 'an unknown email template', code: 'TEMPLATE_NOT_FOUND', run: () => api('GET', '/v1/email/templates/tpl_nope') },
+    {
+      name: 'a template that does not compile',
+      code: 'TEMPLATE_RENDER_ERROR',
+      run: () => api('POST', '/v1/email/templates', { body: { name: 'bad', subject: 'Hi {{#if}}', text: 'x' } }),
+    },
+    {
+      name: 'email attachments over 10 MB',
+      code: 'ATTACHMENTS_TOO_LARGE',
+      run: () =>
+        api('POST', '/v1/email/send', {
+          body: { from: 'a@nowhere.test', to: ['b@c.test'], subject: 's', text: 't', attachments: [{ filename: 'x', content: Buffer.alloc(10 * 1024 * 1024 + 3).toString('base64') }] },
+        }),
+    },
+    { name: 'an address that is not suppressed', code: 'SUPPRESSION_NOT_FOUND', run: () => api('DELETE', '/v1/email/suppressions/nobody@c.test') },
+    { name: 'an unknown email message', code: 'EMAIL_NOT_FOUND', run: () => api('GET', '/v1/email/messages/em_nope') },
+    { name: 'an unknown email schedule', code: 'SCHEDULE_NOT_FOUND', run: () => api('GET', '/v1/email/schedules/sch_nope') },
+    {
+      name: 'email from a domain whose DKIM record is not published (a relay configured)',
+      code: 'SENDER_DOMAIN_NOT_VERIFIED',
+      run: async () => {
+        await api('POST', '/v1/email/domains', { body: { domain: 'unverified.test' } });
+        return api('POST', '/v1/email/send', { body: { from: 'a@unverified.test', to: ['b@c.test'], subject: 's', text: 't' } });
       },
     },
     // ---- operator / admin

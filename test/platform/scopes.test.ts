@@ -42,6 +42,7 @@ t.test('a key made with "all" is stored as all and granted every scope; the Open
       ['webhooks', 'stable'],
       ['otp', 'stable'],
       ['messenger', 'beta'],
+      ['email', 'beta'],
       ['ussd', 'beta'],
       ['shortlink', 'beta'],
       ['logs', 'beta'],

@@ -2,6 +2,7 @@ import { Command, InvalidArgumentError } from 'commander';
 import { pino } from 'pino';
 import { startSimulator, type OutcomeRule, type SimulatorBehaviour, type SimulatorOptions } from '../../sim/smpp/simulator.js';
 import { serveUntilSignal } from '../../sim/smpp/serve-until-signal.js';
+import { MailSimulator } from '../../sim/mail/simulator.js';
 import type { SimMessage } from '../../admin/sim-routes.js';
 import { CliError, adminCall, adminTarget } from '../admin-client.js';
 import { print } from '../output.js';
@@ -133,6 +134,7 @@ export function simCommand(): Command {
   // The USSD handset on the embedded simulator (the same as `ferry ussd dial`).
   cmd.addCommand(dialCommand('ussd'));
   cmd.addCommand(simMessengerCommand());
+  cmd.addCommand(simMailCommand());
   return cmd;
 }
 
@@ -191,6 +193,40 @@ function simRunCommand(): Command {
       };
       const sim = await startSimulator(options);
       await serveUntilSignal(sim, logger, opts.statsIntervalMs);
+      await sim.close();
+    });
+}
+
+/**
+ * `ferry sim mail`: a standalone receiving mail server (SMTP, smtp-server) that accepts, defers (`defer`), greylists
+ * (`greylist`), rejects (`reject`) or bounces later (`bounce`, a real DSN) and sends complaints (`complain`, ARF) by
+ * the recipient's local part, mailing reports to Ferry's inbound listener. Each message received is a JSON line.
+ */
+function simMailCommand(): Command {
+  return new Command('mail')
+    .description('run a standalone mail server simulator (SMTP): accept / defer / greylist / reject / bounce / complain by address pattern')
+    .option('--host <host>', 'address to listen on', '127.0.0.1')
+    .option('--port <port>', 'port to listen on (0 picks a free one)', int, 2525)
+    .option('--report-host <host>', "where DSN and ARF reports go (Ferry's email.inbound listener)", '127.0.0.1')
+    .option('--report-port <port>', 'its port (0: send no reports)', int, 0)
+    .option('--report-delay-ms <ms>', 'delay before a report is mailed', int, 50)
+    .option('--quiet', 'do not print each message received')
+    .option('--stats-interval-ms <ms>', 'log counters this often (0 never)', int, 10_000)
+    .option('--log-level <level>', 'pino log level', 'info')
+    .action(async (opts: { host: string; port: number; reportHost: string; reportPort: number; reportDelayMs: number; quiet?: boolean; statsIntervalMs: number; logLevel: string }) => {
+      const logger = pino({ name: 'ferry-sim-mail', level: opts.logLevel });
+      const sim = new MailSimulator({
+        host: opts.host,
+        port: opts.port,
+        reportDelayMs: opts.reportDelayMs,
+        reportTo: () => (opts.reportPort ? { host: opts.reportHost, port: opts.reportPort } : null),
+        keep: 1000,
+        onMail: opts.quiet ? undefined : (m) => logger.info({ mailFrom: m.mailFrom, rcptTo: m.rcptTo, bytes: m.raw.length, subject: /^Subject: (.*)$/m.exec(m.raw)?.[1] }, 'mail received'),
+      });
+      const port = await sim.listen();
+      logger.info({ host: opts.host, port }, 'mail simulator listening');
+      const stats = { get stats() { return { accepted: sim.accepted, rejected: sim.rejected, reportsSent: sim.reportsSent } as never; } };
+      await serveUntilSignal(stats, logger, opts.statsIntervalMs);
       await sim.close();
     });
 }

@@ -1,0 +1,191 @@
+import { promises as dns } from 'node:dns';
+import { IdempotencyStore } from '../../http/idempotency.js';
+import type { ChannelModule } from '../../platform/channel-module.js';
+import { SecretCipher } from '../../security/cipher.js';
+import { MailSimulator } from '../../sim/mail/simulator.js';
+import type { OutboundJob, SendResult } from '../../outbound/index.js';
+import type { EmailContent, EmailJobPayload } from './email-content.js';
+import { EMAIL_EVENTS, EMAIL_MACHINE } from './email-machine.js';
+import { emailRoutes } from './email-routes.js';
+import { EmailService } from './email-service.js';
+import { InboundListener } from './inbound-listener.js';
+import { SmtpAdapter } from './providers/smtp.js';
+import { SendingDomains, type TxtResolver } from './sending-domains.js';
+import { TemplateStore } from './template-store.js';
+import { EmailSchedules } from './schedules.js';
+import { scheduleRoutes } from './schedule-routes.js';
+import { trackHtml, TrackingTokens } from './tracking.js';
+import { trackingRoutes } from './tracking-routes.js';
+import type { FastifyInstance } from 'fastify';
+import type { AddressInfo } from 'node:net';
+
+/** Said in the log and on /readyz while the embedded mail simulator is the relay. */
+export const EMBEDDED_MAIL_WARNING = 'NO SMTP RELAY CONFIGURED: email goes to the embedded mail simulator and no email leaves this machine (set email.smtp.url)';
+
+/** What the email module offers (tests, the CLI, other modules). */
+export interface EmailModuleService {
+  email: EmailService;
+  domains: SendingDomains;
+  templates: TemplateStore;
+  schedules: EmailSchedules;
+  inbound: InboundListener;
+  /** The embedded simulator when no relay is configured. */
+  simulator: MailSimulator | null;
+  /** Replaces the DNS resolver of domain verification (tests). */
+  setResolver(r: TxtResolver): void;
+}
+
+/** Email over SMTP: sends with DKIM, bounces and complaints from DSN/ARF mail, suppressions, templates (docs/email.md). */
+export const emailModule: ChannelModule<EmailModuleService> = {
+  name: 'email',
+  maturity: 'beta',
+  tag: { name: 'email', description: 'Email over SMTP: send and bulk, DKIM sending domains, templates, suppressions, bounces and complaints' },
+  scopes: ['email:send', 'email:read', 'email:manage'],
+  configKey: 'email',
+  events: EMAIL_EVENTS,
+  async create(ctx) {
+    const cfg = ctx.config.email;
+    const key = ctx.deriveKey('email-dkim');
+    let resolver: TxtResolver = { resolveTxt: (name) => dns.resolveTxt(name) };
+    const domains = new SendingDomains({
+      db: ctx.db,
+      cipher: new SecretCipher({ current: { id: SecretCipher.keyIdOf(key), key } }),
+      selector: cfg.dkimSelector,
+      bounceDomain: cfg.bounceDomain,
+      resolver: { resolveTxt: (name) => resolver.resolveTxt(name) },
+    });
+    const templates = new TemplateStore(ctx.db);
+    const simulated = cfg.smtp.url === null;
+    const email = new EmailService({
+      db: ctx.db,
+      log: ctx.log,
+      domains,
+      templates,
+      pipeline: () => ctx.outbound.pipeline,
+      requireVerifiedDomain: cfg.requireVerifiedDomain ?? !simulated,
+    });
+
+    const inbound = new InboundListener({
+      host: cfg.inbound.host,
+      port: cfg.inbound.port,
+      bounceDomain: cfg.bounceDomain,
+      maxBytes: cfg.inbound.maxBytes,
+      maxRecipients: cfg.inbound.maxRecipients,
+      log: ctx.log,
+      onReport: (id, report) => email.onReport(id, report),
+    });
+    await inbound.listen();
+
+    let simulator: MailSimulator | null = null;
+    let relayUrl = cfg.smtp.url;
+    if (simulated) {
+      simulator = new MailSimulator({ port: cfg.simulator.port, reportDelayMs: cfg.simulator.reportDelayMs, reportTo: () => ({ host: cfg.inbound.host === '0.0.0.0' ? '127.0.0.1' : cfg.inbound.host, port: inbound.port }) });
+      const port = await simulator.listen();
+      relayUrl = `smtp://127.0.0.1:${port}`;
+      ctx.warn(EMBEDDED_MAIL_WARNING);
+      ctx.log.warn({ port, inboundPort: inbound.port }, EMBEDDED_MAIL_WARNING);
+    }
+
+    // Contents are read once per send and shared by its recipients' jobs (a small per-instance cache).
+    const contents = new Map<string, Promise<EmailContent>>();
+    const content = (sendId: string): Promise<EmailContent> => {
+      let p = contents.get(sendId);
+      if (!p) {
+        p = ctx.db.query<{ content: EmailContent }>(`SELECT content FROM email_sends WHERE id = $1`, [sendId]).then((r) => {
+          if (!r.rows.length) throw new Error(`email send ${sendId} is missing`);
+          return r.rows[0].content;
+        });
+        p.catch(() => contents.delete(sendId));
+        contents.set(sendId, p);
+        if (contents.size > 512) contents.delete(contents.keys().next().value!);
+      }
+      return p;
+    };
+
+    // Tracking and unsubscribe links point at the public API address (signed tokens, tracking.ts).
+    const tokens = new TrackingTokens(ctx.deriveKey('email-tracking'));
+    let api: FastifyInstance | null = null;
+    const publicBase = (): string => {
+      const configured = cfg.trackingBaseUrl ?? ctx.config.http.publicUrl;
+      if (configured) return configured.replace(/\/+$/, '');
+      const a = api?.server.address() as AddressInfo | null | undefined;
+      return a ? `http://${a.family === 'IPv6' ? `[${a.address}]` : a.address}:${a.port}` : `http://127.0.0.1:${ctx.config.http.port}`;
+    };
+    const decorate = (job: OutboundJob<EmailJobPayload>, c: EmailContent) => {
+      const p = job.payload;
+      const base = publicBase();
+      const headers: Record<string, string> = {};
+      if (p.stream === 'bulk') {
+        // RFC 8058: one POST to this address unsubscribes, without a session.
+        headers['List-Unsubscribe'] = `<${base}/v1/email/t/u/${tokens.sign({ kind: 'u', messageId: job.messageId })}>`;
+        headers['List-Unsubscribe-Post'] = 'List-Unsubscribe=One-Click';
+      }
+      const html = c.html && (p.trackOpens || p.trackClicks) ? trackHtml(c.html, { base, tokens, messageId: job.messageId, opens: p.trackOpens, clicks: p.trackClicks }) : undefined;
+      return { headers, html };
+    };
+
+    const smtp = new SmtpAdapter({
+      decorate,
+      url: relayUrl!,
+      maxConnections: cfg.smtp.maxConnections,
+      bounceDomain: cfg.bounceDomain,
+      windows: ctx.backends.rateWindows,
+      relayPerSecond: cfg.smtp.relayPerSecond,
+      accountPerSecond: cfg.smtp.accountPerSecond,
+      content,
+      dkim: (accountId, domain) => domains.dkimKey(accountId, domain),
+    });
+    // A 4xx answer is an attempt the pipeline retries; the message shows it as deferred, with its event.
+    const adapter = {
+      name: smtp.name,
+      endpointOf: () => smtp.endpointOf(),
+      async send(job: OutboundJob<EmailJobPayload>, signal: AbortSignal): Promise<SendResult> {
+        const r = await smtp.send(job, signal);
+        if (r.kind === 'retry' && r.providerCode && /^4\d\d$/.test(r.providerCode)) {
+          await email.deferred(job.accountId, job.messageId, { code: r.code, providerCode: r.providerCode, message: r.message }).catch((err: Error) => ctx.log.warn({ err: err.message }, 'email.deferred not recorded'));
+        }
+        return r;
+      },
+    };
+
+    const acceptIsDelivery = cfg.smtp.acceptIsDelivery ?? simulated;
+    ctx.outbound.product('email', {
+      machine: EMAIL_MACHINE,
+      deadlineMs: cfg.deadlineHours * 3_600_000,
+      backoff: { baseMs: 1000, factor: 2, maxMs: 15 * 60_000 },
+      resultState: email.resultState(acceptIsDelivery),
+      eventData: (job: OutboundJob<EmailJobPayload>, state: string, detail: Record<string, unknown>) => ({
+        to: job.payload.rcpt,
+        stream: job.payload.stream,
+        ...(state === 'bounced' || state === 'complained' ? { error: detail.error ?? job.ferryError, providerError: detail.providerError ?? job.providerError, origin: detail.origin ?? 'smtp' } : {}),
+      }),
+      onChange: email.onChange,
+    });
+    ctx.outbound.provider({ adapter, maxConcurrency: cfg.maxConcurrency, sendTimeoutMs: 60_000 });
+
+    const idempotency = new IdempotencyStore(ctx.db);
+    const schedules = new EmailSchedules({ db: ctx.db, email, log: ctx.log });
+    let timer: NodeJS.Timeout | null = null;
+    return {
+      service: { email, domains, templates, schedules, inbound, simulator, setResolver: (r) => void (resolver = r) },
+      async routes(app) {
+        api = app;
+        await app.register(emailRoutes, { email, domains, templates, idempotency, sendHorizonDays: 30 });
+        await app.register(trackingRoutes, { email, tokens });
+        await app.register(scheduleRoutes, { schedules, templates, email });
+      },
+      async start() {
+        // Due schedules are looked for every 30 s; the claim in SQL keeps two instances from running one twice.
+        timer = setInterval(() => void schedules.runDue(Date.now()).catch((err: Error) => ctx.log.warn({ err: err.message }, 'email schedules')), 30_000);
+        timer.unref();
+      },
+      async stop() {
+        if (timer) clearInterval(timer);
+        smtp.close();
+        await inbound.close();
+        await simulator?.close();
+        if (simulator) ctx.unwarn(EMBEDDED_MAIL_WARNING);
+      },
+    };
+  },
+};
