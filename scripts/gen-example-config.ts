@@ -2,6 +2,7 @@
  * Writes config/ferry.example.yaml from the config schema: every key, its default, its
  * environment variable and what it does. `npm run config:example`; a test checks it is current.
  */
+import { parse as parseYaml } from 'yaml';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { configSchema } from '../src/config/schema.js';
@@ -23,7 +24,8 @@ for (const e of envKeys()) aliases.set(e.path, [...(aliases.get(e.path) ?? []), 
 
 function scalar(v: unknown): string {
   if (v === null || v === undefined) return 'null';
-  if (typeof v === 'string') return /^[\w./-]+$/.test(v) ? v : JSON.stringify(v);
+  // Quoted when YAML would read it as something else (a number, a boolean, null).
+  if (typeof v === 'string') return /^[\w./-]+$/.test(v) && parseYaml(v) === v ? v : JSON.stringify(v);
   return String(v);
 }
 
