@@ -1,4 +1,5 @@
 import { promises as dns } from 'node:dns';
+import { EMAIL_MCP_TOOLS } from './email-mcp-tools.js';
 import { IdempotencyStore } from '../../http/idempotency.js';
 import type { ChannelModule } from '../../platform/channel-module.js';
 import { SecretCipher } from '../../security/cipher.js';
@@ -168,6 +169,7 @@ export const emailModule: ChannelModule<EmailModuleService> = {
     let timer: NodeJS.Timeout | null = null;
     return {
       service: { email, domains, templates, schedules, inbound, simulator, setResolver: (r) => void (resolver = r) },
+      mcpTools: EMAIL_MCP_TOOLS,
       async routes(app) {
         api = app;
         await app.register(emailRoutes, { email, domains, templates, idempotency, sendHorizonDays: 30 });

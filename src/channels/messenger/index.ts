@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs';
+import { MESSENGER_MCP_TOOLS } from './messenger-mcp-tools.js';
 import type { AddressInfo } from 'node:net';
 import type { FastifyInstance } from 'fastify';
 import { IdempotencyStore } from '../../http/idempotency.js';
@@ -84,6 +85,7 @@ export const messengerModule: ChannelModule<MessengerModuleService> = {
 
     return {
       service: { messenger: service, simulator },
+      mcpTools: MESSENGER_MCP_TOOLS,
       async routes(app) {
         api = app;
         await app.register(messengerRoutes, { service, rateWindows: ctx.backends.rateWindows, idempotency });

@@ -51,7 +51,7 @@ t.test(`MCP server at /mcp (${backendLabel})`, async (t) => {
   t.test('tools/list differs by key scope, with annotations; ?products= narrows it', async (t) => {
     const all = await mcpClient(t, d.api, full.token);
     const names = (await all.listTools()).tools.map((x) => x.name).sort();
-    t.same(names, ['create_shortlink', 'get_balance', 'get_shortlink_analytics', 'get_sms_status', 'get_ussd_session', 'list_shortlinks', 'list_ussd_sessions', 'list_webhook_deliveries', 'request_otp', 'search_logs', 'send_bulk_sms', 'send_sms', 'simulate_ussd_session']);
+    t.same(names, ['create_shortlink', 'get_balance', 'get_email_message', 'get_messenger_status', 'get_shortlink_analytics', 'get_sms_status', 'get_ussd_session', 'list_shortlinks', 'list_ussd_sessions', 'list_webhook_deliveries', 'request_otp', 'search_logs', 'send_bulk_sms', 'send_email', 'send_messenger_message', 'send_sms', 'simulate_ussd_session']);
     const tools = (await all.listTools()).tools;
     const send = tools.find((x) => x.name === 'send_sms')!;
     t.equal(send.annotations?.readOnlyHint, false);
@@ -101,6 +101,14 @@ t.test(`MCP server at /mcp (${backendLabel})`, async (t) => {
     t.equal(structured(stats).data.total, 0, 'analytics of the new link: no clicks yet');
     const bad = await client.callTool({ name: 'create_shortlink', arguments: { url: 'ftp://example.com/x' } });
     t.equal(structured(bad).code, 'VALIDATION_ERROR', "a refused link comes back as a tool error with Ferry's code");
+    const wa = await client.callTool({ name: 'send_messenger_message', arguments: { to: '447700900123', type: 'template', template: { name: 'hello_world', language: 'en_US' }, idempotencyKey: 'agent-wa-1' } });
+    t.notOk(wa.isError, 'send_messenger_message accepted through the REST route');
+    const waAgain = await client.callTool({ name: 'send_messenger_message', arguments: { to: '447700900123', type: 'template', template: { name: 'hello_world', language: 'en_US' }, idempotencyKey: 'agent-wa-1' } });
+    t.equal(structured(waAgain).data.messageId, structured(wa).data.messageId, 'the idempotency key reaches the REST route');
+    const waStatus = await client.callTool({ name: 'get_messenger_status', arguments: { messageId: structured(wa).data.messageId } });
+    t.equal(structured(waStatus).data.messageId ?? structured(waStatus).data.id, structured(wa).data.messageId);
+    const mail = await client.callTool({ name: 'send_email', arguments: { from: 'agent@nowhere.test', to: ['someone@example.com'], subject: 'Hi', text: 'Hello' } });
+    t.equal(structured(mail).code, 'SENDER_DOMAIN_UNKNOWN', "send_email reaches the REST route's checks");
     const bal = await client.callTool({ name: 'get_balance', arguments: {} });
     t.equal(structured(bal).data.accountId, full.accountId);
   });
