@@ -17,7 +17,7 @@ export const messengerConfigSchema = {
     apiVersion: { type: 'string', pattern: '^v[0-9]+\\.[0-9]+$', default: 'v21.0', description: 'the Graph API version in request paths' },
     phoneNumberId: { type: 'string', minLength: 1, default: '100000000000001', description: 'the business phone number id messages are sent from' },
     businessAccountId: { type: 'string', minLength: 1, default: '200000000000001', description: 'the WhatsApp business account id (templates, quality)' },
-    accessToken: { ...nullableString, description: 'the Cloud API access token (Bearer); sealed at rest in the database, never logged' },
+    accessToken: { ...nullableString, description: 'the Cloud API access token (Bearer); read from this file or FERRY_MESSENGER_ACCESS_TOKEN (keep either readable by Ferry only), never logged, never stored in the database or job payloads' },
     appSecret: { ...nullableString, description: "the app secret: X-Hub-Signature-256 of the provider's webhooks is verified with it" },
     mediaCaFile: { ...nullableString, description: 'a PEM file of extra CA certificates trusted when fetching media links (private CAs, tests)' },
     verifyToken: { ...nullableString, description: 'the hub.verify_token the webhook handshake must present' },
