@@ -46,7 +46,8 @@ function visibleTools(tools: readonly McpTool[], req: FastifyRequest): McpTool[]
  */
 export async function mcpRoutes(app: FastifyInstance, opts: McpRoutesOptions): Promise<void> {
   const guard = new HostGuard(opts);
-  const ajv = new Ajv({ allErrors: true, strict: false });
+  // date-time is the one format tools use; the REST route checks it again with its own schema.
+  const ajv = new Ajv({ allErrors: true, strict: false, formats: { 'date-time': (v: string) => /^\d{4}-\d{2}-\d{2}T/.test(v) && !Number.isNaN(Date.parse(v)) } });
   const validators = new Map<string, ValidateFunction>(opts.tools.map((t) => [t.name, ajv.compile(t.inputSchema)]));
   const names = new Set<string>();
   for (const t of opts.tools) {
