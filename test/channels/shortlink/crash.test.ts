@@ -14,7 +14,7 @@ t.test(`a killed daemon has written every click older than one batch window (${b
   const { env, store } = await testEnv({ FERRY_SHORTLINK_CLICK_BATCH_MS: String(BATCH_MS) });
   const child = await startDaemonProcess(env);
   t.teardown(() => child.child.kill('SIGKILL'));
-  const listening = child.output.map((l) => JSON.parse(l)).find((l) => l.msg === 'short link redirects listening');
+  const listening = child.output.filter((l) => l.startsWith('{')).map((l) => JSON.parse(l)).find((l) => l.msg === 'short link redirects listening');
   t.ok(listening, 'the redirect listener logs its address');
   const token = readFileSync(join(store.dataDir, 'admin.token'), 'utf8').trim();
   const admin = (path: string, body: unknown) => call(child.admin, 'POST', path, { body, headers: { authorization: `Bearer ${token}` } });
