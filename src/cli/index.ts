@@ -6,6 +6,7 @@ import { CliError } from './admin-client.js';
 import { accountsCommand } from './commands/accounts.js';
 import { keysCommand } from './commands/keys.js';
 import { messagesCommand } from './commands/messages.js';
+import { messengerCommand } from './commands/messenger.js';
 import { migrateCommand } from './commands/migrate.js';
 import { receiptsCommand } from './commands/receipts.js';
 import { routesCommand } from './commands/routes.js';
@@ -29,6 +30,7 @@ program.addCommand(upstreamsCommand());
 program.addCommand(messagesCommand());
 program.addCommand(receiptsCommand());
 program.addCommand(simCommand());
+program.addCommand(messengerCommand());
 program.addCommand(ussdCommand());
 
 try {

@@ -17,10 +17,10 @@ export const messengerConfigSchema = {
     apiVersion: { type: 'string', pattern: '^v[0-9]+\\.[0-9]+$', default: 'v21.0', description: 'the Graph API version in request paths' },
     phoneNumberId: { type: 'string', minLength: 1, default: '100000000000001', description: 'the business phone number id messages are sent from' },
     businessAccountId: { type: 'string', minLength: 1, default: '200000000000001', description: 'the WhatsApp business account id (templates, quality)' },
-    accessToken: { ...nullableString, description: 'the Cloud API access token (Bearer); read from this file or FERRY_MESSENGER_ACCESS_TOKEN (keep either readable by Ferry only), never logged, never stored in the database or job payloads' },
-    appSecret: { ...nullableString, description: "the app secret: X-Hub-Signature-256 of the provider's webhooks is verified with it" },
+    accessToken: { ...nullableString, description: 'the Cloud API access token (Bearer); give it sealed (ferry messenger seal prints sealed:…, encrypted with a key derived from the daemon secret key), or plain; never logged, never stored' },
+    appSecret: { ...nullableString, description: "the app secret: X-Hub-Signature-256 of the provider's webhooks is verified with it; may be sealed (sealed:…)" },
     mediaCaFile: { ...nullableString, description: 'a PEM file of extra CA certificates trusted when fetching media links (private CAs, tests)' },
-    verifyToken: { ...nullableString, description: 'the hub.verify_token the webhook handshake must present' },
+    verifyToken: { ...nullableString, description: 'the hub.verify_token the webhook handshake must present; may be sealed (sealed:…)' },
   },
 } as const;
 

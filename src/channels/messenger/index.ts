@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs';
+import { credentialsCipher, unseal } from './sealed-credentials.js';
 import { MESSENGER_MCP_TOOLS } from './messenger-mcp-tools.js';
 import type { AddressInfo } from 'node:net';
 import type { FastifyInstance } from 'fastify';
@@ -35,9 +36,12 @@ export const messengerModule: ChannelModule<MessengerModuleService> = {
     const embedded = c.simulator === 'on' || (c.simulator === 'auto' && !c.baseUrl);
     // Without configured credentials the embedded simulator and Ferry share secrets derived from the master key.
     const derived = (purpose: string) => ctx.deriveKey(`messenger-${purpose}`).toString('hex');
-    const accessToken = c.accessToken ?? (embedded ? derived('access-token') : null);
-    const appSecret = c.appSecret ?? (embedded ? derived('app-secret') : null);
-    const verifyToken = c.verifyToken ?? derived('verify-token');
+    // A credential may be sealed in the config (`ferry messenger seal` → sealed:…): opened here, never written anywhere.
+    const cipher = credentialsCipher(ctx.masterKey);
+    const opened = (setting: 'accessToken' | 'appSecret' | 'verifyToken') => (c[setting] === null ? null : unseal(cipher, setting, c[setting]));
+    const accessToken = opened('accessToken') ?? (embedded ? derived('access-token') : null);
+    const appSecret = opened('appSecret') ?? (embedded ? derived('app-secret') : null);
+    const verifyToken = opened('verifyToken') ?? derived('verify-token');
     if (!accessToken || !appSecret) throw new Error('messenger: messenger.accessToken and messenger.appSecret are required with messenger.baseUrl');
 
     const privateTargets = privateTargetsAllowed(ctx.config.webhooks.allowPrivateTargets, {
