@@ -1,4 +1,4 @@
-import { Redis } from 'ioredis';
+import { Redis, type RedisOptions } from 'ioredis';
 import { MemoryCooldowns } from './local/memory-cooldowns.js';
 import { MemoryRateWindows } from './local/memory-rate-windows.js';
 import { MemoryThrottle } from './local/memory-throttle.js';
@@ -71,6 +71,20 @@ export async function openBackends(opts: BackendOptions): Promise<Backends> {
   );
 }
 
+/** Every Redis client of the daemon: fail fast while Redis is down, never queue commands for later. */
+export const REDIS_CLIENT_OPTIONS: RedisOptions = {
+  lazyConnect: true,
+  enableOfflineQueue: false,
+  maxRetriesPerRequest: 1,
+  connectTimeout: 5000,
+  // A command that gets no answer (server hung, link black-holed) fails instead of hanging its caller.
+  commandTimeout: 10_000,
+  retryStrategy: (times) => Math.min(100 * times, 2000),
+  // Commands issued in the same tick (every concurrent request's throttle, queue and OTP calls) leave in one
+  // write: one syscall instead of one per command.
+  enableAutoPipelining: true,
+};
+
 /**
  * Connects eagerly so a wrong URL fails the start, not the first message.
  *
@@ -81,18 +95,7 @@ export async function openBackends(opts: BackendOptions): Promise<Backends> {
  * (ESME_RTHROTTLED / 503); ioredis keeps reconnecting in the background and traffic resumes by itself.
  */
 async function connectRedis(url: string, onError?: (err: Error) => void): Promise<Redis> {
-  const redis = new Redis(url, {
-    lazyConnect: true,
-    enableOfflineQueue: false,
-    maxRetriesPerRequest: 1,
-    connectTimeout: 5000,
-    // A command that gets no answer (server hung, link black-holed) fails instead of hanging its caller.
-    commandTimeout: 10_000,
-    retryStrategy: (times) => Math.min(100 * times, 2000),
-    // Commands issued in the same tick (every concurrent request's throttle, queue and OTP calls) leave in one
-    // write: one syscall instead of one per command.
-    enableAutoPipelining: true,
-  });
+  const redis = new Redis(url, REDIS_CLIENT_OPTIONS);
   // Without a listener ioredis prints every reconnect error; the owner decides whether to log.
   let lastError: Error | null = null;
   redis.on('error', (err: Error) => {

@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs';
+import { REDIS_CLIENT_OPTIONS } from '../../store/backends.js';
 import { Redis } from 'ioredis';
 import type { Db } from '../../store/types.js';
 import { assetPath } from '../../util/paths.js';
@@ -69,16 +70,8 @@ export class RedisLiveSessions implements LiveSessions {
     private readonly ttlMs: number,
     onError: (err: Error) => void,
   ) {
-    // As the core's client (src/store/backends.ts): fail fast while Redis is down, never queue commands for later.
-    const redis = new Redis(url, {
-      lazyConnect: true,
-      enableOfflineQueue: false,
-      maxRetriesPerRequest: 1,
-      connectTimeout: 5000,
-      commandTimeout: 10_000,
-      retryStrategy: (times) => Math.min(100 * times, 2000),
-      enableAutoPipelining: true,
-    });
+    // The core's client options (src/store/backends.ts): fail fast while Redis is down.
+    const redis = new Redis(url, REDIS_CLIENT_OPTIONS);
     redis.on('error', onError);
     redis.defineCommand('ussdLiveCas', { lua: SCRIPT, numberOfKeys: 1 });
     this.redis = redis as typeof this.redis;
