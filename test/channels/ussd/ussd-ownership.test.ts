@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import t from 'tap';
 import type { MenuTree } from '../../../src/channels/ussd/menu-tree.js';
 import { UssdServiceOp } from '../../../src/smpp/constants.js';
-import { call, startDaemon, type TestDaemon } from '../../helpers/daemon.js';
+import { call, LogLines, startDaemon, type TestDaemon } from '../../helpers/daemon.js';
 import { backendLabel, DATABASE_URL } from '../../helpers/env.js';
 import { atHop, BANK_TREE, customer, newPhone, publishedMenu, ussdOf, ussdTo } from './ussd-helpers.js';
 
@@ -177,4 +177,25 @@ t.test(`overlapping claims at two instances sharing Postgres: exactly one wins (
     `SELECT split_part(code, '*', 1) AS code, count(DISTINCT account_id)::int AS n FROM ussd_service_codes GROUP BY 1 HAVING count(DISTINCT account_id) > 1`,
   );
   t.same(rows, [], 'no code path held by two accounts');
+});
+
+t.test(`overlapping claims kept from before are named at start (${backendLabel})`, async (t) => {
+  const first = await startDaemon();
+  // The one running at the end is stopped (and its storage removed).
+  const running = { d: first };
+  t.teardown(() => running.d.stop());
+  const acme = await customer(first, 'acme');
+  const rival = await customer(first, 'rival');
+  await acme.api('POST', '/v1/ussd/service-codes', { serviceCode: '*384*12#', menuId: await publishedMenu(acme.api, BANK_TREE) });
+  const rivalMenu = await publishedMenu(rival.api, PIN_TREE);
+  await first.daemon.db.query(
+    `INSERT INTO ussd_service_codes (id, account_id, code, menu_id, dialect, created_at) VALUES ('usc_old_parent', $1, '384', $2, 'africastalking', $3)`,
+    [rival.accountId, rivalMenu, Date.now() + 1000],
+  );
+  await first.stopKeepingStore();
+  const logs = new LogLines();
+  running.d = await startDaemon({ FERRY_LOG_LEVEL: 'warn' }, first.reuse, logs);
+  const [line] = logs.find(/overlapping service codes of two accounts/);
+  t.ok(line, 'a warning at start');
+  t.match(line, { older: { code: '*384*12#', account: acme.accountId }, newer: { code: '*384#', account: rival.accountId, id: 'usc_old_parent' } }, 'naming both claims and accounts');
 });
