@@ -5,7 +5,7 @@ import { OtpMetrics } from './otp-metrics.js';
 import { OTP_MCP_TOOLS } from './otp-mcp-tools.js';
 import { otpRoutes } from './otp-routes.js';
 import { OtpService } from './otp-service.js';
-import { UssdOtpFallback } from './ussd-otp-fallback.js';
+import { publishUssdFallback, UssdOtpFallback } from './ussd-otp-fallback.js';
 
 /** OTP: codes sent as SMS on the priority lane, verify and resend under /v1/otp, and the USSD fallback. */
 export const otpModule: ChannelModule<OtpService> = {
@@ -37,7 +37,10 @@ export const otpModule: ChannelModule<OtpService> = {
       log: ctx.rootLog.child({ component: 'ussd-otp' }),
       metrics,
     });
+    // The SMPP path while no USSD module runs; the USSD module takes the SMPP ingress and serves this code on every
+    // ingress through its reserved-code registry.
     sms.setUssdHandler((mo) => ussd.handle(mo));
+    publishUssdFallback(otp, ussd);
     return {
       service: otp,
       mcpTools: OTP_MCP_TOOLS,

@@ -40,12 +40,27 @@ export function ussdAnswer(pending: readonly PendingOtp[], now: number): string 
   return `Your codes: ${list.join('; ')}`;
 }
 
+const fallbacks = new WeakMap<object, UssdOtpFallback>();
+
+/**
+ * The fallback an OTP service answers USSD with: the OTP module publishes it beside its service, and the USSD module
+ * (which depends on OTP, so OTP cannot reach it) registers its reservedHandler in the session core's registry.
+ */
+export function ussdFallbackOf(otp: object): UssdOtpFallback | null {
+  return fallbacks.get(otp) ?? null;
+}
+
+export function publishUssdFallback(otp: object, fallback: UssdOtpFallback): void {
+  fallbacks.set(otp, fallback);
+}
+
 /**
  * The OTP USSD fallback (spec §4 rule 4): a phone dialling the service code hears its pending code and how long it
  * stays valid, or "No pending code". The dialler names no account, so every account's active OTP for the phone is
  * looked up (store.activeForPhone); the caller's number is authenticated by the network, so it only ever hears codes
  * that were sent to it. Nothing changes on the OTP (id, expiry, attempts). The answer is a PSSR response submitted
- * to the same upstream, echoing its_session_info; it is session-bound, not a ledger message.
+ * to the same upstream, echoing its_session_info; it is session-bound, not a ledger message. `handle` is the SMPP
+ * path when the USSD module is not running; with it, the USSD core answers through `reservedHandler`.
  */
 export class UssdOtpFallback {
   private readonly pending = new Set<Promise<void>>();
@@ -72,21 +87,38 @@ export class UssdOtpFallback {
     return mo.destination.trim() === code || mo.text.trim() === code;
   }
 
-  private async answer(mo: UpstreamMo): Promise<void> {
-    let text: string;
-    let accountId = '';
-    let outcome: OtpUssdOutcome;
+  /**
+   * The fallback as a reserved code of the USSD session core, which serves it on every USSD ingress (SMPP,
+   * aggregator callbacks, simulate). A dial that names an account (an aggregator connector, simulate: the account,
+   * not the network, vouches for the phone number) hears only that account's codes.
+   */
+  reservedHandler() {
+    return {
+      name: 'otp',
+      serviceCode: this.o.serviceCode,
+      answer: async (dial: { channel: string; phone: string; accountId?: string }): Promise<{ text: string; accountId?: string }> => {
+        const r = await this.lookup(dial.phone, dial.accountId, dial.channel);
+        this.o.metrics?.ussdLookup(r.outcome);
+        return { text: r.text, accountId: r.accountId || undefined };
+      },
+    };
+  }
+
+  /** The answer for a phone (any form), optionally only from one account's OTPs; never throws. */
+  private async lookup(source: string, onlyAccount: string | undefined, via: string): Promise<{ text: string; accountId: string; outcome: OtpUssdOutcome }> {
     try {
-      const phone = normalizeNumber(mo.source, { international: true });
-      const pending = phone ? await this.o.otp.pendingForPhone(phone) : [];
-      text = ussdAnswer(pending, this.o.otp.now());
-      accountId = pending[0]?.accountId ?? '';
-      outcome = pending.length ? 'answered' : 'no_pending';
+      const phone = normalizeNumber(source, { international: true });
+      let pending = phone ? await this.o.otp.pendingForPhone(phone) : [];
+      if (onlyAccount) pending = pending.filter((p) => p.accountId === onlyAccount);
+      return { text: ussdAnswer(pending, this.o.otp.now()), accountId: pending[0]?.accountId ?? '', outcome: pending.length ? 'answered' : 'no_pending' };
     } catch (err) {
-      outcome = 'failed';
-      this.o.log?.warn({ upstream: mo.upstreamId, err: (err as Error).message }, 'USSD OTP lookup failed');
-      text = 'Service unavailable, please try again later';
+      this.o.log?.warn({ via, err: (err as Error).message }, 'USSD OTP lookup failed');
+      return { text: 'Service unavailable, please try again later', accountId: '', outcome: 'failed' };
     }
+  }
+
+  private async answer(mo: UpstreamMo): Promise<void> {
+    const { text, accountId, outcome } = await this.lookup(mo.source, undefined, `upstream ${mo.upstreamId}`);
     const tlvs: Tlvs = { ussd_service_op: UssdServiceOp.PSSR_RESPONSE };
     const session = mo.pdu.tlvs?.its_session_info;
     if (session !== undefined) tlvs.its_session_info = session;

@@ -1,11 +1,14 @@
 import type { ChannelModule } from '../../platform/channel-module.js';
 import { USSD_MCP_TOOLS } from './ussd-mcp-tools.js';
-import type { UpstreamMo } from '../../smpp/upstream/outbound.js';
+import type { OtpService } from '../otp/otp-service.js';
+import { ussdFallbackOf } from '../otp/ussd-otp-fallback.js';
 import type { SmsGateway } from '../sms/sms-gateway.js';
 import type { WebhookService } from '../webhooks/webhook-service.js';
 import { aggregatorRoutes } from './dialects/aggregators.js';
 import { SmppUssdDialect } from './dialects/smpp-binds.js';
 import { RedisLiveSessions, SqlLiveSessions, type LiveSessions } from './live-sessions.js';
+import { displayCode } from './service-code.js';
+import type { ReservedCodes } from './reserved-codes.js';
 import { UssdCore } from './session-core.js';
 import { SessionStore } from './session-store.js';
 import { USSD_EVENTS } from './ussd-events.js';
@@ -20,13 +23,15 @@ export interface UssdService {
   store: UssdStore;
   sessions: SessionStore;
   live: LiveSessions;
+  /** Codes the platform answers itself on every ingress (the OTP fallback registers here). */
+  reserved: ReservedCodes;
   /** Sets the clock (tests). */
   setClock(clock: () => number): void;
 }
 
 /**
- * USSD: menu trees and webhook apps behind claimed service codes; sessions from the carrier's SMPP binds (the OTP
- * fallback's code answered first, as before) and from aggregators (Africa's Talking, Hubtel); transcripts and events.
+ * USSD: menu trees and webhook apps behind claimed service codes; sessions from the carrier's SMPP binds and from
+ * aggregators (Africa's Talking, Hubtel); reserved codes (the OTP fallback) answered first on each; transcripts and events.
  */
 export const ussdModule: ChannelModule<UssdService> = {
   name: 'ussd',
@@ -71,11 +76,17 @@ export const ussdModule: ChannelModule<UssdService> = {
       metrics: new UssdMetrics(ctx.metrics.registry),
     });
     const smpp = new SmppUssdDialect({ core, pool: sms.gateway.pool, log: ctx.log });
-    // The OTP fallback's code stays first and behaves as before; every other dialogue comes here.
-    const otpCode = ctx.config.otp.ussdServiceCode;
-    const otpHandler = sms.ussdHandler();
-    const isOtp = (mo: UpstreamMo) => mo.destination.trim() === otpCode || mo.text.trim() === otpCode;
-    sms.setUssdHandler((mo) => (otpHandler && isOtp(mo) ? otpHandler(mo) : smpp.handle(mo)));
+    // The OTP fallback's code is a reserved code of the core: answered before any claim on every ingress (SMPP,
+    // aggregators, simulate). USSD then takes the SMPP ingress whole.
+    const otpFallback = ussdFallbackOf(ctx.use<OtpService>('otp'));
+    if (otpFallback) {
+      try {
+        core.reserved.register(otpFallback.reservedHandler());
+      } catch (err) {
+        ctx.log.warn({ err: (err as Error).message }, 'USSD: the OTP fallback code is not served (otp.ussdServiceCode is not a service code)');
+      }
+    }
+    sms.setUssdHandler(smpp.handle);
     if (sms.embeddedUpstream && !ctx.config.smpp.upstreams.length) {
       ctx.warn("USSD: carrier sessions come only from the embedded SMSC simulator (dial one with `ferry ussd dial '*384#' --phone …`); aggregators still reach /v1/ussd/in/{connector}");
     }
@@ -88,6 +99,7 @@ export const ussdModule: ChannelModule<UssdService> = {
         store,
         sessions,
         live,
+        reserved: core.reserved,
         setClock(c) {
           clock = c;
         },
@@ -100,13 +112,22 @@ export const ussdModule: ChannelModule<UssdService> = {
           live,
           core,
           guard: webhooks.guard,
-          reservedCode: otpCode,
+          reserved: core.reserved,
           defaultCountry: ctx.config.sms.defaultCountry,
           signingSecret: (accountId) => appSigningSecret(signingKey, accountId),
         });
         await app.register(aggregatorRoutes, { core, store, db: ctx.db });
       },
       async start() {
+        // Overlapping claims of different accounts are refused now; any kept from before route to the older claim's
+        // account (store.route). Name them so an operator can release one.
+        const overlaps = await store.overlaps().catch((err: Error) => (ctx.log.warn({ err: err.message }, 'USSD: overlapping claims not checked'), []));
+        for (const o of overlaps) {
+          ctx.log.warn(
+            { older: { code: displayCode(o.older.code), account: o.older.accountId, id: o.older.id }, newer: { code: displayCode(o.newer.code), account: o.newer.accountId, id: o.newer.id } },
+            "USSD: overlapping service codes of two accounts (claimed before overlaps were refused); dials reach the older claim's account",
+          );
+        }
         sweep = setInterval(() => {
           if (sweeping) return;
           sweeping = true;

@@ -29,3 +29,14 @@ export function prefilledInputs(dialled: string, claim: string): string[] {
   if (dialled === claim) return [];
   return dialled.slice(claim.length + 1).split('*').filter((s) => s.length > 0);
 }
+
+/**
+ * Whether two claims overlap: one is the other or extends it, compared part by part ('384' and '384*12' do,
+ * '384' and '3841' do not). A code's extensions and parents belong to the account that claims it.
+ */
+export function codesOverlap(a: string, b: string): boolean {
+  const pa = a.split('*');
+  const pb = b.split('*');
+  for (let i = 0; i < Math.min(pa.length, pb.length); i++) if (pa[i] !== pb[i]) return false;
+  return true;
+}

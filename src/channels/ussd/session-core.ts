@@ -7,6 +7,7 @@ import type { AppDialect, MenuTree } from './menu-tree.js';
 import { BACK_KEY, MAX_SCREEN_CHARS, MORE_KEY, paginate, screenLength } from './paging.js';
 import { canonicalCode, displayCode, prefilledInputs } from './service-code.js';
 import type { LiveSessions } from './live-sessions.js';
+import { ReservedCodes, type ReservedCodeHandler } from './reserved-codes.js';
 import { SessionStore, type EndStatus, type SessionApp, type SessionRow, type SessionState, type TranscriptEntry, type UssdChannel } from './session-store.js';
 import type { UssdMetrics } from './ussd-metrics.js';
 import { AppError } from './webhook-app.js';
@@ -17,8 +18,10 @@ import './ussd-events.js';
 export interface Answer {
   text: string;
   end: boolean;
-  /** Null when no session was made (an unknown code). */
+  /** Null when no session was made (an unknown code, or a reserved code's one-screen answer). */
   sessionId: string | null;
+  /** A reserved code's handler answered (no session, no account's app); the account it answered for, if one. */
+  reserved?: { accountId?: string };
 }
 
 export interface BeginRequest {
@@ -78,6 +81,8 @@ function endScreen(text: string): string {
 export class UssdCore {
   private readonly chains = new Map<string, Promise<unknown>>();
   private readonly trees = new Map<string, MenuTree>();
+  /** Codes the platform answers itself (the OTP fallback), before any claim, on every ingress. */
+  readonly reserved = new ReservedCodes();
 
   constructor(private readonly o: UssdCoreOptions) {}
 
@@ -150,6 +155,8 @@ export class UssdCore {
   private async doBegin(req: BeginRequest): Promise<Answer> {
     const started = performance.now();
     const canonical = canonicalCode(req.dialled);
+    const reserved = canonical ? this.reserved.match(canonical) : null;
+    if (reserved) return this.answerReserved(req, canonical!, reserved, started);
     // A new dialogue on a key that still has a live one: the network dropped that one (looked up beside the route).
     const [claim, stale] = canonical ? await Promise.all([this.o.store.route(canonical, req.accountId), this.o.live.get(req.networkKey)]) : [null, null];
     if (stale) await this.finish(stale, 'Incomplete', 'REPLACED', [], stale.state);
@@ -237,6 +244,22 @@ export class UssdCore {
     if (out.end) this.o.metrics?.ended(s.endStatus!);
     this.o.metrics?.hop(s.channel, step.error ? 'failed' : 'ok', started);
     return { text: out.text, end: out.end, sessionId: s.id };
+  }
+
+  /** A reserved code: its handler's one screen ends the dialogue; no session row (no account's app ran). */
+  private async answerReserved(req: BeginRequest, dialled: string, handler: ReservedCodeHandler, started: number): Promise<Answer> {
+    const stale = await this.o.live.get(req.networkKey);
+    if (stale) await this.finish(stale, 'Incomplete', 'REPLACED', [], stale.state);
+    let r: { text: string; accountId?: string };
+    try {
+      r = await handler.answer({ channel: req.channel, phone: req.phone, dialled, accountId: req.accountId });
+    } catch (err) {
+      this.o.log.warn({ handler: handler.name, channel: req.channel, err: (err as Error).message }, 'USSD reserved code handler failed; the apology is shown');
+      this.o.metrics?.hop(req.channel, 'failed', started);
+      return { text: this.o.apology, end: true, sessionId: null, reserved: {} };
+    }
+    this.o.metrics?.hop(req.channel, 'reserved', started);
+    return { text: endScreen(r.text), end: true, sessionId: null, reserved: { accountId: r.accountId } };
   }
 
   private async doInput(networkKey: string, input: string): Promise<Answer | null> {

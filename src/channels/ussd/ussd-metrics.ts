@@ -27,7 +27,7 @@ export class UssdMetrics {
     this.sessionsEnded.inc({ status });
   }
 
-  hop(channel: UssdChannel, outcome: 'ok' | 'failed' | 'unknown_code', startedAt: number): void {
+  hop(channel: UssdChannel, outcome: 'ok' | 'failed' | 'unknown_code' | 'reserved', startedAt: number): void {
     this.hopSeconds.observe({ channel, outcome }, (performance.now() - startedAt) / 1000);
   }
 }

@@ -5,8 +5,9 @@ import { newId } from '../../util/ids.js';
 import { normalizeNumber } from '../sms/phone.js';
 import type { TargetGuard } from '../webhooks/target-guard.js';
 import { APP_DIALECTS, dynamicUrls, menuTreeSchema, shapeErrors, validateTree, type AppDialect, type MenuTree } from './menu-tree.js';
-import { canonicalCode, claimCandidates, displayCode } from './service-code.js';
+import { canonicalCode, displayCode } from './service-code.js';
 import type { LiveSessions } from './live-sessions.js';
+import type { ReservedCodes } from './reserved-codes.js';
 import type { UssdCore } from './session-core.js';
 import type { SessionFilter, SessionRow, SessionStore } from './session-store.js';
 import { ServiceCodeTakenError, type MenuRow, type ServiceCodeRow, type UssdStore } from './ussd-store.js';
@@ -19,8 +20,8 @@ export interface UssdRoutesDeps {
   live: LiveSessions;
   core: UssdCore;
   guard: TargetGuard;
-  /** The OTP fallback's code: reserved, with its extensions. */
-  reservedCode: string;
+  /** Codes the platform answers (the OTP fallback): no claim may overlap them. */
+  reserved: ReservedCodes;
   defaultCountry: string | null;
   signingSecret(accountId: string): string;
 }
@@ -195,7 +196,7 @@ export async function ussdRoutes(app: FastifyInstance, deps: UssdRoutesDeps): Pr
 
   app.delete<{ Params: { id: string } }>('/v1/ussd/menus/:id', {
     config: { scope: 'ussd:manage' },
-    schema: { tags: ['ussd'], summary: 'Delete a menu no service code uses', params: idParams, response: { 200: envelopeSchema({ type: 'object', properties: { id: { type: 'string' } } }), 404: err('USSD_MENU_NOT_FOUND'), 409: err('USSD_MENU_IN_USE'), ...AUTH_ERRORS } },
+    schema: { tags: ['ussd'], summary: "Delete a menu no service code uses (another account's menu is USSD_MENU_NOT_FOUND, in use or not)", params: idParams, response: { 200: envelopeSchema({ type: 'object', properties: { id: { type: 'string' } } }), 404: err('USSD_MENU_NOT_FOUND'), 409: err('USSD_MENU_IN_USE'), ...AUTH_ERRORS } },
   }, async (req) => {
     const r = await store.deleteMenu(req.auth.accountId, req.params.id);
     if (r === 'missing') throw new ApiError('USSD_MENU_NOT_FOUND');
@@ -269,8 +270,10 @@ export async function ussdRoutes(app: FastifyInstance, deps: UssdRoutesDeps): Pr
         `A dialled code reaches the longest claim it extends; the parts beyond pre-fill inputs ('*384*12*3#' on '*384*12#' enters with 3). ` +
         `Exactly one of menuId or webhookUrl. A webhook app gets each hop POSTed (dialect africastalking: form fields sessionId, serviceCode, ` +
         `phoneNumber, networkCode, text = every input joined by *; json: the same as JSON plus inputs), signed like webhooks with signingSecret, and ` +
-        `answers 'CON <screen>' or 'END <screen>' (or JSON {end, text}) within the hard timeout. The OTP fallback's code ${deps.reservedCode} and its ` +
-        `extensions are reserved (USSD_SERVICE_CODE_RESERVED); a code another claim holds is USSD_SERVICE_CODE_TAKEN.`,
+        `answers 'CON <screen>' or 'END <screen>' (or JSON {end, text}) within the hard timeout. A claim owns the code's extensions and the codes ` +
+        `it extends: a code that is, extends or is extended by another account's claim ('*384*12#', '*384*12*1#', '*384#'), or that the account ` +
+        `claimed already, is USSD_SERVICE_CODE_TAKEN; an account may claim extensions of its own codes. The OTP fallback's code ` +
+        `(otp.ussdServiceCode, '*889*142#'), its extensions and the codes it extends are reserved (USSD_SERVICE_CODE_RESERVED).`,
       body: {
         type: 'object',
         required: ['serviceCode'],
@@ -295,8 +298,7 @@ export async function ussdRoutes(app: FastifyInstance, deps: UssdRoutesDeps): Pr
     const code = canonicalCode(b.serviceCode);
     if (!code) throw invalidField('serviceCode', "a USSD code: '*', digits, optional '*'-separated extensions, '#'");
     if (!!b.menuId === !!b.webhookUrl) throw invalidField('menuId', 'give exactly one of menuId and webhookUrl');
-    const reserved = canonicalCode(deps.reservedCode);
-    if (reserved && claimCandidates(code).includes(reserved)) throw new ApiError('USSD_SERVICE_CODE_RESERVED');
+    if (deps.reserved.overlapping(code)) throw new ApiError('USSD_SERVICE_CODE_RESERVED');
     if (b.menuId) await ownMenu(req, b.menuId);
     if (b.webhookUrl) {
       const c = await deps.guard.check(b.webhookUrl);
@@ -306,7 +308,7 @@ export async function ussdRoutes(app: FastifyInstance, deps: UssdRoutesDeps): Pr
       const row = await store.claim({ accountId: req.auth.accountId, code, menuId: b.menuId ?? null, webhookUrl: b.webhookUrl ?? null, dialect: b.dialect ?? 'africastalking' });
       return ok(req, 'USSD_SERVICE_CODE_CLAIMED', codeOut(row));
     } catch (e) {
-      if (e instanceof ServiceCodeTakenError) throw new ApiError('USSD_SERVICE_CODE_TAKEN');
+      if (e instanceof ServiceCodeTakenError) throw new ApiError('USSD_SERVICE_CODE_TAKEN', { message: 'That service code, a code it extends or an extension of it is already claimed' });
       throw e;
     }
   });
@@ -437,7 +439,9 @@ export async function ussdRoutes(app: FastifyInstance, deps: UssdRoutesDeps): Pr
       summary: "Run a session against the account's own app and get every screen",
       description:
         "Dials serviceCode (the account's claims only) from phoneNumber and answers each screen with the next input; stops when the app ends the " +
-        'session. A session the inputs leave open is ended Incomplete. The session is stored and sends its events like any other (channel simulate).',
+        'session. A session the inputs leave open is ended Incomplete. The session is stored and sends its events like any other (channel simulate). ' +
+        "A code the account does not answer (unclaimed, or another account's) is USSD_SERVICE_CODE_NOT_FOUND. The OTP fallback's code answers " +
+        "with the account's own pending code for phoneNumber (no session: sessionId null).",
       body: {
         type: 'object',
         required: ['serviceCode', 'phoneNumber'],
@@ -458,6 +462,7 @@ export async function ussdRoutes(app: FastifyInstance, deps: UssdRoutesDeps): Pr
           },
         }),
         400: err('VALIDATION_ERROR, INVALID_PHONE_NUMBER'),
+        404: err('USSD_SERVICE_CODE_NOT_FOUND'),
         ...AUTH_ERRORS,
       },
     },
@@ -465,8 +470,11 @@ export async function ussdRoutes(app: FastifyInstance, deps: UssdRoutesDeps): Pr
     const b = req.body;
     const phone = normalizeNumber(b.phoneNumber, { defaultCountry: req.auth.defaultCountry ?? deps.defaultCountry ?? undefined });
     if (!phone) throw new ApiError('INVALID_PHONE_NUMBER', { data: { errors: [{ field: 'phoneNumber', message: 'not a valid phone number' }] } });
+    if (!canonicalCode(b.serviceCode)) throw invalidField('serviceCode', "a USSD code: '*', digits, optional '*'-separated extensions, '#'");
     const key = `sim:${newId('sim_')}`;
     let a = await core.begin({ channel: 'simulate', networkKey: key, phone, dialled: b.serviceCode, accountId: req.auth.accountId });
+    // Unclaimed and another account's code answer alike: nothing tells that the other claim exists.
+    if (!a.sessionId && !a.reserved) throw new ApiError('USSD_SERVICE_CODE_NOT_FOUND', { message: 'No service code of this account answers that code' });
     const screens: { input: string | null; text: string; end: boolean }[] = [{ input: null, text: a.text, end: a.end }];
     for (const input of b.inputs ?? []) {
       if (a.end) break;

@@ -48,6 +48,9 @@ export class ServiceCodeTakenError extends Error {
   override readonly name = 'ServiceCodeTakenError';
 }
 
+/** Serialises claims across instances (pg_advisory_xact_lock key). */
+const CLAIM_LOCK = 7_246_038;
+
 function sha256(s: string): string {
   return createHash('sha256').update(s).digest('hex');
 }
@@ -132,27 +135,70 @@ export class UssdStore {
     });
   }
 
-  /** Deletes a menu no service code uses; false when it is in use. */
+  /**
+   * Deletes one of the account's menus no service code uses. Another account's menu is 'missing', in use or not: the
+   * answer must not tell that it exists.
+   */
   async deleteMenu(accountId: string, id: string): Promise<'deleted' | 'missing' | 'in_use'> {
-    const used = await this.db.query(`SELECT 1 FROM ussd_service_codes WHERE menu_id = $1`, [id]);
-    if (used.rows.length) return 'in_use';
-    const { rowCount } = await this.db.query(`DELETE FROM ussd_menus WHERE id = $1 AND account_id = $2`, [id, accountId]);
-    return rowCount ? 'deleted' : 'missing';
+    try {
+      const { rowCount } = await this.db.query(
+        `DELETE FROM ussd_menus m WHERE m.id = $1 AND m.account_id = $2 AND NOT EXISTS (SELECT 1 FROM ussd_service_codes c WHERE c.menu_id = m.id)`,
+        [id, accountId],
+      );
+      if (rowCount) return 'deleted';
+    } catch (err) {
+      // A claim naming the menu committed in between: the foreign key refuses the delete.
+      if ((err as { code?: string }).code !== '23503') throw err;
+    }
+    return (await this.menu(accountId, id)) ? 'in_use' : 'missing';
   }
 
   // ------------------------------------------------------------ service codes
 
+  /**
+   * Claims a code unless it overlaps another account's claim (one extends the other, part by part) or repeats one.
+   * Claims are serialised by one transaction-scoped advisory lock, so two instances claiming overlapping codes at
+   * once cannot both pass the check.
+   */
   async claim(row: Omit<ServiceCodeRow, 'id' | 'createdAt'>): Promise<ServiceCodeRow> {
     try {
-      const { rows } = await this.db.query<ServiceCodeRow>(
-        `INSERT INTO ussd_service_codes (id, account_id, code, menu_id, webhook_url, dialect, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING ${codeCols}`,
-        [newId('usc_'), row.accountId, row.code, row.menuId, row.webhookUrl, row.dialect, this.clock()],
-      );
-      return rows[0];
+      return await this.db.tx(async (q) => {
+        await q.query('SELECT pg_advisory_xact_lock($1)', [CLAIM_LOCK]);
+        // Parents are the code's candidates; extensions start with the code and a '*' (codes hold no LIKE wildcard).
+        const { rows: clash } = await q.query<{ accountId: string; code: string }>(
+          `SELECT account_id AS "accountId", code FROM ussd_service_codes WHERE code = ANY($1::text[]) OR code LIKE $2 || '*%'`,
+          [claimCandidates(row.code), row.code],
+        );
+        if (clash.some((c) => c.accountId !== row.accountId || c.code === row.code)) throw new ServiceCodeTakenError(row.code);
+        const { rows } = await q.query<ServiceCodeRow>(
+          `INSERT INTO ussd_service_codes (id, account_id, code, menu_id, webhook_url, dialect, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING ${codeCols}`,
+          [newId('usc_'), row.accountId, row.code, row.menuId, row.webhookUrl, row.dialect, this.clock()],
+        );
+        return rows[0];
+      });
     } catch (err) {
       if ((err as { code?: string }).code === '23505') throw new ServiceCodeTakenError(row.code);
       throw err;
     }
+  }
+
+  /**
+   * Overlapping claims of different accounts, kept from before claims were checked for overlap (at most `limit`
+   * pairs): the older claim's account routes them.
+   */
+  async overlaps(limit = 50): Promise<{ older: ServiceCodeRow; newer: ServiceCodeRow }[]> {
+    const cols = (t: string, p: string) =>
+      `${t}.id AS "${p}Id", ${t}.account_id AS "${p}AccountId", ${t}.code AS "${p}Code", ${t}.created_at::float8 AS "${p}CreatedAt"`;
+    const { rows } = await this.db.query<Record<string, string | number>>(
+      `SELECT ${cols('a', 'o')}, ${cols('b', 'n')} FROM ussd_service_codes a JOIN ussd_service_codes b
+          ON a.account_id <> b.account_id AND (b.code LIKE a.code || '*%' OR a.code LIKE b.code || '*%')
+         AND (a.created_at, a.id) < (b.created_at, b.id)
+       ORDER BY a.code, b.code LIMIT $1`,
+      [limit],
+    );
+    const pick = (r: Record<string, string | number>, p: string) =>
+      ({ id: r[`${p}Id`], accountId: r[`${p}AccountId`], code: r[`${p}Code`], createdAt: Number(r[`${p}CreatedAt`]) }) as ServiceCodeRow;
+    return rows.map((r) => ({ older: pick(r, 'o'), newer: pick(r, 'n') }));
   }
 
   async serviceCodes(accountId: string): Promise<ServiceCodeRow[]> {
@@ -169,18 +215,23 @@ export class UssdStore {
   }
 
   /**
-   * The claim a dialled code reaches (longest match), optionally only among one account's claims, with its menu's
-   * published version (one statement per new session).
+   * The claim a dialled code reaches, with its menu's published version (one statement per new session): the
+   * longest claim it extends among the claims of one account, the owner of the oldest of them (overlapping claims
+   * of different accounts exist only from before they were refused). With `accountId`, null unless that account is
+   * the owner: a caller cannot tell another account's code from an unclaimed one.
    */
   async route(canonical: string, accountId?: string): Promise<(ServiceCodeRow & { publishedVersion: number | null }) | null> {
     const { rows } = await this.db.query<ServiceCodeRow & { publishedVersion: number | null }>(
-      `SELECT c.id, c.account_id AS "accountId", c.code, c.menu_id AS "menuId", c.webhook_url AS "webhookUrl", c.dialect, c.created_at::float8 AS "createdAt",
+      `WITH c AS (SELECT * FROM ussd_service_codes WHERE code = ANY($1::text[]))
+       SELECT c.id, c.account_id AS "accountId", c.code, c.menu_id AS "menuId", c.webhook_url AS "webhookUrl", c.dialect, c.created_at::float8 AS "createdAt",
               m.published_version AS "publishedVersion"
-         FROM ussd_service_codes c LEFT JOIN ussd_menus m ON m.id = c.menu_id
-        WHERE c.code = ANY($1::text[]) ${accountId ? 'AND c.account_id = $2' : ''} ORDER BY length(c.code) DESC LIMIT 1`,
-      accountId ? [claimCandidates(canonical), accountId] : [claimCandidates(canonical)],
+         FROM c LEFT JOIN ussd_menus m ON m.id = c.menu_id
+        WHERE c.account_id = (SELECT account_id FROM c ORDER BY created_at, id LIMIT 1)
+        ORDER BY length(c.code) DESC LIMIT 1`,
+      [claimCandidates(canonical)],
     );
-    return rows[0] ?? null;
+    const r = rows[0];
+    return r && (!accountId || r.accountId === accountId) ? r : null;
   }
 
   // ------------------------------------------------------------ connectors

@@ -73,7 +73,7 @@ t.test(`USSD sessions (${backendLabel})`, async (t) => {
       ['in:*384*12#', 'out:Ferry Bank', 'in:2', 'out:Enter amount', 'in:ten', 'out:Digits only', 'in:10', 'out:You sent 10 GHS'],
     );
     const unknown = await rival.api('POST', '/v1/ussd/simulate', { serviceCode: '*384*12#', phoneNumber: '233241112222' });
-    t.same(unknown.json.data.screens, [{ input: null, text: 'Unknown service code', end: true }], "another account's code does not route");
+    t.same([unknown.status, unknown.json.code], [404, 'USSD_SERVICE_CODE_NOT_FOUND'], "another account's code does not route");
   });
 
   t.test('over SMPP: the carrier dials, USSR continues, PSSR releases; the network end bit ends a session', async (t) => {

@@ -62,7 +62,8 @@ export class SmppUssdDialect {
       answer = await this.o.core.begin({ channel: 'smpp', networkKey: key, phone, dialled });
     }
     // A code no account claims is not answered over SMPP, as before the USSD module: the network ends the dialogue.
-    if (answer?.sessionId) await this.send(mo, info, answer);
+    // A reserved code (the OTP fallback) is answered without a session.
+    if (answer?.sessionId || answer?.reserved) await this.send(mo, info, answer);
   }
 
   private async send(mo: UpstreamMo, info: Buffer | undefined, answer: Answer): Promise<void> {
@@ -70,7 +71,7 @@ export class SmppUssdDialect {
     if (info) tlvs.its_session_info = info.length >= 2 && answer.end ? Buffer.from([info[0], info[1] | 1]) : info;
     const msg: OutboundMessage = {
       id: newId('ussd_'),
-      accountId: '',
+      accountId: answer.reserved?.accountId ?? '',
       source: mo.destination,
       sourceTon: Ton.UNKNOWN,
       sourceNpi: Npi.UNKNOWN,
