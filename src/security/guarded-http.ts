@@ -391,7 +391,7 @@ export class GuardedHttp {
         }
       });
       res.once('end', () => finish(true));
-      res.once('error', ended);
+      res.on('error', ended);
       res.once('close', () => ended());
     });
   }

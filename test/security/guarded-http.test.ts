@@ -231,6 +231,16 @@ t.test('HTTP: no redirects, bodies bounded by the bytes read, timeouts, refused 
   const slowDns = client(true, () => new Promise(() => undefined));
   t.equal(await kindOf(slowDns.request('http://slow.test/', { timeoutMs: 200, maxBytes: 1000 })), 'TIMEOUT', 'a lookup that never answers');
 
+  // A TLS handshake that never completes: the connection is not established within connectTimeoutMs.
+  const silent = createTcpServer((s) => s.on('error', () => undefined));
+  const silentPort = await listen(silent);
+  t.teardown(() => silent.close());
+  const tls = client(true, tableLookup({}));
+  t.teardown(() => tls.close());
+  const connect = tls.request(`https://127.0.0.1:${silentPort}/`, { timeoutMs: 10_000, connectTimeoutMs: 200, maxBytes: 1000 });
+  t.equal(await kindOf(connect), 'TIMEOUT', 'no connection in time');
+  await t.rejects(connect, /no connection within 200 ms/);
+
   const closed = createHttpServer();
   const closedPort = await listen(closed);
   await new Promise<void>((r) => closed.close(() => r()));

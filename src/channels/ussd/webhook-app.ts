@@ -65,9 +65,10 @@ export function appSigningSecret(key: Buffer, accountId: string): string {
 }
 
 /**
- * POSTs hops to customers' apps: the SSRF guard on every URL (connecting to the address it checked), signed like
- * webhooks (webhook-id, webhook-timestamp, webhook-signature), and a hard deadline for the whole exchange: the network
- * will not wait longer, so a slow app is an error, never a hang.
+ * POSTs hops to customers' apps through the guarded client (every address of the name checked, the connection to a
+ * checked one, no redirects, the answer bounded), signed like webhooks (webhook-id, webhook-timestamp,
+ * webhook-signature), and a hard deadline for the whole exchange: the network will not wait longer, so a slow app is
+ * an error, never a hang.
  */
 export class WebhookAppClient {
   private readonly http: GuardedHttp;
