@@ -299,7 +299,7 @@ class Deadline {
     }, ms);
   }
 
-  then(onExpire: (err: GuardedHttpError) => void): void {
+  whenExpired(onExpire: (err: GuardedHttpError) => void): void {
     this.onExpire = onExpire;
   }
 
@@ -464,7 +464,7 @@ export class GuardedHttp {
         settled = true;
         reject(deadline.expired ? new GuardedHttpError('TIMEOUT', `timed out after ${r.timeoutMs} ms`) : asGuardedError(err));
       });
-      deadline.then((err) => req.destroy(err));
+      deadline.whenExpired((err) => req.destroy(err));
       const connectMs = Math.min(r.connectTimeoutMs ?? r.timeoutMs, r.timeoutMs);
       req.once('socket', (socket) => {
         if (!socket.connecting) return; // a kept-alive connection
@@ -474,7 +474,7 @@ export class GuardedHttp {
       });
       req.once('response', (res) => {
         settled = true;
-        deadline.then((err) => res.destroy(err));
+        deadline.whenExpired((err) => res.destroy(err));
         resolve(res);
       });
       req.end(r.body);
