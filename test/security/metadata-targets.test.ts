@@ -20,7 +20,8 @@ t.test(`metadata targets refused on the default setup (${backendLabel})`, async 
     const wh = await api('POST', '/v1/webhooks', { url, events: ['*'] });
     t.equal(wh.status, 400, `webhook ${url}`);
     t.equal(wh.json.code, 'INVALID_WEBHOOK_URL');
-    t.match(wh.json.message, /link-local|private/);
+    // Where private targets are not allowed (a database server), plain http is refused before the address is looked at.
+    t.match(wh.json.message, d.daemon.db.kind === 'postgres' && url.startsWith('http:') ? /only https/ : /link-local/);
 
     const app = await api('POST', '/v1/ussd/service-codes', { serviceCode: `*70${++n}#`, webhookUrl: url });
     t.equal(app.status, 400, `USSD app ${url}`);
@@ -39,7 +40,7 @@ t.test(`metadata targets refused on the default setup (${backendLabel})`, async 
     const r = await api('POST', '/v1/messenger/send', { to, type: 'image', image: { link } });
     t.equal(r.status, 422, `media ${link}`);
     t.equal(r.json.code, 'WA004');
-    t.match(r.json.message, /link-local|private/);
+    t.match(r.json.message, /link-local/);
   }
   t.equal(sim.sent.length, sentBefore, 'nothing sent');
 });
