@@ -135,11 +135,13 @@ t.test('a webhook POST connects to the address the guard checked, not to a fresh
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   t.teardown(() => new Promise<void>((r) => server.close(() => r())));
   const port = (server.address() as AddressInfo).port;
-  const client = new WebhookHttp();
+  // .invalid never resolves (RFC 6761): only the guard's own lookup can lead the POST to the server.
+  const guard = new TargetGuard(true, async (host) => {
+    if (host === 'pinned.invalid') return [{ address: '127.0.0.1', family: 4 }];
+    throw new Error('ENOTFOUND');
+  });
+  const client = new WebhookHttp(guard);
   t.teardown(() => client.close());
-  // .invalid never resolves (RFC 6761): only the pinned address can reach the server.
-  const url = new URL(`http://pinned.invalid:${port}/hook`);
-  // Unpinned first: a kept-alive connection is reused for its host whatever the pin.
-  await t.rejects(client.post(url, {}, '{}', 2000), 'without a pin the name is looked up, and does not resolve');
-  t.equal(await client.post(url, {}, '{}', 2000, { address: '127.0.0.1', family: 4 }), 204, 'delivered to the pinned address');
+  t.equal(await client.post(new URL(`http://pinned.invalid:${port}/hook`), {}, '{}', 2000), 204, 'delivered to the address the guard resolved');
+  await t.rejects(client.post(new URL(`http://other.invalid:${port}/hook`), {}, '{}', 2000), /does not resolve/, 'no lookup of its own');
 });

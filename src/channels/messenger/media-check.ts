@@ -1,6 +1,5 @@
-import { request as httpsRequest } from 'node:https';
-import type { IncomingMessage } from 'node:http';
 import { fileTypeFromBuffer } from 'file-type';
+import { GuardedHttpError, type GuardedHttp, type GuardedStream } from '../../security/guarded-http.js';
 import type { TargetGuard } from '../webhooks/target-guard.js';
 
 /** What each media type may be (spec §2.5): MIME types by content, and the size limit. */
@@ -26,37 +25,28 @@ export interface MediaCheckerOptions {
 const SNIFF_BYTES = 4100;
 
 /**
- * Checks a media link before anything is sent: public HTTPS only (the webhook SSRF guard, connecting to the address
- * it checked), then a bounded GET: the size from Content-Length or by counting (stopped past the limit), the type by
- * the content's magic numbers (file-type), never by the extension or the server's Content-Type.
+ * Checks a media link before anything is sent: public HTTPS only (the webhook SSRF guard: every address of the name
+ * checked, the connection to a checked one), then a bounded GET through the guarded client: the size from
+ * Content-Length or by counting the bytes read (stopped past the limit), the type by the content's magic numbers
+ * (file-type), never by the extension or the server's Content-Type. Redirects are not followed.
  */
 export class MediaChecker {
-  constructor(private readonly o: MediaCheckerOptions) {}
+  private readonly http: GuardedHttp;
 
-  /** Whether the link answers 200 to a GET (the body is not read): what the embedded simulator's fetch does. */
-  async reachable(link: string): Promise<boolean> {
-    const res = await this.get(new URL(link), undefined).catch(() => null);
-    res?.destroy();
-    return res?.statusCode === 200;
+  constructor(private readonly o: MediaCheckerOptions) {
+    this.http = o.guard.client({ ca: o.ca });
   }
 
-  private get(url: URL, pinned: { address: string; family: number } | undefined): Promise<IncomingMessage> {
+  /** Whether the link answers 200 to a guarded GET (the body is not read): what the embedded simulator's fetch does. */
+  async reachable(link: string): Promise<boolean> {
+    const res = await this.get(link, 0).catch(() => null);
+    res?.close();
+    return res?.status === 200;
+  }
+
+  private get(link: string, maxBytes: number): Promise<GuardedStream> {
     const timeoutMs = this.o.timeoutMs ?? 10_000;
-    return new Promise<IncomingMessage>((resolve, reject) => {
-      const req = httpsRequest(
-        url,
-        {
-          method: 'GET',
-          timeout: timeoutMs,
-          ...(this.o.ca ? { ca: this.o.ca } : {}),
-          ...(pinned ? { lookup: (_h: string, _o: unknown, cb: (e: null, a: string, f: number) => void) => cb(null, pinned.address, pinned.family) } : {}),
-        },
-        resolve,
-      );
-      req.on('timeout', () => req.destroy(new Error('timed out')));
-      req.on('error', reject);
-      req.end();
-    });
+    return this.http.open(link, { method: 'GET', timeoutMs, maxBytes });
   }
 
   async check(type: MediaType, link: string): Promise<MediaCheck> {
@@ -70,31 +60,28 @@ export class MediaChecker {
     const target = await this.o.guard.check(link);
     if (!target.ok) return { ok: false, reason: target.reason };
     const rule = MEDIA_RULES[type];
-    let res: IncomingMessage;
-    const timeoutMs = this.o.timeoutMs ?? 10_000;
+    let res: GuardedStream;
     try {
-      res = await this.get(url, target.pinned);
+      res = await this.get(link, rule.maxBytes);
     } catch (err) {
       return { ok: false, reason: `the media could not be fetched: ${(err as Error).message}` };
     }
     try {
-      if (res.statusCode !== 200) return { ok: false, reason: `the media host answered HTTP ${res.statusCode}` };
+      if (res.status !== 200) return { ok: false, reason: `the media host answered HTTP ${res.status}` };
       const declared = Number(res.headers['content-length']);
       if (Number.isFinite(declared) && declared > rule.maxBytes) return { ok: false, reason: `the media is ${declared} bytes; ${type}: ${rule.label}` };
       const head: Buffer[] = [];
       let headBytes = 0;
       let total = 0;
-      const deadline = Date.now() + timeoutMs;
-      for await (const chunk of res as AsyncIterable<Buffer>) {
+      // The client stops past rule.maxBytes by bytes read, whatever Content-Length said (TOO_LARGE below).
+      for await (const chunk of res.chunks()) {
         total += chunk.length;
         if (headBytes < SNIFF_BYTES) {
           head.push(chunk);
           headBytes += chunk.length;
         }
-        if (total > rule.maxBytes) return { ok: false, reason: `the media is larger than allowed; ${type}: ${rule.label}` };
         // With a declared size within the limit, the head is enough; otherwise count to the end (bounded above).
         if (Number.isFinite(declared) && headBytes >= SNIFF_BYTES) break;
-        if (Date.now() > deadline) return { ok: false, reason: 'the media download took too long' };
       }
       const sniffed = await fileTypeFromBuffer(Buffer.concat(head).subarray(0, SNIFF_BYTES));
       // 'audio/ogg; codecs=opus' is audio/ogg.
@@ -104,9 +91,11 @@ export class MediaChecker {
       }
       return { ok: true, mime, bytes: Number.isFinite(declared) ? declared : total };
     } catch (err) {
+      if (err instanceof GuardedHttpError && err.kind === 'TOO_LARGE') return { ok: false, reason: `the media is larger than allowed; ${type}: ${rule.label}` };
+      if (err instanceof GuardedHttpError && err.kind === 'TIMEOUT') return { ok: false, reason: 'the media download took too long' };
       return { ok: false, reason: `the media could not be read: ${(err as Error).message}` };
     } finally {
-      res.destroy();
+      res.close();
     }
   }
 }

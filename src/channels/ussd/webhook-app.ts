@@ -1,9 +1,7 @@
-import http from 'node:http';
-import https from 'node:https';
-import type { LookupAddress, LookupOptions } from 'node:dns';
 import { createHmac } from 'node:crypto';
+import { GuardedHttpError, type GuardedHttp } from '../../security/guarded-http.js';
 import { signatureHeader } from '../webhooks/signature.js';
-import type { PinnedAddress, TargetGuard } from '../webhooks/target-guard.js';
+import type { TargetGuard } from '../webhooks/target-guard.js';
 import { newId } from '../../util/ids.js';
 import type { AppDialect } from './menu-tree.js';
 import type { AppReply, HopContext } from './menu-engine.js';
@@ -66,26 +64,20 @@ export function appSigningSecret(key: Buffer, accountId: string): string {
   return 'whsec_' + createHmac('sha256', key).update(`ussd-app:${accountId}`).digest().subarray(0, 24).toString('base64');
 }
 
-type LookupCallback = (err: NodeJS.ErrnoException | null, address: string | LookupAddress[], family?: number) => void;
-function pinnedLookup(pinned: PinnedAddress): (host: string, options: LookupOptions, callback: LookupCallback) => void {
-  return (_host, options, callback) => {
-    if (options.all) callback(null, [{ address: pinned.address, family: pinned.family }]);
-    else callback(null, pinned.address, pinned.family);
-  };
-}
-
 /**
- * POSTs hops to customers' apps: the SSRF guard on every URL (connecting to the address it checked), signed like
- * webhooks (webhook-id, webhook-timestamp, webhook-signature), and a hard deadline for the whole exchange: the network
- * will not wait longer, so a slow app is an error, never a hang.
+ * POSTs hops to customers' apps through the guarded client (every address of the name checked, the connection to a
+ * checked one, no redirects, the answer bounded), signed like webhooks (webhook-id, webhook-timestamp,
+ * webhook-signature), and a hard deadline for the whole exchange: the network will not wait longer, so a slow app is
+ * an error, never a hang.
  */
 export class WebhookAppClient {
-  private readonly httpAgent = new http.Agent({ keepAlive: true, timeout: 4000, maxSockets: 256 });
-  private readonly httpsAgent = new https.Agent({ keepAlive: true, timeout: 4000, maxSockets: 256 });
+  private readonly http: GuardedHttp;
 
   constructor(
     private readonly o: { guard: TargetGuard; timeoutMs: number; signingKey: Buffer; clock?: () => number },
-  ) {}
+  ) {
+    this.http = o.guard.client({ agent: { keepAlive: true, timeout: 4000, maxSockets: 256 } });
+  }
 
   async ask(accountId: string, url: string, dialect: AppDialect, hop: HopContext): Promise<AppReply> {
     const checked = await this.o.guard.check(url);
@@ -101,47 +93,34 @@ export class WebhookAppClient {
       'webhook-timestamp': String(timestamp),
       'webhook-signature': signatureHeader([appSigningSecret(this.o.signingKey, accountId)], id, timestamp, body),
     };
-    const { status, text, type } = await this.post(checked.url, headers, body, checked.pinned);
+    const { status, text, type } = await this.post(checked.url, headers, body);
     if (status < 200 || status > 299) throw new AppError('APP_HTTP_STATUS', `the app answered HTTP ${status}`);
     const reply = parseAppAnswer(text, type);
     if (!reply) throw new AppError('APP_MALFORMED', 'the app answered neither CON nor END');
     return reply;
   }
 
-  private post(url: URL, headers: Record<string, string>, body: string, pinned?: PinnedAddress): Promise<{ status: number; text: string; type?: string }> {
-    return new Promise((resolve, reject) => {
-      const secure = url.protocol === 'https:';
-      const req = (secure ? https : http).request(url, {
-        method: 'POST',
-        agent: secure ? this.httpsAgent : this.httpAgent,
-        headers: { ...headers, 'content-length': String(Buffer.byteLength(body)) },
-        ...(pinned ? { lookup: pinnedLookup(pinned) } : {}),
-      });
-      const timer = setTimeout(() => req.destroy(new AppError('APP_TIMEOUT', `the app did not answer within ${this.o.timeoutMs} ms`)), this.o.timeoutMs);
-      req.once('error', (err) => {
-        clearTimeout(timer);
-        reject(err instanceof AppError ? err : new AppError('APP_UNREACHABLE', `the app could not be reached: ${err.message}`));
-      });
-      req.once('response', (res) => {
-        const chunks: Buffer[] = [];
-        let bytes = 0;
-        res.on('data', (c: Buffer) => {
-          bytes += c.length;
-          if (bytes > MAX_ANSWER_BYTES) return void req.destroy(new AppError('APP_MALFORMED', `the answer is over ${MAX_ANSWER_BYTES} bytes`));
-          chunks.push(c);
-        });
-        res.once('end', () => {
-          clearTimeout(timer);
-          resolve({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString('utf8'), type: res.headers['content-type'] });
-        });
-        res.once('error', () => undefined);
-      });
-      req.end(body);
-    });
+  private async post(url: URL, headers: Record<string, string>, body: string): Promise<{ status: number; text: string; type?: string }> {
+    try {
+      const res = await this.http.request(url, { method: 'POST', headers, body, timeoutMs: this.o.timeoutMs, maxBytes: MAX_ANSWER_BYTES });
+      return { status: res.status, text: res.body.toString('utf8'), type: res.headers['content-type'] };
+    } catch (err) {
+      if (!(err instanceof GuardedHttpError)) throw err;
+      switch (err.kind) {
+        case 'TIMEOUT':
+          throw new AppError('APP_TIMEOUT', `the app did not answer within ${this.o.timeoutMs} ms`);
+        case 'TOO_LARGE':
+          throw new AppError('APP_MALFORMED', `the answer is over ${MAX_ANSWER_BYTES} bytes`);
+        case 'TARGET_BLOCKED':
+        case 'INVALID_URL':
+          throw new AppError('APP_URL_REFUSED', `app URL refused: ${err.message}`);
+        default:
+          throw new AppError('APP_UNREACHABLE', `the app could not be reached: ${err.message}`);
+      }
+    }
   }
 
   close(): void {
-    this.httpAgent.destroy();
-    this.httpsAgent.destroy();
+    this.http.close();
   }
 }

@@ -1,7 +1,7 @@
-import { lookup as dnsLookup } from 'node:dns/promises';
 import { BlockList, isIP } from 'node:net';
+import { GuardedHttp, GuardedHttpError, GuardedResolver, type GuardedHttpOptions, type Lookup } from '../../security/guarded-http.js';
 
-/** The address a POST must connect to: the one the guard checked (absent when private targets are allowed). */
+/** An address the guard checked (absent when a name did not resolve on a developer's machine, see TargetGuard.check). */
 export interface PinnedAddress {
   address: string;
   family: number;
@@ -9,49 +9,6 @@ export interface PinnedAddress {
 
 export type TargetCheck = { ok: true; url: URL; pinned?: PinnedAddress } | { ok: false; reason: string };
 
-type Lookup = (host: string) => Promise<{ address: string; family: number }[]>;
-
-// Addresses a webhook must not reach from the gateway's network position (SSRF): loopback, private, link-local
-// (cloud metadata), CGNAT, unique-local, multicast, reserved.
-const BLOCKED = new BlockList();
-for (const [net, bits] of [
-  ['0.0.0.0', 8],
-  ['10.0.0.0', 8],
-  ['100.64.0.0', 10],
-  ['127.0.0.0', 8],
-  ['169.254.0.0', 16],
-  ['172.16.0.0', 12],
-  ['192.0.0.0', 24],
-  ['192.168.0.0', 16],
-  ['198.18.0.0', 15],
-  ['224.0.0.0', 4],
-  ['240.0.0.0', 4],
-] as const) {
-  BLOCKED.addSubnet(net, bits, 'ipv4');
-}
-for (const [net, bits] of [
-  ['::', 128],
-  ['::1', 128],
-  ['fc00::', 7],
-  ['fe80::', 10],
-  ['ff00::', 8],
-  ['64:ff9b::', 96],
-  ['2001:db8::', 32],
-] as const) {
-  BLOCKED.addSubnet(net, bits, 'ipv6');
-}
-
-function blocked(address: string): boolean {
-  const family = isIP(address);
-  if (family === 4) return BLOCKED.check(address, 'ipv4');
-  if (family !== 6) return true;
-  // IPv4-mapped (::ffff:10.0.0.1) is judged by its IPv4 address.
-  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(address);
-  if (mapped) return BLOCKED.check(mapped[1], 'ipv4');
-  return BLOCKED.check(address, 'ipv6');
-}
-
-/** How long a name's checked addresses are used before it is resolved again. */
 /** `webhooks.allowPrivateTargets` as configured: yes, no, or decided from where the API listens. */
 export type PrivateTargetsSetting = boolean | 'auto';
 
@@ -79,62 +36,42 @@ BLOCKED_LOOPBACK.addSubnet('127.0.0.0', 8, 'ipv4');
 BLOCKED_LOOPBACK.addAddress('::1', 'ipv6');
 
 const CACHE_MS = 5000;
-/** Names kept; past this the cache starts over (endpoints are few in practice). */
-const MAX_CACHED = 10_000;
 
 /**
- * Decides whether Ferry may POST to a URL: https only and public addresses only, unless the operator allows private
- * targets (webhooks.allowPrivateTargets). A name's addresses are checked when it is resolved, at most every 5 s per
- * name (on create and on sends), so a name that later points inside the network is refused within seconds; the POST
- * then connects to the address checked (`pinned`), so a name that changes between the check and the connection
- * (DNS rebinding) cannot lead it elsewhere. Resolving once per name, not once per delivery, also keeps every send off
- * libuv's small thread pool, where lookups queue behind each other.
+ * The webhook policy (webhooks.allowPrivateTargets) over the core guarded client: https only and public addresses only,
+ * unless the operator allows private targets, and never link-local (cloud metadata) or reserved addresses even then.
+ * Every address a name resolves to is checked, at most every 5 s per name (on create and on sends), so a name that later
+ * points inside the network is refused within seconds; requests go through client(), which connects only to checked
+ * addresses (DNS rebinding cannot lead them elsewhere) and shares this guard's name cache.
  */
 export class TargetGuard {
-  private readonly cache = new Map<string, { at: number; addresses: { address: string; family: number }[] }>();
+  readonly resolver: GuardedResolver;
 
   constructor(
     private readonly allowPrivate: boolean,
-    private readonly lookup: Lookup = (host) => dnsLookup(host, { all: true, verbatim: true }),
-    private readonly cacheMs = CACHE_MS,
-    private readonly clock: () => number = Date.now,
-  ) {}
-
-  async check(raw: string): Promise<TargetCheck> {
-    let url: URL;
-    try {
-      url = new URL(raw);
-    } catch {
-      return { ok: false, reason: 'not a valid URL' };
-    }
-    if (url.protocol !== 'https:' && url.protocol !== 'http:') return { ok: false, reason: 'only https URLs are accepted' };
-    if (url.username || url.password) return { ok: false, reason: 'credentials in the URL are not accepted' };
-    if (this.allowPrivate) return { ok: true, url };
-    if (url.protocol !== 'https:') return { ok: false, reason: 'only https URLs are accepted' };
-    const host = url.hostname.replace(/^\[|\]$/g, '');
-    let addresses: { address: string; family: number }[];
-    const family = isIP(host);
-    if (family) addresses = [{ address: host, family }];
-    else {
-      try {
-        addresses = await this.resolve(host);
-      } catch {
-        return { ok: false, reason: `host ${host} does not resolve` };
-      }
-    }
-    if (!addresses.length) return { ok: false, reason: `host ${host} does not resolve` };
-    if (addresses.some((a) => blocked(a.address))) return { ok: false, reason: 'the target is a private, loopback or reserved address' };
-    return { ok: true, url, pinned: addresses[0] };
+    lookup?: Lookup,
+    cacheMs = CACHE_MS,
+    clock: () => number = Date.now,
+  ) {
+    this.resolver = new GuardedResolver({ allowPrivateTargets: allowPrivate, httpsOnly: !allowPrivate }, { lookup, cacheMs, clock });
   }
 
-  /** A name's addresses, as resolved within the last cacheMs (failures are not kept: the next check asks again). */
-  private async resolve(host: string): Promise<{ address: string; family: number }[]> {
-    const now = this.clock();
-    const hit = this.cache.get(host);
-    if (hit && now - hit.at < this.cacheMs) return hit.addresses;
-    const addresses = await this.lookup(host);
-    if (this.cache.size >= MAX_CACHED && !this.cache.has(host)) this.cache.clear();
-    this.cache.set(host, { at: now, addresses });
-    return addresses;
+  /** Whether a URL is accepted (on create, upload, and before each request for its error message). */
+  async check(raw: string): Promise<TargetCheck> {
+    try {
+      const { url, addresses } = await this.resolver.resolve(raw);
+      return { ok: true, url, pinned: addresses[0] };
+    } catch (err) {
+      if (!(err instanceof GuardedHttpError)) throw err;
+      // On a developer's machine a name that does not resolve yet is accepted, as before: each request resolves and
+      // checks it again, and refuses it then.
+      if (err.kind === 'DNS_FAILED' && this.allowPrivate) return { ok: true, url: new URL(raw) };
+      return { ok: false, reason: err.message };
+    }
+  }
+
+  /** An HTTP client under this policy (its own agents; this guard's name cache). */
+  client(o: Omit<GuardedHttpOptions, 'resolver'> = {}): GuardedHttp {
+    return new GuardedHttp({ ...o, resolver: this.resolver });
   }
 }

@@ -162,12 +162,13 @@ export class WebhookSender {
   private readonly deferredUntried = new Map<string, string[]>();
   private readonly sends = new Set<Promise<void>>();
   private readonly delivered: GroupCommit<Delivered, void>;
-  private readonly http = new WebhookHttp();
+  private readonly http: WebhookHttp;
   private stopped = false;
   private loop: Promise<void> | null = null;
   private wakeUp: (() => void) | null = null;
 
   constructor(private readonly o: WebhookSenderOptions) {
+    this.http = new WebhookHttp(o.guard);
     this.delivered = new GroupCommit<Delivered, void>(this.writeDelivered, { lingerMs: 1, maxInFlight: 2, maxBatch: 500, maxPending: Number.MAX_SAFE_INTEGER });
   }
 
@@ -477,7 +478,6 @@ export class WebhookSender {
             },
             body,
             this.o.timeoutMs,
-            target.pinned,
           );
           if (statusCode < 200 || statusCode >= 300) error = `HTTP ${statusCode}`;
         } catch (err) {

@@ -1,6 +1,7 @@
 import { createHmac, randomBytes } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { GuardedHttp, GuardedResolver } from '../../security/guarded-http.js';
 
 export interface MessengerSimulatorOptions {
   /** The Bearer token sends must carry. */
@@ -20,7 +21,7 @@ export interface MessengerSimulatorOptions {
   reorder?: boolean;
   /** Delay before a new template's review. */
   reviewDelayMs?: number;
-  /** Whether a media link can be downloaded (e.g. a GET trusting a test CA); default a GET with the global fetch. */
+  /** Whether a media link can be downloaded (e.g. a GET trusting a test CA); default a guarded GET of public HTTPS only. */
   mediaReachable?: (url: string) => Promise<boolean>;
   clock?: () => number;
 }
@@ -313,8 +314,11 @@ export function reviewTemplate(t: Pick<SimTemplate, 'category' | 'components'>):
   return null;
 }
 
+// As the platform fetches media: public HTTPS only, through the SSRF-guarded client (never a bare fetch of a link).
+const mediaHttp = new GuardedHttp({ resolver: new GuardedResolver({ allowPrivateTargets: false, httpsOnly: true }) });
+
 async function defaultReachable(url: string): Promise<boolean> {
-  const r = await fetch(url, { signal: AbortSignal.timeout(10_000) });
-  await r.body?.cancel();
-  return r.ok;
+  const r = await mediaHttp.open(url, { method: 'GET', timeoutMs: 10_000, maxBytes: 0 });
+  r.close();
+  return r.status >= 200 && r.status < 300;
 }

@@ -5,6 +5,8 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t from 'tap';
+import { MediaChecker } from '../../../src/channels/messenger/media-check.js';
+import { TargetGuard } from '../../../src/channels/webhooks/target-guard.js';
 import { startDaemon } from '../../helpers/daemon.js';
 import { backendLabel } from '../../helpers/env.js';
 import { api, customer, messengerOf, newNumber, statusUntil } from './helpers.js';
@@ -17,7 +19,7 @@ t.test(`media links checked by a bounded fetch and their content (${backendLabel
   // A local HTTPS file server with a self-signed certificate, trusted through messenger.mediaCaFile.
   const dir = mkdtempSync(join(tmpdir(), 'ferry-media-'));
   t.teardown(() => rmSync(dir, { recursive: true, force: true }));
-  execFileSync('openssl', ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', join(dir, 'key.pem'), '-out', join(dir, 'cert.pem'), '-days', '1', '-subj', '/CN=127.0.0.1', '-addext', 'subjectAltName=IP:127.0.0.1'], { stdio: 'ignore' });
+  execFileSync('openssl', ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', join(dir, 'key.pem'), '-out', join(dir, 'cert.pem'), '-days', '1', '-subj', '/CN=127.0.0.1', '-addext', 'subjectAltName=IP:127.0.0.1,DNS:media.test'], { stdio: 'ignore' });
   const files: Record<string, { body: Buffer; type: string; chunked?: boolean }> = {
     '/photo.jpg': { body: JPEG, type: 'image/jpeg' },
     '/pdf-named.jpg': { body: PDF, type: 'image/jpeg' },
@@ -41,7 +43,28 @@ t.test(`media links checked by a bounded fetch and their content (${backendLabel
     server.closeAllConnections();
     server.close();
   });
-  const base = `https://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  const port = (server.address() as AddressInfo).port;
+  const base = `https://127.0.0.1:${port}`;
+
+  t.test('a link by hostname: resolved by the guard (every address checked), connected to a checked address', async (t) => {
+    // .test names never resolve (RFC 6761): only the guard's lookup leads to the server. Node 20 asks a connection's
+    // lookup for all addresses; a pinned lookup answering one address failed every such link with "Invalid IP address".
+    const lookup = async (host: string) => {
+      if (host === 'media.test') return [{ address: '127.0.0.1', family: 4 }];
+      if (host === 'meta.test') return [{ address: '127.0.0.1', family: 4 }, { address: '169.254.169.254', family: 4 }];
+      throw new Error(`ENOTFOUND ${host}`);
+    };
+    const ca = readFileSync(join(dir, 'cert.pem'), 'utf8');
+    const media = new MediaChecker({ guard: new TargetGuard(true, lookup), ca });
+    t.match(await media.check('image', `https://media.test:${port}/photo.jpg`), { ok: true, mime: 'image/jpeg' });
+    t.equal(await media.reachable(`https://media.test:${port}/photo.jpg`), true, "the simulator's fetch too");
+    t.match(await media.check('image', `https://media.test:${port}/big-chunked.jpg`), { ok: false, reason: /larger/ }, 'no Content-Length: cut by the bytes read');
+    t.match(await media.check('image', `https://meta.test:${port}/photo.jpg`), { ok: false, reason: /link-local/ }, 'one address is cloud metadata');
+    t.equal(await media.reachable(`https://meta.test:${port}/photo.jpg`), false, 'not fetched by the simulator either');
+    const publicOnly = new MediaChecker({ guard: new TargetGuard(false, lookup), ca });
+    t.match(await publicOnly.check('image', `https://media.test:${port}/photo.jpg`), { ok: false, reason: /private/ }, 'loopback refused where private targets are not');
+    t.equal(await publicOnly.reachable(`https://media.test:${port}/photo.jpg`), false, 'reachable() is guarded');
+  });
 
   const d = await startDaemon({ FERRY_MESSENGER_SIMULATOR_STATUS_DELAY_MS: '10', FERRY_MESSENGER_MEDIA_CA_FILE: join(dir, 'cert.pem'), FERRY_WEBHOOKS_ALLOW_PRIVATE_TARGETS: 'true' });
   t.teardown(() => d.stop());
