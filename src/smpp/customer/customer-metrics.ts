@@ -49,7 +49,7 @@ export class CustomerMetrics {
     });
     this.bindCooldowns = new Counter({
       name: 'ferry_smpp_bind_cooldowns_total',
-      help: 'Cool-downs started by failed binds of one system_id from one address (the log line names both)',
+      help: 'Cool-downs started by failed binds of one system_id from one address, or of one address across system_ids (the log line names them)',
       registers,
     });
     this.connectionsClosed = new Counter({
