@@ -18,7 +18,7 @@ import { CustomerDelivery } from './receipts/customer-delivery.js';
 import { CustomerOutbox } from './receipts/customer-outbox.js';
 import { ReceiptService } from './receipts/receipt-service.js';
 import { Router } from './routing/router.js';
-import { bindGuardPolicy } from './smpp/customer/bind-guard.js';
+import { addressBudgetPolicy, bindGuardPolicy } from './smpp/customer/bind-guard.js';
 import { CustomerMetrics } from './smpp/customer/customer-metrics.js';
 import { CustomerServer } from './smpp/customer/customer-server.js';
 import { ReceiptCorrelator } from './smpp/upstream/receipt-correlator.js';
@@ -275,7 +275,9 @@ export class Gateway {
       idleTimeoutMs: config.smpp.idleTimeoutSeconds * 1000,
       enquireLinkIntervalMs: config.smpp.enquireLinkSeconds * 1000,
       maxSessions: config.smpp.maxSessions,
-      bindGuard: { cooldowns: this.d.backends.cooldowns, policy: bindGuardPolicy(config.smpp.bindGuard) },
+      maxSessionsPerAddress: config.smpp.maxSessionsPerAddress,
+      bindTimeoutMs: config.smpp.bindTimeoutSeconds * 1000,
+      bindGuard: { cooldowns: this.d.backends.cooldowns, policy: bindGuardPolicy(config.smpp.bindGuard), addressPolicy: addressBudgetPolicy(config.smpp.bindGuard) },
       log: log.child({ component: 'smpp-server' }),
       metrics: new CustomerMetrics(metrics.registry),
     });

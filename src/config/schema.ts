@@ -160,6 +160,8 @@ export const configSchema = {
         idleTimeoutSeconds: { type: 'integer', minimum: 5, default: 120, description: 'a customer session silent this long is closed' },
         enquireLinkSeconds: { type: 'integer', minimum: 0, default: 30, description: 'Ferry sends enquire_link to a customer silent this long; 0 never' },
         maxSessions: { type: 'integer', minimum: 1, default: 1000, description: 'customer connections at once (all accounts)' },
+        maxSessionsPerAddress: { type: 'integer', minimum: 1, default: 10, description: 'customer connections at once from one address, bound or not; more are closed at accept' },
+        bindTimeoutSeconds: { type: 'number', minimum: 0.1, default: 10, description: 'a customer connection that has not bound this long after it opened is closed' },
         bindGuard: {
           type: 'object',
           additionalProperties: false,
@@ -171,6 +173,7 @@ export const configSchema = {
             firstCooldownSeconds: { type: 'number', minimum: 0.001, default: 1 },
             maxCooldownSeconds: { type: 'number', minimum: 0.001, default: 900 },
             forgetSeconds: { type: 'number', minimum: 0.001, default: 900, description: 'the failures of a pair are forgotten this long after its last failure or cool-down' },
+            addressFailures: { type: 'integer', minimum: 1, default: 20, description: 'failed binds from one address across all system_ids that cool the whole address down (same cool-downs)' },
           },
         },
         receiptRetentionHours: {
@@ -402,7 +405,9 @@ export interface FerryConfig {
     idleTimeoutSeconds: number;
     enquireLinkSeconds: number;
     maxSessions: number;
-    bindGuard: { failures: number; firstCooldownSeconds: number; maxCooldownSeconds: number; forgetSeconds: number };
+    maxSessionsPerAddress: number;
+    bindTimeoutSeconds: number;
+    bindGuard: { failures: number; firstCooldownSeconds: number; maxCooldownSeconds: number; forgetSeconds: number; addressFailures: number };
     receiptRetentionHours: number;
     upstreams: UpstreamConfig[];
     simulator: { enabled: 'auto' | 'on' | 'off'; receiptDelayMs: number };

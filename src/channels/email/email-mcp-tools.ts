@@ -17,7 +17,7 @@ export const EMAIL_MCP_TOOLS: readonly McpTool[] = [
       required: ['from', 'to'],
       additionalProperties: false,
       properties: {
-        from: { type: 'string', minLength: 3, maxLength: 320 },
+        from: { type: 'string', minLength: 3, maxLength: 512, description: 'news@acme.example, or Acme <news@acme.example>' },
         fromName: { type: 'string', maxLength: 200 },
         to: addresses,
         cc: addresses,

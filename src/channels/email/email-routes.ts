@@ -34,8 +34,14 @@ const contentProps = {
 } as const;
 
 const commonProps = {
-  from: { ...email, description: 'an address of a sending domain of the account' },
-  fromName: { type: 'string', maxLength: 200 },
+  from: {
+    type: 'string',
+    minLength: 3,
+    maxLength: 512,
+    description:
+      'an address of a sending domain of the account: `news@acme.example`, or with a display name as SendGrid, Postmark and nodemailer take it, `Acme <news@acme.example>` or `"Acme, Inc." <news@acme.example>`',
+  },
+  fromName: { type: 'string', maxLength: 200, description: 'the display name (the same as one written in `from` is fine; a different one is VALIDATION_ERROR)' },
   replyTo: email,
   attachments: {
     type: 'array',
@@ -96,8 +102,27 @@ function sendError(err: unknown): unknown {
   return new ApiError(code[err.code], { message: err.message, data: { errors: [{ field: err.field, message: err.message }] } });
 }
 
+const BARE_ADDRESS = /^[^\s@<>"]+@[^\s@<>]+\.[^\s@<>]+$/;
+// `Name <addr>` or `"Quoted, Name" <addr>` (backslash escapes inside the quotes), one address, no line breaks.
+const NAMED_ADDRESS = /^(?:"((?:[^"\\\r\n]|\\[^\r\n])*)"|([^<>"\r\n]*?))\s*<([^\s@<>"]+@[^\s@<>]+\.[^\s@<>]+)>$/;
+
+/** `from` as users of other email APIs write it: a bare address or `Name <address>`; null when it is neither. */
+export function parseFrom(raw: string): { address: string; name: string | undefined } | null {
+  const text = raw.trim();
+  if (BARE_ADDRESS.test(text)) return { address: text, name: undefined };
+  const m = NAMED_ADDRESS.exec(text);
+  if (!m) return null;
+  const name = (m[1] !== undefined ? m[1].replace(/\\(.)/g, '$1') : m[2]).trim();
+  return { address: m[3], name: name || undefined };
+}
+
 /** The checks a JSON schema cannot say; returns the send's common input. */
 function common(b: Common, horizonDays: number): Omit<SendInput, 'to' | 'cc' | 'bcc'> {
+  const from = parseFrom(b.from);
+  if (!from) throw fail('from', 'must be an address (news@acme.example) or a name and an address (Acme <news@acme.example>)');
+  if (from.name !== undefined && b.fromName !== undefined && from.name !== b.fromName.trim()) {
+    throw fail('fromName', `differs from the name in from (${from.name}); give the name once`);
+  }
   if (!b.templateId && !b.html && !b.text) throw fail('html', 'give html and/or text, or a templateId');
   if (!b.templateId && !b.subject) throw fail('subject', 'a subject is required without a template');
   let total = 0;
@@ -117,8 +142,8 @@ function common(b: Common, horizonDays: number): Omit<SendInput, 'to' | 'cc' | '
     if (sendAt > Date.now() + horizonDays * 86_400_000) throw fail('sendAt', `must be within ${horizonDays} days`);
   }
   return {
-    from: b.from.toLowerCase(),
-    fromName: b.fromName,
+    from: from.address.toLowerCase(),
+    fromName: from.name ?? b.fromName,
     replyTo: b.replyTo,
     subject: b.subject,
     html: b.html,

@@ -2,24 +2,20 @@ import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
 import { SMTPServer } from 'smtp-server';
 import { parseReport, type MailReport } from './report-parser.js';
+import type { VerpRefusal, VerpSigner } from './verp.js';
 
 export interface InboundListenerOptions {
   host: string;
   port: number;
-  bounceDomain: string;
+  /** Signs and checks the return paths (and names the bounce domain). */
+  verp: VerpSigner;
   maxBytes: number;
   maxRecipients: number;
   log: Logger;
   /** A report for a message (the VERP address named it); rejects to make the sender retry (e.g. storage down). */
   onReport(messageId: string, report: MailReport): Promise<void>;
-}
-
-const VERP = /^b\+([a-z]{2,8}_[0-9a-z]{10,40})@(.+)$/i;
-
-/** The message id a VERP address of this bounce domain names, or null. */
-export function verpMessageId(address: string, bounceDomain: string): string | null {
-  const m = VERP.exec(address);
-  return m && m[2].toLowerCase() === bounceDomain.toLowerCase() ? m[1] : null;
+  /** A recipient refused at RCPT (counted: a forged bounce shows as unsigned or bad_signature). */
+  onRefused?(reason: VerpRefusal): void;
 }
 
 class SmtpReplyError extends Error {
@@ -32,7 +28,8 @@ class SmtpReplyError extends Error {
 }
 
 /**
- * The SMTP listener of the bounce domain: accepts mail only for VERP addresses (b+<messageId>@<bounceDomain>), at most
+ * The SMTP listener of the bounce domain: accepts mail only for signed VERP addresses (b+<messageId>-<tag>@<bounceDomain>,
+ * verp.ts; unsigned or wrongly signed ones are refused at RCPT, so a forged bounce suppresses nothing), at most
  * maxRecipients per message and maxBytes per message, reads DSN and ARF reports and hands them on. A report that
  * cannot be recorded is answered 451 so the reporting server tries again (nothing lost).
  */
@@ -43,13 +40,19 @@ export class InboundListener {
 
   constructor(private readonly o: InboundListenerOptions) {
     this.server = new SMTPServer({
-      name: o.bounceDomain,
+      name: o.verp.bounceDomain,
       authOptional: true,
       disabledCommands: ['AUTH', 'STARTTLS'],
       size: o.maxBytes,
       logger: false,
       onRcptTo: (address, session, cb) => {
-        if (!verpMessageId(address.address, o.bounceDomain)) return cb(new SmtpReplyError(550, '5.1.1 no such mailbox'));
+        const verp = o.verp.check(address.address);
+        if ('refused' in verp) {
+          o.onRefused?.(verp.refused);
+          // Debug: anyone can mail the bounce domain; the counter shows a flood of forgeries.
+          o.log.debug({ rcpt: address.address, reason: verp.refused }, 'bounce-domain recipient refused');
+          return cb(new SmtpReplyError(550, '5.1.1 no such mailbox'));
+        }
         if (session.envelope.rcptTo.length >= o.maxRecipients) return cb(new SmtpReplyError(452, '4.5.3 too many recipients'));
         cb();
       },
@@ -82,7 +85,7 @@ export class InboundListener {
       return;
     }
     for (const rcpt of rcpts) {
-      const id = verpMessageId(rcpt, this.o.bounceDomain);
+      const id = this.o.verp.messageId(rcpt);
       if (id) await this.o.onReport(id, report);
     }
   }

@@ -17,11 +17,17 @@ import { EmailSchedules } from './schedules.js';
 import { scheduleRoutes } from './schedule-routes.js';
 import { trackHtml, TrackingTokens } from './tracking.js';
 import { trackingRoutes } from './tracking-routes.js';
+import { VerpSigner } from './verp.js';
 import type { FastifyInstance } from 'fastify';
 import type { AddressInfo } from 'node:net';
+import { Counter } from 'prom-client';
 
 /** Said in the log and on /readyz while the embedded mail simulator is the relay. */
 export const EMBEDDED_MAIL_WARNING = 'NO SMTP RELAY CONFIGURED: email goes to the embedded mail simulator and no email leaves this machine (set email.smtp.url)';
+
+/** Said in the log and on /readyz when bulk mail's one-click unsubscribe link (RFC 8058) can only be plain http. */
+export const UNSUBSCRIBE_HTTP_WARNING =
+  "NO PUBLIC BASE URL: bulk mail's List-Unsubscribe link points at this API's own http:// address, which mailbox providers may not reach or may not trust for one-click unsubscribe (set email.trackingBaseUrl or http.publicUrl to an https:// address)";
 
 /** What the email module offers (tests, the CLI, other modules). */
 export interface EmailModuleService {
@@ -30,6 +36,8 @@ export interface EmailModuleService {
   templates: TemplateStore;
   schedules: EmailSchedules;
   inbound: InboundListener;
+  /** Signs the VERP return paths and checks the bounce-domain recipients. */
+  verp: VerpSigner;
   /** The embedded simulator when no relay is configured. */
   simulator: MailSimulator | null;
   /** Replaces the DNS resolver of domain verification (tests). */
@@ -66,10 +74,18 @@ export const emailModule: ChannelModule<EmailModuleService> = {
       requireVerifiedDomain: cfg.requireVerifiedDomain ?? !simulated,
     });
 
+    const verp = new VerpSigner(ctx.deriveKey('email-verp'), cfg.bounceDomain);
+    const refusedRcpts = new Counter({
+      name: 'ferry_email_inbound_refused_total',
+      help: 'Recipients refused by the bounce-domain listener: unsigned or bad_signature (a forged or pre-signing bounce), not_verp',
+      labelNames: ['reason'] as const,
+      registers: [ctx.metrics.registry],
+    });
     const inbound = new InboundListener({
       host: cfg.inbound.host,
       port: cfg.inbound.port,
-      bounceDomain: cfg.bounceDomain,
+      verp,
+      onRefused: (reason) => refusedRcpts.labels(reason).inc(),
       maxBytes: cfg.inbound.maxBytes,
       maxRecipients: cfg.inbound.maxRecipients,
       log: ctx.log,
@@ -129,7 +145,7 @@ export const emailModule: ChannelModule<EmailModuleService> = {
       decorate,
       url: relayUrl!,
       maxConnections: cfg.smtp.maxConnections,
-      bounceDomain: cfg.bounceDomain,
+      returnPath: (messageId) => verp.address(messageId),
       windows: ctx.backends.rateWindows,
       relayPerSecond: cfg.smtp.relayPerSecond,
       accountPerSecond: cfg.smtp.accountPerSecond,
@@ -168,7 +184,7 @@ export const emailModule: ChannelModule<EmailModuleService> = {
     const schedules = new EmailSchedules({ db: ctx.db, email, log: ctx.log });
     let timer: NodeJS.Timeout | null = null;
     return {
-      service: { email, domains, templates, schedules, inbound, simulator, setResolver: (r) => void (resolver = r) },
+      service: { email, domains, templates, schedules, inbound, verp, simulator, setResolver: (r) => void (resolver = r) },
       mcpTools: EMAIL_MCP_TOOLS,
       async routes(app) {
         api = app;
@@ -177,6 +193,10 @@ export const emailModule: ChannelModule<EmailModuleService> = {
         await app.register(scheduleRoutes, { schedules, templates, email });
       },
       async start() {
+        if (!(cfg.trackingBaseUrl ?? ctx.config.http.publicUrl)) {
+          ctx.warn(UNSUBSCRIBE_HTTP_WARNING);
+          ctx.log.warn({ base: publicBase() }, UNSUBSCRIBE_HTTP_WARNING);
+        }
         // Due schedules are looked for every 30 s; the claim in SQL keeps two instances from running one twice.
         timer = setInterval(() => void schedules.runDue(Date.now()).catch((err: Error) => ctx.log.warn({ err: err.message }, 'email schedules')), 30_000);
         timer.unref();
@@ -187,6 +207,7 @@ export const emailModule: ChannelModule<EmailModuleService> = {
         await inbound.close();
         await simulator?.close();
         if (simulator) ctx.unwarn(EMBEDDED_MAIL_WARNING);
+        ctx.unwarn(UNSUBSCRIBE_HTTP_WARNING);
       },
     };
   },

@@ -13,6 +13,9 @@ export const shortlinkConfigSchema = {
     clickBatchMs: { type: 'integer', minimum: 10, maximum: 60_000, default: 1000, description: 'clicks are written in one batch this often: a crash loses at most this window of clicks' },
     clickBatchMax: { type: 'integer', minimum: 1, default: 500, description: 'a batch is written as soon as this many clicks wait' },
     passwordAttemptsPerMinute: { type: 'integer', minimum: 1, default: 10, description: 'password tries per client address and slug per minute' },
+    passwordAttemptsPerLinkPerMinute: { type: 'integer', minimum: 1, default: 60, description: 'password tries per slug per minute, all client addresses together' },
+    passwordChecksAtOnce: { type: 'integer', minimum: 1, default: 2, description: 'password checks (scrypt, on the threadpool fs and dns share) running at once per instance' },
+    passwordChecksQueued: { type: 'integer', minimum: 0, default: 32, description: 'password checks waiting for one of those; beyond it a try is answered 429' },
   },
 } as const;
 
@@ -26,4 +29,7 @@ export interface ShortlinkConfig {
   clickBatchMs: number;
   clickBatchMax: number;
   passwordAttemptsPerMinute: number;
+  passwordAttemptsPerLinkPerMinute: number;
+  passwordChecksAtOnce: number;
+  passwordChecksQueued: number;
 }

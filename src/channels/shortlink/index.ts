@@ -5,6 +5,7 @@ import type { ChannelModule } from '../../platform/channel-module.js';
 import type { WebhookService } from '../webhooks/webhook-service.js';
 import { ClientAddress, loadGeo } from './click-info.js';
 import { RedisClickLimiter, SqlClickLimiter, type ClickLimiter } from './click-limiter.js';
+import { PasswordChecks } from './password-checks.js';
 import { ClickRecorder } from './click-recorder.js';
 import { LinkCache } from './link-cache.js';
 import { LinkStore } from './link-store.js';
@@ -79,6 +80,8 @@ export const shortlinkModule: ChannelModule<ShortlinkService> = {
           rateWindows: ctx.backends.rateWindows,
           cookieKey: ctx.deriveKey('shortlink-cookie'),
           passwordAttemptsPerMinute: cfg.passwordAttemptsPerMinute,
+          passwordAttemptsPerLinkPerMinute: cfg.passwordAttemptsPerLinkPerMinute,
+          passwordChecks: new PasswordChecks(cfg.passwordChecksAtOnce, cfg.passwordChecksQueued),
           secureCookies: (cfg.baseUrl ?? '').startsWith('https:'),
           clock: Date.now,
         });

@@ -9,6 +9,7 @@ import type { ClickRecorder } from './click-recorder.js';
 import { isGuarded, withUtm, type Link } from './link.js';
 import type { LinkCache } from './link-cache.js';
 import { messagePage, passwordPage } from './pages.js';
+import type { PasswordChecks } from './password-checks.js';
 
 export interface RedirectDeps {
   cache: LinkCache;
@@ -19,6 +20,10 @@ export interface RedirectDeps {
   /** Signs the password cookies and CSRF tokens. */
   cookieKey: Buffer;
   passwordAttemptsPerMinute: number;
+  /** Password tries per slug per minute, all addresses together (a guesser with many addresses). */
+  passwordAttemptsPerLinkPerMinute: number;
+  /** Bounds the scrypt checks (the shared threadpool); a full queue answers 429. */
+  passwordChecks: PasswordChecks;
   /** Cookies get Secure when the public address is https. */
   secureCookies: boolean;
   clock: () => number;
@@ -167,13 +172,23 @@ export async function buildRedirectServer(d: RedirectDeps): Promise<FastifyInsta
       return showPasswordPage(req, reply, link, 403, 'The form expired; please enter the password again.');
     }
     const ip = d.addresses.of(req.socket.remoteAddress, req.headers['x-forwarded-for']) ?? 'unknown';
-    const allowed = await d.rateWindows.take(`shortlink-pw:{${link.slug}}:${ip}`, { minute: d.passwordAttemptsPerMinute });
+    // The address's budget and the link's (every address together), both or neither taken.
+    const allowed = await d.rateWindows.takeAll([
+      { key: `shortlink-pw:{${link.slug}}:${ip}`, limits: { minute: d.passwordAttemptsPerMinute } },
+      { key: `shortlink-pw:{${link.slug}}`, limits: { minute: d.passwordAttemptsPerLinkPerMinute } },
+    ]);
     if (!allowed.allowed) {
       reply.header('retry-after', String(Math.max(1, Math.ceil(allowed.retryAfterMs / 1000))));
       return showPasswordPage(req, reply, link, 429, 'Too many attempts; wait a minute and try again.');
     }
     const password = typeof body.password === 'string' ? body.password.slice(0, 1024) : '';
-    if (!(await verifyPassword(password, link.passwordHash))) return showPasswordPage(req, reply, link, 401, 'Wrong password.');
+    const hash = link.passwordHash;
+    const right = await d.passwordChecks.run(() => verifyPassword(password, hash));
+    if (right === null) {
+      reply.header('retry-after', '1');
+      return showPasswordPage(req, reply, link, 429, 'Too many people are trying passwords right now; try again in a moment.');
+    }
+    if (!right) return showPasswordPage(req, reply, link, 401, 'Wrong password.');
     const exp = Math.floor(d.clock() / 1000) + PASSWORD_COOKIE_SECONDS;
     reply.header('set-cookie', cookieHeader(pwCookie(link.slug), pwValue(link, exp), { path: `/${link.slug}`, sameSite: 'Lax', secure: d.secureCookies, maxAge: PASSWORD_COOKIE_SECONDS }));
     return reply.code(303).header('cache-control', NO_STORE).header('location', `/${link.slug}`).send();

@@ -24,7 +24,7 @@ const linkBodyProperties = {
     properties: { source: utmField, medium: utmField, campaign: utmField, term: utmField, content: utmField },
   },
   password: { type: ['string', 'null'], minLength: 1, maxLength: 200, description: 'visitors must enter it first (a form); stored as an scrypt hash, never returned; null removes it' },
-  expiresAt: { type: ['string', 'null'], format: 'date-time', description: 'after it, visits go to expiredUrl or get 410 Gone' },
+  expiresAt: { type: ['string', 'null'], format: 'date-time', description: 'after it, visits go to expiredUrl or get 410 Gone; in the future when creating (an update may set a past time to end the link now)' },
   expiredUrl: { ...nullableUrl, description: 'where visits go once the link expired or its clicks are used up' },
   maxClicks: { type: ['integer', 'null'], minimum: 1, maximum: 1_000_000_000, description: 'redirects to the destination allowed, exact across instances' },
   ios: { ...nullableUrl, description: 'destination for iOS user agents' },
@@ -137,7 +137,7 @@ export async function shortlinkRoutes(app: FastifyInstance, deps: { service: Sho
       schema: {
         tags: TAG,
         summary: 'Create a short link',
-        description: 'VALIDATION_ERROR names every field at fault (a URL that is not http(s), a bad or reserved slug); SLUG_TAKEN (409) for a chosen slug in use; EXTERNAL_ID_TAKEN (409); DESTINATION_DENIED (422) for a destination on the deny-list.',
+        description: 'VALIDATION_ERROR names every field at fault (a URL that is not http(s), a bad or reserved slug, an expiresAt already past); SLUG_TAKEN (409) for a chosen slug in use; EXTERNAL_ID_TAKEN (409); DESTINATION_DENIED (422) for a destination on the deny-list.',
         body: { type: 'object', required: ['url'], additionalProperties: false, properties: linkBodyProperties },
         response: withErrors({ 201: envelopeSchema(linkSchema, 'Created (code LINK_CREATED)'), 409: { $ref: 'ErrorEnvelope#' }, 422: { $ref: 'ErrorEnvelope#' } }),
       },

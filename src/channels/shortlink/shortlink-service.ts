@@ -132,6 +132,8 @@ export class ShortlinkService {
     if (input.expiresAt !== undefined) {
       expiresAt = input.expiresAt === null ? null : new Date(input.expiresAt);
       if (expiresAt && Number.isNaN(expiresAt.getTime())) errors.push({ field: 'expiresAt', message: 'must be a date-time' });
+      // A new link that is already expired is a mistake (a time zone, a past year); an update may expire a link now.
+      else if (expiresAt && !base && expiresAt.getTime() <= Date.now()) errors.push({ field: 'expiresAt', message: 'must be in the future' });
     }
     const pick = <K extends keyof LinkInput & keyof Link>(k: K, dflt: Link[K]): Link[K] => (input[k] !== undefined ? (input[k] as Link[K]) : base ? base[k] : dflt);
     let passwordHash = base?.passwordHash ?? null;

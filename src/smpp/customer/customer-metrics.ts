@@ -3,7 +3,7 @@ import { statusName } from '../constants.js';
 import type { BindType } from '../session.js';
 
 /** Why a customer bind was refused (a bounded label set). */
-export type BindFailureReason = 'unknown_system_id' | 'wrong_password' | 'suspended' | 'ip_not_allowed' | 'max_binds' | 'cooling_down' | 'error';
+export type BindFailureReason = 'unknown_system_id' | 'wrong_password' | 'suspended' | 'ip_not_allowed' | 'max_binds' | 'cooling_down' | 'over_budget' | 'error';
 
 /** What the binds gauge reads at scrape time (the server's bind registry). */
 export interface CustomerBindSource {
@@ -18,6 +18,7 @@ export class CustomerMetrics {
   readonly binds: Gauge<'bind_type'>;
   readonly bindFailures: Counter<'reason'>;
   readonly bindCooldowns: Counter;
+  readonly connectionsClosed: Counter<'reason'>;
   readonly submits: Counter<'status'>;
   readonly submitDuration: Histogram;
   private sources: CustomerBindSource[] = [];
@@ -48,7 +49,13 @@ export class CustomerMetrics {
     });
     this.bindCooldowns = new Counter({
       name: 'ferry_smpp_bind_cooldowns_total',
-      help: 'Cool-downs started by failed binds of one system_id from one address (the log line names both)',
+      help: 'Cool-downs started by failed binds of one system_id from one address, or of one address across system_ids (the log line names them)',
+      registers,
+    });
+    this.connectionsClosed = new Counter({
+      name: 'ferry_smpp_customer_connections_closed_total',
+      help: 'Customer connections closed before a bind: address_cap (over smpp.maxSessionsPerAddress at accept), bind_timeout (no bind within smpp.bindTimeoutSeconds)',
+      labelNames: ['reason'] as const,
       registers,
     });
     this.submits = new Counter({
@@ -80,6 +87,11 @@ export class CustomerMetrics {
   /** Failed binds started a cool-down for one (address, system_id). */
   cooldownStarted(): void {
     this.bindCooldowns.inc();
+  }
+
+  /** A connection closed before binding (refused at accept, or never bound in time). */
+  connectionClosed(reason: 'address_cap' | 'bind_timeout'): void {
+    this.connectionsClosed.labels(reason).inc();
   }
 
   /** One submission answered with `status`. */

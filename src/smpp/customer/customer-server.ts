@@ -1,8 +1,10 @@
+import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
 import type { AccountService, SmppCredentials } from '../../accounts/account-service.js';
 import type { SmsIngress } from '../../channels/sms/types.js';
+import { hashPassword, verifyPassword } from '../../security/secrets.js';
 import type { CooldownPolicy, FailureCooldowns } from '../../store/types.js';
 import { CommandStatus, INTERFACE_VERSION_34 } from '../constants.js';
 import type { BindPdu } from '../pdu.js';
@@ -36,6 +38,10 @@ export interface CustomerServerOptions {
   metrics?: CustomerMetrics;
   /** Connections per listener beyond which new ones are refused at accept. */
   maxSessions?: number;
+  /** Open connections from one address (both listeners, bound or not) beyond which new ones are closed at accept (default unlimited). */
+  maxSessionsPerAddress?: number;
+  /** A connection not bound this long after it opened is closed; 0 disables (default 0: only the idle timeout). */
+  bindTimeoutMs?: number;
   /** Outstanding deliver_sm per session (default 64). */
   windowSize?: number;
   /** Requests one session may have in the SMS service at once; beyond it ESME_RTHROTTLED (default 1000). */
@@ -46,8 +52,8 @@ export interface CustomerServerOptions {
   systemId?: string;
   /** Clock for relative SMPP times (default Date.now). */
   now?: () => number;
-  /** Failed binds per (address, system_id) and their cool-downs (BindGuard); none when absent. */
-  bindGuard?: { cooldowns: FailureCooldowns; policy: CooldownPolicy } | null;
+  /** Failed binds per (address, system_id), and per address when addressPolicy is set, and their cool-downs (BindGuard); none when absent. */
+  bindGuard?: { cooldowns: FailureCooldowns; policy: CooldownPolicy; addressPolicy?: CooldownPolicy | null } | null;
 }
 
 // How long close() waits for customers to answer unbind before dropping them.
@@ -61,15 +67,16 @@ const BIND_TYPE_OF: Record<BindPdu['command'], BindType> = {
   bind_transceiver: 'transceiver',
 };
 
-const REFUSAL_STATUS: Record<BindFailureReason, number> = {
-  unknown_system_id: CommandStatus.ESME_RINVSYSID,
-  wrong_password: CommandStatus.ESME_RINVPASWD,
-  suspended: CommandStatus.ESME_RBINDFAIL,
-  ip_not_allowed: CommandStatus.ESME_RBINDFAIL,
-  max_binds: CommandStatus.ESME_RBINDFAIL,
-  cooling_down: CommandStatus.ESME_RBINDFAIL,
-  error: CommandStatus.ESME_RBINDFAIL,
-};
+// A bind still being checked when the bind timeout strikes gets this much longer (its check is queued or running).
+const BIND_TIMEOUT_RECHECK_MS = 1000;
+
+// Refusals that checked no password: a scrypt against a dummy hash makes them cost (and take) what a wrong password does.
+const UNCHECKED: ReadonlySet<BindFailureReason> = new Set(['unknown_system_id', 'ip_not_allowed']);
+let dummyHash: Promise<string> | undefined;
+function dummyPasswordHash(): Promise<string> {
+  dummyHash ??= hashPassword(randomBytes(12).toString('base64'));
+  return dummyHash;
+}
 
 function pem(value: string | Buffer): string | Buffer {
   return typeof value === 'string' && !value.includes('-----BEGIN') ? readFileSync(value) : value;
@@ -80,8 +87,13 @@ function pem(value: string | Buffer): string | Buffer {
  * the account's SMPP credentials (password, allowed addresses, concurrent binds per system_id); bound sessions are
  * tracked in `binds` for receipt delivery, and their requests answered by CustomerRequests.
  *
- * Bind refusals: unknown system_id → ESME_RINVSYSID, wrong password → ESME_RINVPASWD, suspended account, address
- * not allowed, too many binds or an (address, system_id) cooling down after failed binds (BindGuard) → ESME_RBINDFAIL.
+ * Every bind refusal is ESME_RBINDFAIL: unknown system_id, wrong password, suspended account, address not allowed,
+ * too many binds, an (address, system_id) cooling down or an address over its budget (BindGuard). An unknown system_id
+ * or a refused address costs a scrypt against a dummy hash, so neither the answer nor its delay tells which system_ids
+ * exist; the real reason is logged and counted here only.
+ *
+ * Before a bind: one address holds at most `maxSessionsPerAddress` connections (more are closed at accept), and a
+ * connection not bound within `bindTimeoutMs` is closed, so no address can sit on the listener's `maxSessions`.
  */
 export class CustomerServer {
   readonly binds = new BindRegistry();
@@ -90,6 +102,7 @@ export class CustomerServer {
   private readonly secure: SmppServer | null;
   private readonly allowLists = new Map<string, IpAllowList>();
   private readonly guard: BindGuard | null;
+  private readonly connectionsByAddress = new Map<string, number>();
   private readonly detachMetrics: () => void;
   private closing: Promise<void> | undefined;
   private listening: { plain: AddressInfo; tls: AddressInfo | null } | undefined;
@@ -105,6 +118,7 @@ export class CustomerServer {
       maxIncoming: options.maxIncoming,
       maxSessions: options.maxSessions,
       systemId: options.systemId,
+      onSession: (session: Session) => this.onSession(session),
     };
     this.plain = new SmppServer(sessionOptions);
     this.secure = options.tls ? new SmppServer({ ...sessionOptions, tls: { cert: pem(options.tls.cert), key: pem(options.tls.key) } }) : null;
@@ -120,6 +134,8 @@ export class CustomerServer {
   /** Starts listening (plain, then TLS when configured); rejects when a port cannot be bound. */
   static async start(options: CustomerServerOptions): Promise<CustomerServer> {
     const server = new CustomerServer(options);
+    // Hashed now, so the first unknown system_id does not cost two scrypts.
+    await dummyPasswordHash();
     try {
       const plain = await server.plain.listen(options.port, options.host);
       const tls = server.secure && options.tls ? await server.secure.listen(options.tls.port, options.host) : null;
@@ -161,6 +177,49 @@ export class CustomerServer {
     this.detachMetrics();
   }
 
+  /** Caps the address's connections and starts the bind timer; runs at accept, before any PDU is read. */
+  private onSession(session: Session): void {
+    const address = plainAddress(session.socket.remoteAddress ?? '');
+    const open = (this.connectionsByAddress.get(address) ?? 0) + 1;
+    const cap = this.options.maxSessionsPerAddress;
+    if (cap !== undefined && open > cap) {
+      this.options.metrics?.connectionClosed('address_cap');
+      // Debug: an address hammering the listener would otherwise flood the log; the metric counts it.
+      this.options.log.debug({ remote: address, open: open - 1, cap }, 'customer connection refused: too many from this address');
+      session.close('local');
+      session.socket.destroy();
+      return;
+    }
+    this.connectionsByAddress.set(address, open);
+    session.once('close', () => {
+      const left = (this.connectionsByAddress.get(address) ?? 1) - 1;
+      if (left > 0) this.connectionsByAddress.set(address, left);
+      else this.connectionsByAddress.delete(address);
+    });
+    const timeoutMs = this.options.bindTimeoutMs ?? 0;
+    if (timeoutMs <= 0) return;
+    let timer: NodeJS.Timeout;
+    const expire = (): void => {
+      if (session.state === 'bound' || session.closed) return;
+      if (session.state === 'binding') {
+        timer = setTimeout(expire, BIND_TIMEOUT_RECHECK_MS).unref();
+        return;
+      }
+      this.options.metrics?.connectionClosed('bind_timeout');
+      this.options.log.debug({ remote: address, timeoutMs }, 'customer connection closed: no bind in time');
+      session.close('idle_timeout');
+    };
+    timer = setTimeout(expire, timeoutMs).unref();
+    const stop = (): void => clearTimeout(timer);
+    session.once('bound', stop);
+    session.once('close', stop);
+  }
+
+  /** Open connections from each address (both listeners, bound or not). */
+  connectionsFrom(address: string): number {
+    return this.connectionsByAddress.get(plainAddress(address)) ?? 0;
+  }
+
   private async authenticate(bind: BindPdu, session: Session): Promise<BindDecision> {
     const remote = session.socket.remoteAddress ?? '';
     const bindType = BIND_TYPE_OF[bind.command];
@@ -169,9 +228,9 @@ export class CustomerServer {
       const fields = { systemId: bind.system_id, remote, bindType, reason };
       if (err) this.options.log.error({ ...fields, err }, 'customer bind failed');
       // The cool-down's start is logged once (BindGuard); a guesser's binds during it would flood the log.
-      else if (reason === 'cooling_down') this.options.log.debug(fields, 'customer bind refused');
+      else if (reason === 'cooling_down' || reason === 'over_budget') this.options.log.debug(fields, 'customer bind refused');
       else this.options.log.warn(fields, 'customer bind refused');
-      return { status: REFUSAL_STATUS[reason] };
+      return { status: CommandStatus.ESME_RBINDFAIL };
     };
     if (this.closing) return refuse('error');
     let checked: BindVerdict;
@@ -199,9 +258,12 @@ export class CustomerServer {
 
   /** Password, account and address: what a guesser could learn from; BindGuard counts its refusals. */
   private async checkCredentials(bind: BindPdu, remote: string): Promise<BindVerdict> {
-    // The only password check of the bind: scrypt runs once, off the event loop, and only for an allowed address.
+    // One scrypt per bind, off the event loop: the account's hash, or the dummy one when there is none to check.
     const checked = await this.options.accounts.checkSmppBind(bind.system_id, bind.password, (allowedIps) => this.allowList(allowedIps).allows(remote));
-    if (!checked.ok) return checked;
+    if (!checked.ok) {
+      if (UNCHECKED.has(checked.reason)) await verifyPassword(bind.password, await dummyPasswordHash());
+      return checked;
+    }
     return { ok: true, credentials: checked.credentials };
   }
 

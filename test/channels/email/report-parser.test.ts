@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import t from 'tap';
-import { verpMessageId } from '../../../src/channels/email/inbound-listener.js';
+import { VerpSigner } from '../../../src/channels/email/verp.js';
 import { parseReport } from '../../../src/channels/email/report-parser.js';
 import { classifySmtpError, isHardBounce } from '../../../src/channels/email/providers/smtp-errors.js';
 
@@ -24,10 +24,19 @@ t.test('DSN and ARF fixtures', async (t) => {
   }
 });
 
-t.test('VERP addresses', async (t) => {
-  t.equal(verpMessageId('b+em_01m8cnf16ymwvtfy30bptzassh@bounces.ferry.localhost', 'bounces.ferry.localhost'), 'em_01m8cnf16ymwvtfy30bptzassh');
-  t.equal(verpMessageId('b+em_01m8cnf16ymwvtfy30bptzassh@other.test', 'bounces.ferry.localhost'), null, 'another domain');
-  t.equal(verpMessageId('postmaster@bounces.ferry.localhost', 'bounces.ferry.localhost'), null, 'not a VERP address');
+t.test('VERP addresses: signed, and only the signed form names a message', async (t) => {
+  const id = 'em_01m8cnf16ymwvtfy30bptzassh';
+  const verp = new VerpSigner(Buffer.alloc(32, 7), 'bounces.ferry.localhost');
+  const signed = verp.address(id);
+  t.match(signed, /^b\+em_01m8cnf16ymwvtfy30bptzassh-[0-9a-f]{12}@bounces\.ferry\.localhost$/);
+  t.equal(verp.messageId(signed), id);
+  t.equal(verp.messageId(signed.toUpperCase()), id, 'an MTA folding the case does not break it');
+  t.same(verp.check(`b+${id}@bounces.ferry.localhost`), { refused: 'unsigned' }, 'the unsigned form names nothing');
+  const wrongTag = signed.replace(/-[0-9a-f]{12}@/, (m) => `-${m[1] === '0' ? '1' : '0'}${m.slice(2)}`);
+  t.same(verp.check(wrongTag), { refused: 'bad_signature' });
+  t.same(verp.check(new VerpSigner(Buffer.alloc(32, 8), 'bounces.ferry.localhost').address(id)), { refused: 'bad_signature' }, 'another key signs differently');
+  t.same(verp.check(signed.replace('bounces.ferry.localhost', 'other.test')), { refused: 'not_verp' }, 'another domain');
+  t.same(verp.check('postmaster@bounces.ferry.localhost'), { refused: 'not_verp' });
 });
 
 t.test('the SMTP error table', async (t) => {

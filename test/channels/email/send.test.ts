@@ -1,5 +1,7 @@
 import { dkimVerify } from 'mailauth/lib/dkim/verify.js';
+import nodemailer from 'nodemailer';
 import t from 'tap';
+import { buildDsn } from '../../../src/sim/mail/report-mail.js';
 import { call } from '../../helpers/daemon.js';
 import { backendLabel } from '../../helpers/env.js';
 import { emailDaemon } from './helpers.js';
@@ -11,6 +13,7 @@ t.test(`email over real SMTP to the simulator (${backendLabel})`, async (t) => {
   t.ok(sim, 'no relay configured: the embedded mail simulator is the relay');
   const ready = await call(f.d.admin, 'GET', '/readyz');
   t.match(ready.json.warnings.join('\n'), /NO SMTP RELAY CONFIGURED/, 'said on /readyz');
+  t.match(ready.json.warnings.join('\n'), /NO PUBLIC BASE URL: bulk mail's List-Unsubscribe link/, 'no public base URL: the http:// unsubscribe link is said on /readyz');
 
   const dom = await f.api('POST', '/v1/email/domains', { domain: 'Example.test' });
   t.equal(dom.status, 201, dom.text);
@@ -41,7 +44,7 @@ t.test(`email over real SMTP to the simulator (${backendLabel})`, async (t) => {
     t.same(m.history.map((h: any) => h.status), ['queued', 'delivered']);
     await f.waitStatus(ids[2], ['delivered']);
     const mail = sim.received('alice@dest.test')[0];
-    t.equal(mail.mailFrom, `b+${ids[0]}@bounces.ferry.localhost`, 'VERP return path names the message');
+    t.match(mail.mailFrom, new RegExp(`^b\\+${ids[0]}-[0-9a-f]{12}@bounces\\.ferry\\.localhost$`), 'VERP return path names the message, signed');
     t.match(mail.raw, /^DKIM-Signature: .*d=example\.test/m);
     t.notMatch(mail.raw, /bob@dest\.test/, 'bcc is not in the headers');
     t.match(mail.raw, /^Cc: carol@dest\.test/m);
@@ -117,6 +120,58 @@ t.test(`email over real SMTP to the simulator (${backendLabel})`, async (t) => {
     const sup = (await f.api('GET', '/v1/email/suppressions')).json.data;
     t.ok(sup.some((s: any) => s.address === 'bounce-later@dest.test' && s.reason === 'hard_bounce' && s.origin === 'dsn'));
     t.ok(sup.some((s: any) => s.address === 'complain-now@dest.test' && s.reason === 'complaint' && s.stream === 'bulk'), 'a complaint stops both streams');
+  });
+
+  t.test('a forged bounce (unsigned or wrongly signed VERP) suppresses nothing; a signed one does', async (t) => {
+    const r = await send({ to: ['victim@dest.test'] });
+    const id = r.json.data.messages[0].messageId;
+    await f.waitStatus(id, ['delivered']);
+    const signed = sim.received('victim@dest.test')[0].mailFrom;
+    const bounceTo = async (rcpt: string) => {
+      const raw = buildDsn({ reportingMta: 'mx.attacker.test', to: rcpt, from: 'MAILER-DAEMON@mx.attacker.test', recipient: 'victim@dest.test', action: 'failed', status: '5.1.1', diagnostic: '550 5.1.1 forged', originalHeaders: `Message-ID: <${id}@example.test>` });
+      const transport = nodemailer.createTransport({ host: '127.0.0.1', port: f.svc.inbound.port, secure: false, ignoreTLS: true });
+      try {
+        await transport.sendMail({ envelope: { from: '', to: [rcpt] }, raw });
+        return 'accepted';
+      } catch (err) {
+        return String((err as { responseCode?: number }).responseCode);
+      } finally {
+        transport.close();
+      }
+    };
+    t.equal(await bounceTo(`b+${id}@bounces.ferry.localhost`), '550', 'the unsigned form is refused at RCPT');
+    const tag = /-([0-9a-f]{12})@/.exec(signed)![1];
+    const wrong = signed.replace(tag, tag.startsWith('0') ? '1' + tag.slice(1) : '0' + tag.slice(1));
+    t.equal(await bounceTo(wrong), '550', 'a wrong tag is refused at RCPT');
+    t.equal((await f.api('GET', `/v1/email/messages/${id}`)).json.data.status, 'delivered', 'the message is untouched');
+    const sup = (await f.api('GET', '/v1/email/suppressions')).json.data;
+    t.notOk(sup.some((x: any) => x.address === 'victim@dest.test'), 'the recipient is not suppressed');
+    const m = await call(f.d.admin, 'GET', '/metrics');
+    t.match(m.text, /^ferry_email_inbound_refused_total\{reason="unsigned"\} 1$/m, 'counted');
+    t.match(m.text, /^ferry_email_inbound_refused_total\{reason="bad_signature"\} 1$/m);
+
+    t.equal(await bounceTo(signed), 'accepted', 'the signed return path takes the DSN');
+    await f.waitStatus(id, ['bounced']);
+    const after = (await f.api('GET', '/v1/email/suppressions')).json.data;
+    t.ok(after.some((x: any) => x.address === 'victim@dest.test' && x.reason === 'hard_bounce' && x.origin === 'dsn'), 'and suppresses');
+  });
+
+  t.test('from as other email APIs take it: "Name <address>"', async (t) => {
+    const named = await send({ from: 'Acme <hello@example.test>', to: ['named@dest.test'] });
+    t.equal(named.status, 200, named.text);
+    await f.waitStatus(named.json.data.messages[0].messageId, ['delivered']);
+    t.match(sim.received('named@dest.test')[0].raw, /^From: Acme <hello@example\.test>/m, 'the display name is the header\'s');
+    const quoted = await send({ from: '"Acme, Inc." <Hello@Example.test>', fromName: 'Acme, Inc.', to: ['quoted@dest.test'] });
+    t.equal(quoted.status, 200, 'a quoted name with a comma, and the same name in fromName beside it');
+    await f.waitStatus(quoted.json.data.messages[0].messageId, ['delivered']);
+    t.match(sim.received('quoted@dest.test')[0].raw, /^From: "Acme, Inc." <hello@example\.test>/m);
+    const both = await send({ from: 'Acme <hello@example.test>', fromName: 'Other', to: ['both@dest.test'] });
+    t.equal(both.status, 400);
+    t.equal(both.json.code, 'VALIDATION_ERROR');
+    t.same(both.json.data.errors.map((e: { field: string }) => e.field), ['fromName'], 'two different names: refused, naming fromName');
+    const broken = await send({ from: 'Acme <not an address>', to: ['x@dest.test'] });
+    t.equal(broken.json.code, 'VALIDATION_ERROR');
+    t.same(broken.json.data.errors.map((e: { field: string }) => e.field), ['from']);
   });
 
   t.test('validation', async (t) => {

@@ -91,8 +91,16 @@ t.test(`short links: CRUD, validation and the redirect (${backendLabel})`, async
 
   t.test('expiry: expiredUrl or 410, never cached', async (t) => {
     const past = new Date(Date.now() - 1000).toISOString();
-    const a = (await s.api('POST', '/v1/shortlink/links', { url: 'https://example.com/live', expiresAt: past, expiredUrl: 'https://example.com/gone' })).json.data;
-    const b = (await s.api('POST', '/v1/shortlink/links', { url: 'https://example.com/live', expiresAt: past })).json.data;
+    const born = await s.api('POST', '/v1/shortlink/links', { url: 'https://example.com/live', expiresAt: past });
+    t.equal(born.status, 400, 'a link cannot be created already expired');
+    t.equal(born.json.code, 'VALIDATION_ERROR');
+    t.same(born.json.data.errors.map((e: { field: string }) => e.field), ['expiresAt'], 'the error names the field');
+    // Expired by an update instead (allowed: it is how a link is ended now).
+    const soon = new Date(Date.now() + 3_600_000).toISOString();
+    const a = (await s.api('POST', '/v1/shortlink/links', { url: 'https://example.com/live', expiresAt: soon, expiredUrl: 'https://example.com/gone' })).json.data;
+    const b = (await s.api('POST', '/v1/shortlink/links', { url: 'https://example.com/live', expiresAt: soon })).json.data;
+    t.equal((await s.api('PATCH', `/v1/shortlink/links/${a.id}`, { expiresAt: past })).status, 200);
+    t.equal((await s.api('PATCH', `/v1/shortlink/links/${b.id}`, { expiresAt: past })).status, 200);
     const ra = await visit(s.redirect, a.slug);
     t.equal(ra.status, 302);
     t.equal(ra.location, 'https://example.com/gone');

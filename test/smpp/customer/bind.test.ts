@@ -19,13 +19,13 @@ t.test('bind outcomes over real TCP, with the real AccountService', async (t) =>
   }
 
   const wrong = await CustomerClient.bound(port, 'transceiver', 'acme', 'nope1234');
-  t.equal(wrong.resp.command_status, CommandStatus.ESME_RINVPASWD, 'wrong password → ESME_RINVPASWD');
+  t.equal(wrong.resp.command_status, CommandStatus.ESME_RBINDFAIL, 'wrong password → ESME_RBINDFAIL');
   const retry = await wrong.client.bind('transceiver', 'acme', 'secret12');
   t.equal(retry.command_status, CommandStatus.ESME_ROK, 'the same connection may bind after a refusal');
   await wrong.client.close();
 
   const unknown = await CustomerClient.bound(port, 'transceiver', 'nobody', 'secret12');
-  t.equal(unknown.resp.command_status, CommandStatus.ESME_RINVSYSID, 'unknown system_id → ESME_RINVSYSID');
+  t.equal(unknown.resp.command_status, CommandStatus.ESME_RBINDFAIL, 'unknown system_id → ESME_RBINDFAIL, the same answer as a wrong password');
   await unknown.client.close();
 
   await f.accounts.setStatus(acme.accountId, 'suspended', 'unpaid');
@@ -40,6 +40,7 @@ t.test('bind outcomes over real TCP, with the real AccountService', async (t) =>
   const refusals = f.logs.filter((l) => l.msg === 'customer bind refused');
   t.equal(refusals.length, 3, 'every refusal is logged');
   t.match(refusals[0], { systemId: 'acme', reason: 'wrong_password', remote: /127\.0\.0\.1/ });
+  t.match(refusals[1], { systemId: 'nobody', reason: 'unknown_system_id' }, 'the real reason is logged server-side');
   t.notOk(f.logText().includes('secret12') || f.logText().includes('nope1234'), 'no password reaches the log');
 });
 
@@ -206,4 +207,33 @@ t.test('idle connections that never bind are closed', async (t) => {
   const closed = new Promise<void>((resolve) => socket.once('close', () => resolve()));
   await closed;
   t.pass('closed by the server');
+});
+
+t.test('connections per address are capped at accept; other addresses still connect', async (t) => {
+  const f = await customerFixture(t, { maxSessionsPerAddress: 2 });
+  const acc = await f.account('capped');
+  await f.connect();
+  await f.connect();
+  await waitFor(() => f.server.connectionsFrom('127.0.0.1') === 2, 5000, 'two connections counted');
+  const third = await f.connect();
+  await third.closed;
+  t.pass('the third connection from 127.0.0.1 was closed');
+  t.equal(f.server.connectionsFrom('127.0.0.1'), 2, 'the refused one is not counted');
+  t.equal(await f.metric('ferry_smpp_customer_connections_closed_total', { reason: 'address_cap' }), 1);
+  const other = await CustomerClient.bound(f.server.ports.plain, 'transceiver', acc.systemId, acc.password, { localAddress: '127.0.0.2' });
+  t.teardown(() => other.client.close());
+  t.equal(other.resp.command_status, CommandStatus.ESME_ROK, '127.0.0.2 still connects and binds');
+});
+
+t.test('a connection that never binds is closed after the bind timeout', async (t) => {
+  const f = await customerFixture(t, { bindTimeoutMs: 1000 });
+  const acc = await f.account('timely');
+  const bound = await f.bind(acc);
+  const idle = await f.connect();
+  // Bounded wait well past the 1 s timeout (the idle timeout is 30 s here, so it is not what closes it).
+  await Promise.race([idle.closed, new Promise((_, reject) => setTimeout(() => reject(new Error('not closed within 10 s')), 10_000).unref())]);
+  t.pass('the unbound connection was closed');
+  t.equal(await f.metric('ferry_smpp_customer_connections_closed_total', { reason: 'bind_timeout' }), 1);
+  const resp = await bound.request('enquire_link');
+  t.equal(resp.command_status, CommandStatus.ESME_ROK, 'the bound session, older than the timeout, is still open');
 });

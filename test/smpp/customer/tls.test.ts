@@ -34,7 +34,7 @@ t.test('the TLS listener serves the same SMPP, beside the plain one', async (t) 
   t.equal(f.sms.last().text, 'over tls');
 
   const wrong = await CustomerClient.bound(ports.tls!, 'transceiver', acc.systemId, 'badpass1', { tls: true });
-  t.equal(wrong.resp.command_status, CommandStatus.ESME_RINVPASWD, 'bind checks apply over TLS too');
+  t.equal(wrong.resp.command_status, CommandStatus.ESME_RBINDFAIL, 'bind checks apply over TLS too');
   await wrong.client.close();
 
   // Ferry's own client (tls.connect underneath) as a second, independent TLS peer.

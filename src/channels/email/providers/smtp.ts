@@ -9,7 +9,8 @@ export interface SmtpAdapterOptions {
   /** smtp://user:pass@host:port (STARTTLS when the server offers it) or smtps:// (TLS from the start). */
   url: string;
   maxConnections: number;
-  bounceDomain: string;
+  /** The message's signed VERP return path (verp.ts): bounces to it name the message. */
+  returnPath(messageId: string): string;
   /** Cluster-wide limits (RateWindows: Redis or in-process): per relay and per account, messages per second; 0 = none. */
   windows: RateWindows;
   relayPerSecond: number;
@@ -22,11 +23,6 @@ export interface SmtpAdapterOptions {
   decorate?(job: OutboundJob<EmailJobPayload>, content: EmailContent): { headers: Record<string, string>; html?: string };
   /** Accept a self-signed certificate (the simulator, tests). */
   insecureTls?: boolean;
-}
-
-/** The VERP return path of a message: bounces to it name the message. */
-export function verpAddress(messageId: string, bounceDomain: string): string {
-  return `b+${messageId}@${bounceDomain}`;
 }
 
 /**
@@ -71,7 +67,7 @@ export class SmtpAdapter implements ProviderAdapter<EmailJobPayload> {
     if (signal.aborted) return { kind: 'retry', code: 'PROVIDER_TIMEOUT', message: 'aborted before sending' };
     try {
       const info = await this.transport.sendMail({
-        envelope: { from: verpAddress(job.messageId, this.o.bounceDomain), to: [p.rcpt] },
+        envelope: { from: this.o.returnPath(job.messageId), to: [p.rcpt] },
         from: content.fromName ? { name: content.fromName, address: content.from } : content.from,
         to: content.to,
         cc: content.cc.length ? content.cc : undefined,
