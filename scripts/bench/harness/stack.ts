@@ -275,6 +275,8 @@ export class Stack {
           },
         ],
         simulator: { enabled: 'off' },
+        // Every load bind comes from 127.0.0.1: lift the per-address connection cap (default 10) for the load.
+        maxSessionsPerAddress: 1000,
       },
       // Priced: every message is debited at accept, as for a billed customer.
       ...(opts.price > 0 ? { pricing: { defaultPrice: opts.price, entries: [] } } : {}),
