@@ -52,7 +52,7 @@ export function parseAuthorization(header: string | undefined): { keyId: string;
 async function authPlugin(app: FastifyInstance, opts: AuthOptions): Promise<void> {
   app.decorateRequest('auth', null as never);
 
-  const failureKey = (req: FastifyRequest) => `authfail:${req.ip}`;
+  const failureKey = (req: FastifyRequest) => `authfail:${req.clientIp}`;
   const windowSeconds = Math.round(opts.failureWindowMs / 1000);
   const proxied = app.ferryTrustProxy ? null : new SharedAddressWarning(app.log);
 
@@ -70,8 +70,8 @@ async function authPlugin(app: FastifyInstance, opts: AuthOptions): Promise<void
     }
     if (r.count === opts.failureLimit) {
       app.log.warn(
-        { address: req.ip, failures: r.count, windowSeconds, reqId: req.id },
-        `${r.count} failed authentications from ${req.ip} within ${windowSeconds} s: its further failed attempts get ` +
+        { address: req.clientIp, failures: r.count, windowSeconds, reqId: req.id },
+        `${r.count} failed authentications from ${req.clientIp} within ${windowSeconds} s: its further failed attempts get ` +
           `TOO_MANY_AUTH_FAILURES until the window frees up (requests with valid credentials are still served)`,
       );
     }
