@@ -65,11 +65,13 @@ t.test(`a /logs session ends with its key (${backendLabel}${DATABASE_URL ? ', tw
   };
 
   const ended = async (t: Test, s: Awaited<ReturnType<typeof session>>) => {
-    for (const path of ['/logs/api/requests', '/logs/api/session', '/logs/api/tail']) {
+    for (const path of ['/logs/api/requests', `/logs/api/requests/req_${'0'.repeat(26)}`, '/logs/api/tail']) {
       const r = await call(b.api, 'GET', path, { headers: { cookie: s.cookie } });
       t.equal(r.status, 401, `${path}: 401`);
       t.equal(r.json?.code, 'LOGS_SESSION_REQUIRED', path);
     }
+    const state = await call(b.api, 'GET', '/logs/api/session', { headers: { cookie: s.cookie } });
+    t.same([state.json.code, state.json.data], ['LOGS_NO_SESSION', { signedIn: false }], 'the page is told it is signed out');
     const tail = await s.tail.closed;
     t.ok(tail.ended, 'the open live tail is closed by the server');
     t.ok(tail.events.includes('end'), 'with an end event');
@@ -101,7 +103,7 @@ t.test(`a /logs session ends with its key (${backendLabel}${DATABASE_URL ? ', tw
 
   t.test('a session whose key is still good lives on', async (t) => {
     const s = await session();
-    t.equal((await call(b.api, 'GET', '/logs/api/session', { headers: { cookie: s.cookie } })).status, 200);
+    t.equal((await call(b.api, 'GET', '/logs/api/session', { headers: { cookie: s.cookie } })).json.data.signedIn, true);
     s.tail.abort();
   });
 });
