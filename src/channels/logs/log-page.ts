@@ -2,7 +2,7 @@ import type { ServerResponse } from 'node:http';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { ok } from '../../http/envelope.js';
 import { ApiError, rateLimited } from '../../http/errors.js';
-import { LOG_PAGE_CSS, LOG_PAGE_HTML, LOG_PAGE_JS } from './log-page-assets.js';
+import { LOG_PAGE_CSS, LOG_PAGE_HTML, LOG_PAGE_ICON, LOG_PAGE_JS } from './log-page-assets.js';
 import type { LogSession, LogSessions } from './log-sessions.js';
 import type { LogsService } from './logs-service.js';
 import { logsQuerySchema, toFilter, type LogsQuery } from './logs-routes.js';
@@ -85,6 +85,9 @@ export async function logPageRoutes(app: FastifyInstance, o: LogPageOptions): Pr
   app.get('/logs', page, async (_req, reply) => reply.headers(PAGE_HEADERS).type('text/html; charset=utf-8').send(LOG_PAGE_HTML));
   app.get('/logs/assets/logs.js', page, async (_req, reply) =>
     reply.headers({ ...PAGE_HEADERS, 'cache-control': 'no-cache' }).type('text/javascript; charset=utf-8').send(LOG_PAGE_JS),
+  );
+  app.get('/logs/assets/favicon.svg', page, async (_req, reply) =>
+    reply.headers({ ...PAGE_HEADERS, 'cache-control': 'max-age=86400' }).type('image/svg+xml').send(LOG_PAGE_ICON),
   );
   app.get('/logs/assets/logs.css', page, async (_req, reply) =>
     reply.headers({ ...PAGE_HEADERS, 'cache-control': 'no-cache' }).type('text/css; charset=utf-8').send(LOG_PAGE_CSS),
