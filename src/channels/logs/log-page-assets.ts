@@ -75,8 +75,8 @@ body { margin: 0; }
 /* Fixed columns that wrap long paths and ids: the table never grows wider than the window. */
 table { border-collapse: collapse; width: 100%; table-layout: fixed; background: #fff; font-size: 0.85rem; }
 th, td { text-align: left; padding: 0.3rem 0.5rem; border-bottom: 1px solid #e3e6ea; overflow-wrap: anywhere; vertical-align: top; }
-th:nth-child(1) { width: 12rem; } th:nth-child(2) { width: 5rem; } th:nth-child(4) { width: 4rem; } th:nth-child(5) { width: 6rem; }
-th:nth-child(6) { width: 13rem; } th:nth-child(7) { width: 17rem; }
+th:nth-child(1) { width: 11.5rem; } th:nth-child(2) { width: 5.5rem; } th:nth-child(4) { width: 4.5rem; } th:nth-child(5) { width: 5.5rem; }
+th:nth-child(6) { width: 15.5rem; } th:nth-child(7) { width: 18rem; }
 tbody tr { cursor: pointer; } tbody tr:hover { background: #eef3f8; }
 tr.new { animation: flash 1.5s; } @keyframes flash { from { background: #fff6c2; } to { background: transparent; } }
 td.s2 { color: #17753a; } td.s4 { color: #b45309; font-weight: 600; } td.s5 { color: #b91c1c; font-weight: 600; }
