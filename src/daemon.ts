@@ -33,6 +33,7 @@ import { TableMaintenance } from './store/sql/table-maintenance.js';
 import type { Backends, Db } from './store/types.js';
 import { lockDataDir } from './util/lock.js';
 import { VERSION } from './version.js';
+import { LEGACY_TRUST_PROXY } from './http/client-address.js';
 
 /** A start-up failure with one line that names the cause. */
 export class StartupError extends Error {
@@ -252,6 +253,13 @@ export class Daemon {
 
   private async buildApi(): Promise<FastifyInstance> {
     const { config } = this;
+    if (config.http.trustProxy === LEGACY_TRUST_PROXY) {
+      this.log.warn(
+        { trustProxy: LEGACY_TRUST_PROXY },
+        'http.trustProxy: true is read as [loopback, private]: X-Forwarded-For is believed only as far back as it was written by proxies at ' +
+          'those addresses. Name your proxies instead (a list of addresses or CIDR blocks; FERRY_HTTP_TRUST_PROXY comma-separated)',
+      );
+    }
     const app = await createApp({
       log: this.log,
       metrics: this.metrics,

@@ -4,6 +4,7 @@ import AjvModule, { type ErrorObject } from 'ajv';
 import { parse as parseYaml } from 'yaml';
 import { configSchema, type FerryConfig } from './schema.js';
 import { SIMULATOR_UPSTREAM_ID } from '../sim/smpp/simulator-record.js';
+import { normalizeTrustProxy } from '../http/client-address.js';
 
 // ajv ships CommonJS; under NodeNext its default export sits one level down.
 const Ajv = ((AjvModule as unknown as { default?: typeof AjvModule }).default ?? AjvModule) as unknown as typeof AjvModule.default;
@@ -36,7 +37,8 @@ export function envKeys(): { env: string; path: string; node: SchemaNode }[] {
       return;
     }
     const types = ([] as string[]).concat((node.type as string | string[] | undefined) ?? []);
-    if (types.includes('array') || types.includes('object')) return;
+    // A list that may also be written as one comma-separated string (http.trustProxy) has an environment variable.
+    if ((types.includes('array') && !types.includes('string')) || types.includes('object')) return;
     const env = 'FERRY_' + path.map((p) => p.replace(/([a-z0-9])([A-Z])/g, '$1_$2').toUpperCase()).join('_');
     out.push({ env, path: path.join('.'), node });
   };
@@ -136,6 +138,11 @@ export function loadConfig(opts: LoadOptions = {}): LoadedConfig {
     for (const e of validate.errors ?? []) problems.push(describe(e));
   }
   const config = raw as unknown as FerryConfig;
+  if (!problems.length) {
+    const trust = normalizeTrustProxy(config.http.trustProxy);
+    config.http.trustProxy = trust.value;
+    problems.push(...trust.problems);
+  }
   if (!problems.length) problems.push(...crossChecks(config));
   if (problems.length) throw new ConfigError([...new Set(problems)]);
   config.dataDir = resolve(config.dataDir);

@@ -116,7 +116,12 @@ export const configSchema = {
         host,
         port: port(8080),
         bodyLimitBytes: { type: 'integer', minimum: 1024, default: 5 * 1024 * 1024 },
-        trustProxy: { type: 'boolean', default: false },
+        trustProxy: {
+          type: ['boolean', 'string', 'array'],
+          items: { type: 'string' },
+          default: false,
+          description: 'false, or the reverse proxies whose X-Forwarded-For is believed (read right to left): addresses, CIDR blocks, loopback, private (env: comma-separated); true is read as [loopback, private] with a warning',
+        },
         publicUrl: { ...nullableString, description: 'base address clients use, written into the OpenAPI servers list' },
         rateLimit: {
           type: 'object',
@@ -393,7 +398,8 @@ export interface FerryConfig {
     host: string;
     port: number;
     bodyLimitBytes: number;
-    trustProxy: boolean;
+    /** Trusted proxies (addresses, CIDR blocks, named ranges), or false; normalised by the loader (src/http/client-address.ts). */
+    trustProxy: false | string[];
     publicUrl: string | null;
     rateLimit: { perKeyPerSecond: number; burst: number };
   };

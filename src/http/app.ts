@@ -15,6 +15,7 @@ import type { Logger } from 'pino';
 import type { AuthContext } from '../accounts/key-service.js';
 import { isConnectionError, StorageUnavailableError } from '../store/sql/db.js';
 import { newId } from '../util/ids.js';
+import { ClientAddresses } from './client-address.js';
 import { ApiError, ERROR_CATALOGUE, invalidField, type ErrorCode, type FieldError } from './errors.js';
 import { errorEnvelopeSchema } from './envelope.js';
 import type { Metrics } from '../metrics.js';
@@ -24,8 +25,11 @@ export interface AppOptions {
   log: Logger;
   metrics: Metrics;
   bodyLimitBytes: number;
-  /** Take the client address from X-Forwarded-For (http.trustProxy); the auth plugin warns about proxies when off. */
-  trustProxy?: boolean;
+  /**
+   * The reverse proxies whose X-Forwarded-For (and X-Forwarded-Proto/Host) are believed (http.trustProxy); false or
+   * empty: none, and the auth plugin warns about requests that look proxied.
+   */
+  trustProxy?: false | readonly string[];
   /** Included in the OpenAPI document when set. */
   openapi?: {
     version: string;
@@ -65,10 +69,17 @@ declare module 'fastify' {
     errorCode: ErrorCode | null;
     /** The response body as sent, kept only while a response observer is registered. */
     sentPayload: unknown;
+    /**
+     * The client's address: the connection's peer, or under http.trustProxy the rightmost untrusted X-Forwarded-For
+     * hop (IPv4-mapped addresses in their IPv4 form). Use it, not `ip`, wherever a client is told apart.
+     */
+    readonly clientIp: string;
   }
   interface FastifyInstance {
-    /** http.trustProxy as the app was built with it (the auth plugin warns about proxies when it is off). */
+    /** Whether http.trustProxy names any proxy (the auth plugin warns about proxies when it does not). */
     ferryTrustProxy: boolean;
+    /** Client addresses under http.trustProxy (the one reading of X-Forwarded-For, src/http/client-address.ts). */
+    ferryClientAddresses: ClientAddresses;
     /** Called after every answered request (the request logs add theirs); empty by default. */
     ferryResponseObservers: ResponseObserver[];
   }
@@ -221,7 +232,7 @@ export async function createApp(opts: AppOptions): Promise<FastifyInstance> {
         route,
         status,
         durationMs: Math.round(durationMs * 10) / 10,
-        ip: req.ip,
+        ip: req.clientIp,
         keyId: auth?.keyId,
         accountId: auth?.accountId,
         code: req.errorCode ?? undefined,
@@ -230,12 +241,14 @@ export async function createApp(opts: AppOptions): Promise<FastifyInstance> {
     );
   };
 
+  const addresses = new ClientAddresses(opts.trustProxy || []);
   const app = Fastify({
     loggerInstance: log as unknown as FastifyBaseLogger,
     // Fastify's own request logging is off: one access line per request is logged in onResponse instead.
     logController: new LogController({ disableRequestLogging: true, requestIdLogLabel: 'reqId' }),
     bodyLimit: opts.bodyLimitBytes,
-    trustProxy: opts.trustProxy ?? false,
+    // Fastify's own reading (req.ip, req.protocol, req.host) trusts the same proxies; clientIp reads the chain.
+    trustProxy: addresses.enabled ? (address: string) => addresses.isTrusted(address) : false,
     genReqId: () => newId('req_'),
     // While closing, requests still arriving on open connections get SHUTTING_DOWN (onRequest below), in the envelope.
     return503OnClosing: false,
@@ -266,7 +279,13 @@ export async function createApp(opts: AppOptions): Promise<FastifyInstance> {
     routerOptions: { maxParamLength: 200, ignoreTrailingSlash: true },
   });
 
-  app.decorate('ferryTrustProxy', opts.trustProxy ?? false);
+  app.decorate('ferryTrustProxy', addresses.enabled);
+  app.decorate('ferryClientAddresses', addresses);
+  app.decorateRequest('clientIp', {
+    getter(this: FastifyRequest) {
+      return addresses.of(this.raw.socket?.remoteAddress, this.headers['x-forwarded-for']) ?? '';
+    },
+  });
   app.decorateRequest('errorCode', null);
   app.decorateRequest('sentPayload', null);
   const observers: ResponseObserver[] = [];

@@ -1,11 +1,60 @@
+import { randomBytes } from 'node:crypto';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
-import type { KeyService } from '../accounts/key-service.js';
+import type { AuthContext, KeyService } from '../accounts/key-service.js';
 import type { Metrics } from '../metrics.js';
 import type { Throttle } from '../store/types.js';
 import { ApiError, rateLimited } from './errors.js';
 import { SharedAddressWarning } from './shared-address.js';
 import './types.js';
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** Runs before authentication: a refusal here (the MCP Host/Origin guard) is no failed attempt of the address. */
+    preAuth?: (req: FastifyRequest) => void | Promise<void>;
+  }
+  interface FastifyInstance {
+    /** Calls the app makes to itself for an authenticated request (MCP tool calls), see InternalCalls. */
+    ferryInternalCalls: InternalCalls;
+  }
+}
+
+/** The header an internal call carries its one-time token in. */
+export const INTERNAL_CALL_HEADER = 'x-ferry-internal-call';
+
+/**
+ * Requests the app makes to itself (app.inject) on behalf of a request it has already authenticated, such as an MCP
+ * tool call reaching its REST route: they carry a one-time random token (192 bits, valid only while the call runs)
+ * instead of the caller's credentials, so the key is verified and counted against its rate limit once, by the
+ * outer request. A token cannot be guessed from outside, and one that is not pending is ignored.
+ */
+export class InternalCalls {
+  private readonly pending = new Map<string, AuthContext>();
+
+  /** A token standing for `auth` until `end(token)`. */
+  begin(auth: AuthContext): string {
+    const token = randomBytes(24).toString('base64url');
+    this.pending.set(token, auth);
+    return token;
+  }
+
+  end(token: string): void {
+    this.pending.delete(token);
+  }
+
+  /** The caller an internal call stands for; taken once. */
+  take(token: string | string[] | undefined): AuthContext | null {
+    if (typeof token !== 'string') return null;
+    const auth = this.pending.get(token);
+    if (!auth) return null;
+    this.pending.delete(token);
+    return auth;
+  }
+
+  get size(): number {
+    return this.pending.size;
+  }
+}
 
 export interface AuthOptions {
   keys: KeyService;
@@ -51,8 +100,10 @@ export function parseAuthorization(header: string | undefined): { keyId: string;
  */
 async function authPlugin(app: FastifyInstance, opts: AuthOptions): Promise<void> {
   app.decorateRequest('auth', null as never);
+  const internal = new InternalCalls();
+  app.decorate('ferryInternalCalls', internal);
 
-  const failureKey = (req: FastifyRequest) => `authfail:${req.ip}`;
+  const failureKey = (req: FastifyRequest) => `authfail:${req.clientIp}`;
   const windowSeconds = Math.round(opts.failureWindowMs / 1000);
   const proxied = app.ferryTrustProxy ? null : new SharedAddressWarning(app.log);
 
@@ -70,8 +121,8 @@ async function authPlugin(app: FastifyInstance, opts: AuthOptions): Promise<void
     }
     if (r.count === opts.failureLimit) {
       app.log.warn(
-        { address: req.ip, failures: r.count, windowSeconds, reqId: req.id },
-        `${r.count} failed authentications from ${req.ip} within ${windowSeconds} s: its further failed attempts get ` +
+        { address: req.clientIp, failures: r.count, windowSeconds, reqId: req.id },
+        `${r.count} failed authentications from ${req.clientIp} within ${windowSeconds} s: its further failed attempts get ` +
           `TOO_MANY_AUTH_FAILURES until the window frees up (requests with valid credentials are still served)`,
       );
     }
@@ -81,8 +132,18 @@ async function authPlugin(app: FastifyInstance, opts: AuthOptions): Promise<void
   app.addHook('onRequest', async (req) => {
     proxied?.check(req.socket.remoteAddress, req.headers);
     const cfg = req.routeOptions.config;
+    if (cfg.preAuth) await cfg.preAuth(req);
     // Public routes, and paths no route answers (404 / 405 whatever the credentials).
     if (cfg.auth === false || req.is404) return;
+    const inner = req.headers[INTERNAL_CALL_HEADER] === undefined ? null : internal.take(req.headers[INTERNAL_CALL_HEADER]);
+    if (inner) {
+      // Verified and counted by the request that made this call; the route's scope is still checked.
+      req.auth = inner;
+      if (cfg.scope && !inner.scopes.has(cfg.scope)) {
+        throw new ApiError('INSUFFICIENT_SCOPE', { message: `This API key lacks the scope ${cfg.scope}`, data: { requiredScope: cfg.scope } });
+      }
+      return;
+    }
     const parsed = parseAuthorization(req.headers.authorization);
     // No header is no guess: refused, but not counted against the address.
     if (parsed === 'missing') {

@@ -71,7 +71,8 @@ export class SharedAddressWarning {
       `requests come from ${address}, which looks like a reverse proxy, and http.trustProxy is false: every client behind it ` +
         `counts as this one address for auth-failure throttling (one client's failed attempts get the others' failed attempts ` +
         `refused with TOO_MANY_AUTH_FAILURES) and in the logs. If every request reaches Ferry through proxies you run, which ` +
-        `set X-Forwarded-For, set http.trustProxy: true (FERRY_HTTP_TRUST_PROXY=true) so that each client is told apart by its own address` +
+        `append to X-Forwarded-For, list them in http.trustProxy (e.g. [${address}], FERRY_HTTP_TRUST_PROXY=${address}; CIDR blocks and ` +
+        `the names loopback and private work too) so that each client is told apart by its own address` +
         (this.full ? `; ${this.maxAddresses} addresses reported, further ones are not` : ''),
     );
   }

@@ -3,6 +3,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { CallToolRequestSchema, ErrorCode as McpErrorCode, ListToolsRequestSchema, McpError, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { INTERNAL_CALL_HEADER } from '../http/auth.js';
 import { ApiError } from '../http/errors.js';
 import { VERSION } from '../version.js';
 import { HostGuard } from './host-guard.js';
@@ -26,8 +27,13 @@ interface Envelope {
   requestId?: string;
 }
 
-function toolError(code: string, message: string, extra: Record<string, unknown> = {}): CallToolResult {
-  return { isError: true, content: [{ type: 'text', text: `${code}: ${message}` }], structuredContent: { code, message, ...extra } };
+/**
+ * A tool error (isError: true, so the agent sees it and can correct itself, as the MCP spec asks of tool execution
+ * and argument errors): the text `CODE: message`, and structuredContent shaped like Ferry's error envelope, {code,
+ * message, requestId, data?}, whether the REST route or the MCP layer refused (then requestId is the /mcp request's).
+ */
+function toolError(code: string, message: string, requestId: string | undefined, data?: unknown): CallToolResult {
+  return { isError: true, content: [{ type: 'text', text: `${code}: ${message}` }], structuredContent: { code, message, requestId, ...(data !== undefined ? { data } : {}) } };
 }
 
 /** The tools a request may see: those of the key's scopes, narrowed by `?products=` when given. */
@@ -59,27 +65,37 @@ export async function mcpRoutes(app: FastifyInstance, opts: McpRoutesOptions): P
     const validate = validators.get(tool.name)!;
     if (!validate(args)) {
       const errors = (validate.errors ?? []).map((e) => ({ field: e.instancePath.replace(/^\//, '').replace(/\//g, '.') || String((e.params as { missingProperty?: string }).missingProperty ?? '(arguments)'), message: e.message ?? 'is not valid' }));
-      return toolError('VALIDATION_ERROR', `The arguments are not valid: ${errors.map((e) => `${e.field} ${e.message}`).join('; ')}`, { errors });
+      return toolError('VALIDATION_ERROR', `The arguments are not valid: ${errors.map((e) => `${e.field} ${e.message}`).join('; ')}`, req.id, { errors });
     }
     const call = tool.request(args);
-    const headers: Record<string, string> = { 'user-agent': `ferry-mcp/${VERSION} (${String(req.headers['user-agent'] ?? 'unknown client').slice(0, 200)})` };
-    if (req.headers.authorization) headers.authorization = req.headers.authorization;
+    // The caller was authenticated (and counted against its key's rate limit) once, by the /mcp request: the REST
+    // call carries a one-time internal token for that caller instead of the credentials.
+    const token = app.ferryInternalCalls.begin(req.auth);
+    const headers: Record<string, string> = {
+      'user-agent': `ferry-mcp/${VERSION} (${String(req.headers['user-agent'] ?? 'unknown client').slice(0, 200)})`,
+      [INTERNAL_CALL_HEADER]: token,
+    };
     if (call.idempotencyKey) headers['idempotency-key'] = call.idempotencyKey;
     if (call.body !== undefined) headers['content-type'] = 'application/json';
-    const res = await app.inject({
-      method: call.method,
-      url: call.url,
-      headers,
-      remoteAddress: req.ip,
-      ...(call.body !== undefined ? { payload: JSON.stringify(call.body) } : {}),
-    });
+    let res: Awaited<ReturnType<FastifyInstance['inject']>>;
+    try {
+      res = await app.inject({
+        method: call.method,
+        url: call.url,
+        headers,
+        remoteAddress: req.clientIp,
+        ...(call.body !== undefined ? { payload: JSON.stringify(call.body) } : {}),
+      });
+    } finally {
+      app.ferryInternalCalls.end(token);
+    }
     let env: Envelope;
     try {
       env = res.json<Envelope>();
     } catch {
-      return toolError('INTERNAL_ERROR', 'Internal error');
+      return toolError('INTERNAL_ERROR', 'Internal error', req.id);
     }
-    if (!env.success) return toolError(env.code, env.message, { requestId: env.requestId, ...(env.data !== undefined ? { data: env.data } : {}) });
+    if (!env.success) return toolError(env.code, env.message, env.requestId, env.data);
     const result = { code: env.code, message: env.message, requestId: env.requestId, data: env.data ?? null };
     return { content: [{ type: 'text', text: JSON.stringify(result) }], structuredContent: result };
   };
@@ -98,12 +114,12 @@ export async function mcpRoutes(app: FastifyInstance, opts: McpRoutesOptions): P
     server.setRequestHandler(CallToolRequestSchema, async (r) => {
       const tool = opts.tools.find((t) => t.name === r.params.name);
       if (!tool) throw new McpError(McpErrorCode.InvalidParams, `Unknown tool: ${r.params.name}`);
-      if (!req.auth.scopes.has(tool.scope)) return toolError('INSUFFICIENT_SCOPE', `This API key lacks the scope ${tool.scope}`, { requiredScope: tool.scope });
+      if (!req.auth.scopes.has(tool.scope)) return toolError('INSUFFICIENT_SCOPE', `This API key lacks the scope ${tool.scope}`, req.id, { requiredScope: tool.scope });
       try {
         return await callTool(req, tool, (r.params.arguments ?? {}) as Record<string, unknown>);
       } catch (err) {
         req.log.error({ err, reqId: req.id, tool: tool.name }, 'MCP tool failed');
-        return toolError('INTERNAL_ERROR', 'Internal error');
+        return toolError('INTERNAL_ERROR', 'Internal error', req.id);
       }
     });
     return server;
@@ -113,10 +129,13 @@ export async function mcpRoutes(app: FastifyInstance, opts: McpRoutesOptions): P
     '/mcp',
     {
       schema: { hide: true },
-      onRequest: async (req) => {
-        if (!guard.hostAllowed(req.headers.host) || !guard.originAllowed(req.headers.origin)) {
-          throw new ApiError('MCP_HOST_NOT_ALLOWED');
-        }
+      config: {
+        // Before authentication: a refused Host is no failed attempt, and costs no verification.
+        preAuth: (req) => {
+          if (!guard.hostAllowed(req.headers.host) || !guard.originAllowed(req.headers.origin)) {
+            throw new ApiError('MCP_HOST_NOT_ALLOWED');
+          }
+        },
       },
     },
     async (req, reply) => {

@@ -9,6 +9,7 @@ export const LOG_PAGE_HTML = `<!doctype html>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>Ferry · request logs</title>
+<link rel="icon" href="/logs/assets/favicon.svg" type="image/svg+xml">
 <link rel="stylesheet" href="/logs/assets/logs.css">
 <script src="/logs/assets/logs.js" defer></script>
 </head>
@@ -57,6 +58,9 @@ export const LOG_PAGE_HTML = `<!doctype html>
 </html>
 `;
 
+/** The page's icon (else the browser asks for /favicon.ico, which nothing serves, and logs the 404 as an error). */
+export const LOG_PAGE_ICON = `<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 16 16"><rect width="16" height="16" rx="3" fill="#14324f"/><path d="M3 10h10l-2 3H5z" fill="#fff"/></svg>`;
+
 export const LOG_PAGE_CSS = `
 :root { font-family: system-ui, sans-serif; color: #1d2430; background: #f6f7f9; }
 header { display: flex; justify-content: space-between; align-items: center; padding: 0.6rem 1.2rem; background: #14324f; color: #fff; }
@@ -66,17 +70,23 @@ form#filters { display: flex; flex-wrap: wrap; gap: 0.6rem; align-items: end; ma
 label { display: flex; flex-direction: column; font-size: 0.8rem; gap: 0.2rem; }
 label.tail { flex-direction: row; align-items: center; gap: 0.3rem; }
 input, select, button { font: inherit; padding: 0.25rem 0.4rem; }
-table { border-collapse: collapse; width: 100%; background: #fff; font-size: 0.85rem; }
-th, td { text-align: left; padding: 0.3rem 0.5rem; border-bottom: 1px solid #e3e6ea; }
+*, *::before, *::after { box-sizing: border-box; }
+body { margin: 0; }
+/* Fixed columns that wrap long paths and ids: the table never grows wider than the window. */
+table { border-collapse: collapse; width: 100%; table-layout: fixed; background: #fff; font-size: 0.85rem; }
+th, td { text-align: left; padding: 0.3rem 0.5rem; border-bottom: 1px solid #e3e6ea; overflow-wrap: anywhere; vertical-align: top; }
+th:nth-child(1) { width: 11.5rem; } th:nth-child(2) { width: 5.5rem; } th:nth-child(4) { width: 4.5rem; } th:nth-child(5) { width: 5.5rem; }
+th:nth-child(6) { width: 15.5rem; } th:nth-child(7) { width: 18rem; }
 tbody tr { cursor: pointer; } tbody tr:hover { background: #eef3f8; }
 tr.new { animation: flash 1.5s; } @keyframes flash { from { background: #fff6c2; } to { background: transparent; } }
 td.s2 { color: #17753a; } td.s4 { color: #b45309; font-weight: 600; } td.s5 { color: #b91c1c; font-weight: 600; }
 #signin-form { max-width: 28rem; background: #fff; padding: 1rem 1.2rem; border: 1px solid #dde1e6; }
 #signin-form label { margin-bottom: 0.6rem; }
 #signin-error { color: #b91c1c; }
-aside#detail { margin-top: 1rem; background: #fff; border: 1px solid #dde1e6; padding: 0.6rem 1rem; }
+aside#detail { margin-top: 1rem; background: #fff; border: 1px solid #dde1e6; padding: 0.6rem 1rem; scroll-margin-top: 0.5rem; }
 pre { white-space: pre-wrap; word-break: break-all; background: #f3f4f6; padding: 0.5rem; font-size: 0.8rem; }
-dl { display: grid; grid-template-columns: max-content 1fr; gap: 0.2rem 1rem; font-size: 0.85rem; }
+dl { display: grid; grid-template-columns: max-content minmax(0, 1fr); gap: 0.2rem 1rem; font-size: 0.85rem; }
+dd { margin: 0; overflow-wrap: anywhere; }
 dt { font-weight: 600; }
 h2 button { font-size: 0.8rem; vertical-align: middle; }
 `;
@@ -180,6 +190,8 @@ export const LOG_PAGE_JS = `'use strict';
     $('detail-request').textContent = pretty(d.requestBody);
     $('detail-response').textContent = pretty(d.responseBody);
     $('detail').hidden = false;
+    // The detail sits below the rows (a page of them is tall): bring it into view.
+    $('detail').scrollIntoView({ block: 'start' });
   }
 
   function startTail() {
@@ -192,7 +204,8 @@ export const LOG_PAGE_JS = `'use strict';
       if (body.querySelector('tr[data-request-id="' + CSS.escape(item.requestId) + '"]')) return;
       body.insertBefore(row(item, true), body.firstChild);
     });
-    tail.addEventListener('end', () => stopTail());
+    // The server ends a stream after a while (the browser would reconnect) or when the session ended (its key revoked).
+    tail.addEventListener('end', () => { stopTail(); $('tail').checked = false; void checkSession(); });
     $('status-line').textContent = 'Live tail on';
   }
 
@@ -231,6 +244,10 @@ export const LOG_PAGE_JS = `'use strict';
   $('detail-close').addEventListener('click', () => { $('detail').hidden = true; });
   $('tail').addEventListener('change', (ev) => { if (ev.target.checked) startTail(); else stopTail(); });
 
-  api('GET', '/logs/api/session').then((r) => (r.json && r.json.success ? signedIn(r.json.data) : signedOut()));
+  async function checkSession() {
+    const r = await api('GET', '/logs/api/session');
+    return r.json && r.json.success && r.json.data.signedIn ? signedIn(r.json.data) : signedOut();
+  }
+  void checkSession();
 })();
 `;

@@ -2,7 +2,7 @@ import type { ServerResponse } from 'node:http';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { ok } from '../../http/envelope.js';
 import { ApiError, rateLimited } from '../../http/errors.js';
-import { LOG_PAGE_CSS, LOG_PAGE_HTML, LOG_PAGE_JS } from './log-page-assets.js';
+import { LOG_PAGE_CSS, LOG_PAGE_HTML, LOG_PAGE_ICON, LOG_PAGE_JS } from './log-page-assets.js';
 import type { LogSession, LogSessions } from './log-sessions.js';
 import type { LogsService } from './logs-service.js';
 import { logsQuerySchema, toFilter, type LogsQuery } from './logs-routes.js';
@@ -23,6 +23,11 @@ export interface LogPageOptions {
   tailPollMs?: number;
   /** A tail stream ends after this; the browser reconnects and resumes after its last event (Last-Event-ID). */
   tailMaxMs?: number;
+  /**
+   * How often an open tail checks its session (and so its key and account) again in the shared store: a revoked key
+   * ends the stream within this, on whichever instance holds it.
+   */
+  tailSessionCheckMs?: number;
 }
 
 const PAGE_HEADERS = {
@@ -60,6 +65,7 @@ export async function logPageRoutes(app: FastifyInstance, o: LogPageOptions): Pr
   const { logs, sessions } = o;
   const pollMs = o.tailPollMs ?? 500;
   const tailMaxMs = o.tailMaxMs ?? 5 * 60_000;
+  const sessionCheckMs = o.tailSessionCheckMs ?? 2000;
   const tails = new Set<ServerResponse>();
   const page = { config: { auth: false }, schema: { hide: true } } as const;
 
@@ -80,6 +86,9 @@ export async function logPageRoutes(app: FastifyInstance, o: LogPageOptions): Pr
   app.get('/logs/assets/logs.js', page, async (_req, reply) =>
     reply.headers({ ...PAGE_HEADERS, 'cache-control': 'no-cache' }).type('text/javascript; charset=utf-8').send(LOG_PAGE_JS),
   );
+  app.get('/logs/assets/favicon.svg', page, async (_req, reply) =>
+    reply.headers({ ...PAGE_HEADERS, 'cache-control': 'max-age=86400' }).type('image/svg+xml').send(LOG_PAGE_ICON),
+  );
   app.get('/logs/assets/logs.css', page, async (_req, reply) =>
     reply.headers({ ...PAGE_HEADERS, 'cache-control': 'no-cache' }).type('text/css; charset=utf-8').send(LOG_PAGE_CSS),
   );
@@ -92,10 +101,14 @@ export async function logPageRoutes(app: FastifyInstance, o: LogPageOptions): Pr
     return ok(req, 'LOGS_SESSION_OPENED', { keyId: s.keyId, accountId: s.accountId, csrfToken: s.csrfToken, expiresAt: new Date(s.expiresAt).toISOString() });
   });
 
+  // Whether the browser is signed in: "no" is an answer (200, LOGS_NO_SESSION), not an error, so that the page's first
+  // look on a fresh visit logs no failed request in the browser's console.
   app.get('/logs/api/session', page, async (req, reply) => {
-    const { session: s } = await session(req);
     reply.header('cache-control', 'no-store');
-    return ok(req, 'LOGS_SESSION', { keyId: s.keyId, accountId: s.accountId, csrfToken: s.csrfToken, expiresAt: new Date(s.expiresAt).toISOString() });
+    const token = cookieToken(req);
+    const s = token ? await sessions.find(token) : null;
+    if (!s) return ok(req, 'LOGS_NO_SESSION', { signedIn: false });
+    return ok(req, 'LOGS_SESSION', { signedIn: true, keyId: s.keyId, accountId: s.accountId, csrfToken: s.csrfToken, expiresAt: new Date(s.expiresAt).toISOString() });
   });
 
   app.post('/logs/session/end', page, async (req, reply) => {
@@ -148,7 +161,7 @@ export async function logPageRoutes(app: FastifyInstance, o: LogPageOptions): Pr
     const tick = async () => {
       if (stopped) return;
       try {
-        if (Date.now() - checkedSession > 30_000) {
+        if (Date.now() - checkedSession >= sessionCheckMs) {
           checkedSession = Date.now();
           if (!(await sessions.find(token))) {
             res.write('event: end\ndata: {"reason":"session ended"}\n\n');

@@ -1,4 +1,5 @@
 import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
+import { grantedScopes } from '../../accounts/scopes.js';
 import type { Db } from '../../store/types.js';
 
 export interface LogSession {
@@ -14,6 +15,10 @@ const hash = (token: string) => createHash('sha256').update(token).digest('hex')
 /**
  * Sessions of the /logs page in SQL, so that any instance serves them: a random token in an HttpOnly cookie, only its
  * SHA-256 stored. The API key that opened the session is never kept, in the browser or here (only its id).
+ *
+ * A session lives no longer than its key's right to open one: each lookup reads the key and its account from the
+ * shared store with the session (one query, no cache), so a key revoked or expired, its logs:read scope removed or
+ * its account suspended ends the session at the next request on any instance.
  */
 export class LogSessions {
   constructor(
@@ -44,15 +49,32 @@ export class LogSessions {
     return { token, session: { accountId, keyId, expiresAt, csrfToken: this.csrfFor(token) } };
   }
 
-  /** The live session of a token; null when unknown, ended or expired. */
+  /**
+   * The live session of a token; null when unknown, ended or expired, or when its key no longer may open one (revoked,
+   * expired, without logs:read, its account suspended): such a session is deleted.
+   */
   async find(token: string | undefined): Promise<LogSession | null> {
     if (!token || token.length > 100) return null;
-    const { rows } = await this.o.db.query<{ account_id: string; key_id: string; expires_at: string }>(
-      `SELECT account_id, key_id, expires_at FROM log_sessions WHERE token_hash = $1 AND expires_at > $2`,
-      [hash(token), this.now()],
+    const now = this.now();
+    const { rows } = await this.o.db.query<{ account_id: string; key_id: string; expires_at: string; scopes: string[] | null; revoked_at: Date | null; key_expires_at: Date | null; account_status: string | null }>(
+      `SELECT s.account_id, s.key_id, s.expires_at, k.scopes, k.revoked_at, k.expires_at AS key_expires_at, a.status AS account_status
+       FROM log_sessions s LEFT JOIN api_keys k ON k.id = s.key_id LEFT JOIN accounts a ON a.id = s.account_id
+       WHERE s.token_hash = $1 AND s.expires_at > $2`,
+      [hash(token), now],
     );
     if (!rows.length) return null;
-    return { accountId: rows[0].account_id, keyId: rows[0].key_id, expiresAt: Number(rows[0].expires_at), csrfToken: this.csrfFor(token) };
+    const r = rows[0];
+    const keyValid =
+      r.scopes !== null &&
+      r.revoked_at === null &&
+      (r.key_expires_at === null || new Date(r.key_expires_at).getTime() > now) &&
+      r.account_status === 'active' &&
+      grantedScopes(r.scopes).includes('logs:read');
+    if (!keyValid) {
+      await this.close(token);
+      return null;
+    }
+    return { accountId: r.account_id, keyId: r.key_id, expiresAt: Number(r.expires_at), csrfToken: this.csrfFor(token) };
   }
 
   async close(token: string): Promise<void> {

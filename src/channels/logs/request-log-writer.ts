@@ -94,7 +94,7 @@ export class RequestLogWriter {
       latencyMs: durationMs,
       keyId: auth?.keyId ?? null,
       accountId: auth?.accountId ?? null,
-      clientIp: req.ip ?? null,
+      clientIp: req.clientIp || null,
       userAgent: header(req, 'user-agent'),
       idempotencyKey: header(req, 'idempotency-key'),
       errorCode: req.errorCode ?? null,

@@ -47,7 +47,7 @@ export const messengerModule: ChannelModule<MessengerModuleService> = {
     const privateTargets = privateTargetsAllowed(ctx.config.webhooks.allowPrivateTargets, {
       httpHost: ctx.config.http.host,
       embeddedDatabase: ctx.db.kind !== 'postgres',
-      trustProxy: ctx.config.http.trustProxy,
+      trustProxy: Boolean(ctx.config.http.trustProxy),
       publicUrl: ctx.config.http.publicUrl,
     });
     const media = new MediaChecker({ guard: new TargetGuard(privateTargets.allowed), ca: c.mediaCaFile ? readFileSync(c.mediaCaFile, 'utf8') : null });

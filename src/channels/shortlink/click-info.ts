@@ -1,7 +1,7 @@
-import { BlockList, isIP } from 'node:net';
 import { createRequire } from 'node:module';
 import { isbot } from 'isbot';
 import UAParser from 'ua-parser-js';
+import { ClientAddresses } from '../../http/client-address.js';
 
 /** What a click records about its client (nothing that identifies a person: no address, no full user agent). */
 export interface ClickClient {
@@ -24,40 +24,10 @@ export function loadGeo(): void {
   if (!geo) geo = (createRequire(import.meta.url)('geoip-country') as { lookup: GeoLookup }).lookup;
 }
 
-/** Client addresses: the socket's peer, or, when that peer is a trusted proxy, the last untrusted X-Forwarded-For hop. */
-export class ClientAddress {
-  private readonly trusted = new BlockList();
-  private readonly any: boolean;
-
+/** Click addresses: the core's reading of X-Forwarded-For (src/http/client-address.ts) with shortlink.trustedProxies. */
+export class ClientAddress extends ClientAddresses {
   constructor(list: string) {
-    const entries = list.split(',').map((s) => s.trim()).filter(Boolean);
-    for (const e of entries) {
-      const [addr, bits] = e.split('/');
-      const type = isIP(addr) === 6 ? 'ipv6' : 'ipv4';
-      if (!isIP(addr)) throw new Error(`shortlink.trustedProxies: ${e} is not an address or CIDR block`);
-      if (bits !== undefined) this.trusted.addSubnet(addr, Number(bits), type);
-      else this.trusted.addAddress(addr, type);
-    }
-    this.any = entries.length > 0;
-  }
-
-  private isTrusted(ip: string): boolean {
-    const v4 = ip.startsWith('::ffff:') ? ip.slice(7) : ip;
-    const type = isIP(v4) === 6 ? 'ipv6' : 'ipv4';
-    return isIP(v4) !== 0 && this.trusted.check(v4, type);
-  }
-
-  of(peer: string | undefined, forwardedFor: string | string[] | undefined): string | null {
-    let ip = peer ?? null;
-    if (!ip || !this.any || !this.isTrusted(ip) || forwardedFor === undefined) return ip;
-    const hops = (Array.isArray(forwardedFor) ? forwardedFor.join(',') : forwardedFor).split(',').map((s) => s.trim()).filter(Boolean);
-    // Right to left: each trusted proxy vouches for the hop before it; the first untrusted one is the client.
-    for (let i = hops.length - 1; i >= 0; i--) {
-      if (!isIP(hops[i])) return ip;
-      ip = hops[i];
-      if (!this.isTrusted(ip)) return ip;
-    }
-    return ip;
+    super(list.split(','), 'shortlink.trustedProxies');
   }
 }
 

@@ -17,7 +17,7 @@ export const webhooksModule: ChannelModule<WebhookService> = {
     const privateTargets = privateTargetsAllowed(config.webhooks.allowPrivateTargets, {
       httpHost: config.http.host,
       embeddedDatabase: ctx.db.kind !== 'postgres',
-      trustProxy: config.http.trustProxy,
+      trustProxy: Boolean(config.http.trustProxy),
       publicUrl: config.http.publicUrl,
     });
     ctx.log.info(

@@ -9,7 +9,17 @@ import { backendLabel } from '../../helpers/env.js';
 interface PageRow {
   dataset: { requestId?: string };
 }
-declare const document: { querySelectorAll(s: string): ArrayLike<PageRow>; querySelector(s: string): { textContent: string | null } | null; cookie: string };
+interface Box {
+  top: number;
+  bottom: number;
+}
+declare const document: {
+  querySelectorAll(s: string): ArrayLike<PageRow>;
+  querySelector(s: string): { textContent: string | null; getBoundingClientRect(): Box } | null;
+  cookie: string;
+  scrollingElement: { scrollWidth: number; scrollTop: number };
+};
+declare const window: { innerWidth: number; innerHeight: number };
 declare const localStorage: Record<string, string>;
 declare const sessionStorage: Record<string, string>;
 
@@ -36,6 +46,13 @@ t.test(`the /logs page in a real browser (${backendLabel})`, async (t) => {
 
   const context = await humanContext(browser);
   const page = await context.newPage();
+  t.equal(page.viewportSize()?.width, 1280, 'a 1280 px wide window');
+  // Every console error and uncaught page error, from the first visit on.
+  const consoleErrors: string[] = [];
+  page.on('console', (m) => {
+    if (m.type() === 'error') consoleErrors.push(`${m.text()} ${m.location().url}`);
+  });
+  page.on('pageerror', (e) => consoleErrors.push(e.message));
   const authorizations: string[] = [];
   page.on('request', (r) => {
     const a = r.headers().authorization;
@@ -43,6 +60,8 @@ t.test(`the /logs page in a real browser (${backendLabel})`, async (t) => {
   });
   await page.goto(`${d.api}/logs`);
   await page.locator('#signin-form').waitFor();
+  await page.waitForLoadState('networkidle');
+  t.same(consoleErrors, [], 'a fresh visit logs no console error (the session check is no failed request)');
   await page.fill('#credential', token);
   await page.click('#signin-form button[type=submit]');
   await page.locator('#logs').waitFor();
@@ -96,14 +115,38 @@ t.test(`the /logs page in a real browser (${backendLabel})`, async (t) => {
   t.ok(cookies.find((c) => c.name === 'ferry_logs_session')?.httpOnly, 'the session cookie is HttpOnly');
   t.same(authorizations, ['POST /logs/session'], 'the key left the page once, to sign in');
 
-  await page.screenshot({ path: screenshotPath('logs-page'), fullPage: true });
+  // A long page of requests, one with a long path and user agent: the table fits the window, and a row's detail, below
+  // the rows, is scrolled into view when the row is clicked.
+  await page.uncheck('#tail');
+  const longPath = `/v1/sms/status/msg_${'x'.repeat(180)}`;
+  for (let i = 0; i < 55; i++) await call(d.api, 'GET', '/v1/account/balance', { token });
+  const long = await call(d.api, 'GET', longPath, { token, headers: { 'user-agent': `agent/${'y'.repeat(300)}` } });
+  const until2 = Date.now() + 15_000;
+  while ((await logs.search(key.accountId, {}, 60)).items.length < 60 && Date.now() < until2) await new Promise((r) => setTimeout(r, 20));
+  await page.click('#apply');
+  await rowCount(50);
+  await page.locator(`#rows tbody tr[data-request-id="${long.json.requestId}"]`).waitFor();
+  const overflow = await page.evaluate(() => ({ scrollWidth: document.scrollingElement.scrollWidth, innerWidth: window.innerWidth }));
+  t.ok(overflow.scrollWidth <= overflow.innerWidth, `no horizontal overflow (${overflow.scrollWidth} <= ${overflow.innerWidth})`);
+  await page.evaluate(() => void (document.scrollingElement.scrollTop = 0));
+  await page.click(`#rows tbody tr[data-request-id="${long.json.requestId}"]`);
+  await page.waitForFunction((id) => document.querySelector('#detail-id')?.textContent === id, long.json.requestId as string);
+  // Scrolling is instant (no smooth behaviour in the page's style): the detail's top is in the window at once.
+  const seen = await page.evaluate(() => ({ box: document.querySelector('#detail')!.getBoundingClientRect(), height: window.innerHeight }));
+  t.ok(seen.box.top >= 0 && seen.box.top < seen.height, `the detail is in view after the click (top ${Math.round(seen.box.top)} of ${seen.height})`);
+  const overflowDetail = await page.evaluate(() => document.scrollingElement.scrollWidth <= window.innerWidth);
+  t.ok(overflowDetail, 'the detail with its long path and user agent fits the window too');
+  await page.screenshot({ path: screenshotPath('logs-page'), fullPage: false });
+  await page.screenshot({ path: screenshotPath('logs-page-full'), fullPage: true });
+  t.same(consoleErrors, [], 'no console error while signed in');
 
   // Sign-out (a CSRF-checked POST) ends the session.
-  await page.uncheck('#tail');
   await page.click('#logout');
   await page.locator('#signin').waitFor();
   await page.reload();
   await page.locator('#signin-form').waitFor();
   t.ok(await page.isVisible('#signin'), 'after sign-out a reload asks to sign in again');
+  await page.waitForLoadState('networkidle');
+  t.same(consoleErrors, [], 'nor after signing out and coming back');
   await context.close();
 });

@@ -67,7 +67,7 @@ export async function aggregatorRoutes(app: FastifyInstance, deps: AggregatorRou
   });
 
   async function connector(req: FastifyRequest<{ Params: { connectorId: string } }>): Promise<ConnectorRow> {
-    const c = await store.authenticate(deps.db, req.params.connectorId, secretOf(req), req.ip);
+    const c = await store.authenticate(deps.db, req.params.connectorId, secretOf(req), req.clientIp);
     if (!c) throw new ApiError('INVALID_CREDENTIALS', { message: 'Unknown connector, wrong secret or an address outside its allow-list' });
     return c;
   }
