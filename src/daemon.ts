@@ -24,6 +24,7 @@ import type { ChannelModule } from './platform/channel-module.js';
 import { ModuleHost } from './platform/module-host.js';
 import { OutboundRegistry } from './platform/outbound-registry.js';
 import type { OutboundPipeline } from './outbound/outbound-pipeline.js';
+import { OutboundReconciler } from './outbound/outbound-reconciler.js';
 import { deriveKey, loadAdminToken, loadSecretKey } from './security/secrets.js';
 import type { EmbeddedUpstream } from './sim/smpp/embedded.js';
 import { openBackends } from './store/backends.js';
@@ -221,6 +222,15 @@ export class Daemon {
       for (const step of this.modules.stopSteps().reverse()) this.closers.unshift(step);
     }
     this.outbound = outbound.build({ backends: this.backends, log: log.child({ component: 'outbound' }), registry: this.metrics.registry });
+    if (this.outbound) {
+      // Started and stopped by the pipeline: the start-up sweep, then a pass every reconcileIntervalSeconds.
+      new OutboundReconciler({
+        pipeline: this.outbound,
+        log: log.child({ component: 'outbound-reconciler' }),
+        everyMs: config.outbound.reconcileIntervalSeconds * 1000,
+        staleMs: config.outbound.staleSeconds * 1000,
+      });
+    }
     this.outbound?.start();
     await this.modules.start();
     const ports = this.gateway.server.ports;
