@@ -31,6 +31,7 @@ import { openBackends } from './store/backends.js';
 import { loadMigrations, migrate } from './store/sql/migrate.js';
 import { openDb, redactUrl } from './store/sql/db.js';
 import { TableMaintenance } from './store/sql/table-maintenance.js';
+import { Retention } from './store/sql/retention.js';
 import type { Backends, Db } from './store/types.js';
 import { lockDataDir } from './util/lock.js';
 import { VERSION } from './version.js';
@@ -178,6 +179,14 @@ export class Daemon {
     });
     maintenance.start();
     this.closers.unshift({ name: 'table maintenance', close: () => maintenance.stop() });
+    const retention = new Retention({
+      db: this.db,
+      log: log.child({ component: 'retention' }),
+      config: config.retention,
+      onPurged: (table, rows) => this.metrics.retentionPurged.inc({ table }, rows),
+    });
+    retention.start();
+    this.closers.unshift({ name: 'retention', close: () => retention.stop() });
 
     try {
       this.backends = await openBackends({ db: this.db, redisUrl: config.redis.url, keyPrefix: config.redis.keyPrefix });
