@@ -30,10 +30,13 @@ async function products(t: { teardown(fn: () => unknown): void }) {
   const platform = new TcpProxy();
   await relay.up();
   await platform.up();
-  // The proxies first; the mail server's close waits for its connections (up to its 30 s close timeout): bounded here.
+  // The proxies first; the mail server's close waits for its connections (up to its 30 s close timeout), and a
+  // connection left there keeps the test process alive: closed here, the wait bounded.
   t.teardown(async () => {
     await relay.down();
     await platform.down();
+    const smtp = (mail as unknown as { server: { connections: Set<{ close(): void }> } }).server;
+    for (const c of smtp.connections) c.close();
     await Promise.race([mail.close(), sleep(1000)]);
   });
   const env = {
