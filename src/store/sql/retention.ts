@@ -91,7 +91,7 @@ export class Retention {
 
   start(): void {
     if (this.o.config.intervalSeconds <= 0) return;
-    this.schedule();
+    this.schedule(true);
   }
 
   async stop(): Promise<void> {
@@ -154,7 +154,9 @@ export class Retention {
     }
   }
 
-  private schedule(): void {
+  /** The first pass a minute after start (a daemon restarted more often than the interval still purges), then every interval. */
+  private schedule(first = false): void {
+    const seconds = first ? Math.min(60, this.o.config.intervalSeconds) : this.o.config.intervalSeconds;
     this.timer = setTimeout(() => {
       this.running = this.runOnce()
         .catch((err: Error) => this.o.log.warn({ err: err.message }, 'retention pass failed; retried at the next pass'))
@@ -162,7 +164,7 @@ export class Retention {
           this.running = undefined;
           if (!this.stopped) this.schedule();
         });
-    }, this.o.config.intervalSeconds * 1000);
+    }, seconds * 1000);
     this.timer.unref();
   }
 }
