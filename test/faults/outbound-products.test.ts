@@ -225,10 +225,11 @@ t.test(`outbound products lose no accepted message to the queue (${backendLabel}
   await redis.kill();
   await redis.start();
   await p.relay.up();
-  await p.platform.up();
   d = await startDaemon({}, { env: full, store });
   const daemon = d;
+  // The platform is the new daemon's embedded simulator: reachable once its port is known.
   platformOf(daemon, p.platform);
+  await p.platform.up();
   await t.test('(c) SIGKILL with the queue lost: the next daemon delivers each once', (t) => settled(t, daemon, crashed, p.mail));
   await t.test('(a) pushes lost after their commit are repaired by the reconciler', (t) => lostPushes(t, daemon, token, p.mail));
   await t.test("(b) the queue's Redis flushed while jobs wait for a retry", (t) => flushedQueue(t, daemon, token, p, redis.url));
