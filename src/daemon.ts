@@ -24,12 +24,14 @@ import type { ChannelModule } from './platform/channel-module.js';
 import { ModuleHost } from './platform/module-host.js';
 import { OutboundRegistry } from './platform/outbound-registry.js';
 import type { OutboundPipeline } from './outbound/outbound-pipeline.js';
+import { OutboundReconciler } from './outbound/outbound-reconciler.js';
 import { deriveKey, loadAdminToken, loadSecretKey } from './security/secrets.js';
 import type { EmbeddedUpstream } from './sim/smpp/embedded.js';
 import { openBackends } from './store/backends.js';
 import { loadMigrations, migrate } from './store/sql/migrate.js';
 import { openDb, redactUrl } from './store/sql/db.js';
 import { TableMaintenance } from './store/sql/table-maintenance.js';
+import { Retention } from './store/sql/retention.js';
 import type { Backends, Db } from './store/types.js';
 import { lockDataDir } from './util/lock.js';
 import { VERSION } from './version.js';
@@ -178,6 +180,14 @@ export class Daemon {
     });
     maintenance.start();
     this.closers.unshift({ name: 'table maintenance', close: () => maintenance.stop() });
+    const retention = new Retention({
+      db: this.db,
+      log: log.child({ component: 'retention' }),
+      config: config.retention,
+      onPurged: (table, rows) => this.metrics.retentionPurged.inc({ table }, rows),
+    });
+    retention.start();
+    this.closers.unshift({ name: 'retention', close: () => retention.stop() });
 
     try {
       this.backends = await openBackends({ db: this.db, redisUrl: config.redis.url, keyPrefix: config.redis.keyPrefix });
@@ -222,6 +232,15 @@ export class Daemon {
       for (const step of this.modules.stopSteps().reverse()) this.closers.unshift(step);
     }
     this.outbound = outbound.build({ backends: this.backends, log: log.child({ component: 'outbound' }), registry: this.metrics.registry });
+    if (this.outbound) {
+      // Started and stopped by the pipeline: the start-up sweep, then a pass every reconcileIntervalSeconds.
+      new OutboundReconciler({
+        pipeline: this.outbound,
+        log: log.child({ component: 'outbound-reconciler' }),
+        everyMs: config.outbound.reconcileIntervalSeconds * 1000,
+        staleMs: config.outbound.staleSeconds * 1000,
+      });
+    }
     this.outbound?.start();
     await this.modules.start();
     const ports = this.gateway.server.ports;

@@ -47,6 +47,13 @@ export class Metrics {
     registers: [this.registry],
   });
 
+  readonly retentionPurged = new Counter({
+    name: 'ferry_retention_purged_rows_total',
+    help: 'Rows deleted by retention (final and older than retention.days or their family\'s setting), by table',
+    labelNames: ['table'] as const,
+    registers: [this.registry],
+  });
+
   readonly upstreamSimulated = new Gauge({
     name: 'ferry_upstream_simulated',
     help: 'Each upstream: 1 for the embedded SMSC simulator (nothing it takes leaves the machine), 0 for a real one',

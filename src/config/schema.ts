@@ -272,6 +272,36 @@ export const configSchema = {
         reconcileStaleSeconds: { type: 'integer', minimum: 1, default: 60, description: 'a queued message untouched this long is pushed again (pushing is idempotent)' },
       },
     },
+    outbound: {
+      type: 'object',
+      additionalProperties: false,
+      default: {},
+      description: 'the outbound pipeline of messenger and email: its reconciler makes the queues agree with the jobs table',
+      properties: {
+        reconcileIntervalSeconds: { type: 'integer', minimum: 1, default: 30, description: 'how often pending jobs missing from their queue are pushed again and jobs past their deadline failed' },
+        staleSeconds: { type: 'integer', minimum: 1, default: 60, description: 'a pending job untouched this long is pushed again (pushing is idempotent); every pending job is pushed once at start' },
+      },
+    },
+    retention: {
+      type: 'object',
+      additionalProperties: false,
+      default: {},
+      description: 'rows in a final state older than this are purged (batched, one instance at a time); 0 keeps them forever',
+      properties: {
+        days: { type: 'integer', minimum: 0, default: 90, description: 'default for every family below; 0 = keep forever' },
+        outbound: { type: ['integer', 'null'], minimum: 0, default: null, description: 'outbound jobs and their history; null: retention.days' },
+        webhooks: { type: ['integer', 'null'], minimum: 0, default: null, description: 'webhook events and their deliveries; null: retention.days' },
+        sms: { type: ['integer', 'null'], minimum: 0, default: null, description: 'SMS messages, their events, parts and correlations; null: retention.days' },
+        messenger: { type: ['integer', 'null'], minimum: 0, default: null, description: 'messenger messages and inbound messages; null: retention.days' },
+        email: { type: ['integer', 'null'], minimum: 0, default: null, description: 'email messages and their events; null: retention.days' },
+        ussd: { type: ['integer', 'null'], minimum: 0, default: null, description: 'ended USSD sessions; null: retention.days' },
+        shortlink: { type: ['integer', 'null'], minimum: 0, default: null, description: 'short link clicks and hourly rollups; null: retention.days' },
+        logs: { type: ['integer', 'null'], minimum: 0, default: null, description: 'request log sessions; null: retention.days' },
+        intervalSeconds: { type: 'integer', minimum: 0, default: 3600, description: 'seconds between purge passes; 0 = never purge' },
+        batchRows: { type: 'integer', minimum: 1, maximum: 100000, default: 1000, description: 'rows deleted per statement' },
+        maxRowsPerPass: { type: 'integer', minimum: 1, default: 100000, description: 'rows deleted per table per pass at most (the rest waits for the next pass)' },
+      },
+    },
     database: {
       type: 'object',
       additionalProperties: false,
@@ -346,6 +376,9 @@ export const configSchema = {
     webhooks: webhooksConfigSchema,
   },
 } as const;
+
+export type RetentionFamily = 'outbound' | 'webhooks' | 'sms' | 'messenger' | 'email' | 'ussd' | 'shortlink' | 'logs';
+export type RetentionConfig = { days: number; intervalSeconds: number; batchRows: number; maxRowsPerPass: number } & Record<RetentionFamily, number | null>;
 
 export interface UpstreamConfig {
   id: string;
@@ -431,6 +464,8 @@ export interface FerryConfig {
   pricing: { defaultPrice: number | null; entries: Array<{ prefix: string; price: number; route?: string }> };
   billing: { refundOnFailure: boolean };
   sms: SmsConfig;
+  outbound: { reconcileIntervalSeconds: number; staleSeconds: number };
+  retention: RetentionConfig;
   database: { url: string | null; poolSize: number; commitsInFlight: number; preparedStatements: boolean; pipeline: boolean; maintenanceSeconds: number };
   redis: { url: string | null; keyPrefix: string };
   security: { secretKey: string | null };

@@ -28,6 +28,12 @@ export interface OutboundProduct<P = any> {
   onChange?(q: Transaction, changes: readonly StateChange<P>[]): Promise<void>;
 }
 
+/** What the pipeline needs of its reconciler (OutboundReconciler): started with it, stopped first. */
+export interface PipelineReconciler {
+  start(): void;
+  stop(): Promise<void>;
+}
+
 /** A provider's adapter and its limits. */
 export interface OutboundProvider<P = any> {
   adapter: ProviderAdapter<P>;
@@ -117,6 +123,8 @@ export class OutboundPipeline {
   /** Sent results being recorded, by provider and provider id: a callback for one of them waits for its record. */
   private readonly recording = new Map<string, Promise<void>>();
   private abandoned = false;
+  /** Repairs what the queues lose; a pipeline with products does not start without one. */
+  private reconciler: PipelineReconciler | null = null;
 
   constructor(private readonly o: OutboundPipelineOptions) {
     this.clock = o.clock ?? Date.now;
@@ -286,13 +294,29 @@ export class OutboundPipeline {
     for (const w of this.workers.values()) w.wake();
   }
 
-  start(): void {
-    if (this.abandoned) throw new Error('an abandoned pipeline does not start again');
-    for (const w of this.workers.values()) w.start();
+  /** The reconciler that starts and stops with this pipeline (OutboundReconciler attaches itself). */
+  attachReconciler(r: PipelineReconciler): void {
+    if (this.reconciler && this.reconciler !== r) throw new Error('the outbound pipeline already has a reconciler');
+    this.reconciler = r;
   }
 
-  /** Stops leasing, hands waiting jobs back, and waits for requests in flight to be recorded. */
+  /**
+   * Starts the workers and the reconciler. Refused without a reconciler when products use the pipeline: the SQL row is
+   * the truth and the queue only the work in flight, so a push lost after its commit, a queue that lost its data, or a
+   * deadline nobody enforces would leave their jobs pending forever.
+   */
+  start(): void {
+    if (this.abandoned) throw new Error('an abandoned pipeline does not start again');
+    if (this.products.size && !this.reconciler) {
+      throw new Error(`the outbound pipeline of ${[...this.products.keys()].join(', ')} needs a reconciler (new OutboundReconciler({ pipeline })) before it starts: without one a lost queue entry stays pending forever`);
+    }
+    for (const w of this.workers.values()) w.start();
+    this.reconciler?.start();
+  }
+
+  /** Stops the reconciler and leasing, hands waiting jobs back, and waits for requests in flight to be recorded. */
   async stop(): Promise<void> {
+    await this.reconciler?.stop();
     await Promise.all([...this.workers.values()].map((w) => w.stop()));
     await this.recorder.flush();
     await this.flush();
@@ -301,6 +325,7 @@ export class OutboundPipeline {
   /** Stops as a crash would (nothing more recorded or settled): for the fault tests. */
   async abandon(): Promise<void> {
     this.abandoned = true;
+    await this.reconciler?.stop();
     await Promise.all([...this.workers.values()].map((w) => w.abandon()));
   }
 

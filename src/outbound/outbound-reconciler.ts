@@ -11,6 +11,8 @@ export interface OutboundReconcilerOptions {
   everyMs?: number;
   /** A pending job untouched for this long is pushed again by the periodic pass (default 60 s). */
   staleMs?: number;
+  /** The start-up sweep of every pending job when the pipeline starts (default true; tests drive passes by hand). */
+  sweepAtStart?: boolean;
   clock?: () => number;
 }
 
@@ -32,6 +34,7 @@ export class OutboundReconciler {
   constructor(private readonly o: OutboundReconcilerOptions) {
     this.clock = o.clock ?? Date.now;
     this.store = o.pipeline.store;
+    o.pipeline.attachReconciler(this);
   }
 
   /** The start-up sweep: every pending job. Returns how many were pushed. */
@@ -39,7 +42,12 @@ export class OutboundReconciler {
     return this.run(0);
   }
 
+  /** Called by the pipeline's start: the start-up sweep (in the background), then a pass every everyMs. */
   start(): void {
+    if (this.timer) return;
+    if (this.o.sweepAtStart !== false) {
+      void this.sweep().catch((err: unknown) => this.o.log.warn({ err: (err as Error).message }, 'outbound start-up sweep failed; the periodic pass pushes stale jobs'));
+    }
     this.timer = setInterval(() => {
       void this.run(this.o.staleMs ?? 60_000).catch((err: unknown) => this.o.log.warn({ err: (err as Error).message }, 'outbound reconcile pass failed'));
     }, this.o.everyMs ?? 30_000);
@@ -48,6 +56,7 @@ export class OutboundReconciler {
 
   async stop(): Promise<void> {
     clearInterval(this.timer);
+    this.timer = undefined;
     await this.running?.catch(() => 0);
   }
 

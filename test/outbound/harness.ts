@@ -4,6 +4,7 @@ import { pino } from 'pino';
 import { Registry } from 'prom-client';
 import { isEventType, registerEventTypes } from '../../src/events/catalogue.js';
 import { OutboundPipeline, type OutboundProvider } from '../../src/outbound/outbound-pipeline.js';
+import { OutboundReconciler } from '../../src/outbound/outbound-reconciler.js';
 import type { JobRow } from '../../src/outbound/outbound-store.js';
 import { StateMachine } from '../../src/outbound/state-machine.js';
 import type { NewOutboundJob } from '../../src/outbound/types.js';
@@ -39,6 +40,8 @@ export const silent = pino({ level: 'silent' });
 
 export interface Harness {
   pipeline: OutboundPipeline;
+  /** Attached, with no start-up sweep and no periodic pass in a test's time: tests run its passes by hand. */
+  reconciler: OutboundReconciler;
   adapter: HttpTestAdapter;
   registry: Registry;
   stop(): Promise<void>;
@@ -74,9 +77,11 @@ export function makePipeline(
     },
     providers: [{ adapter, sendTimeoutMs: 2000, leaseMs: 10_000, ...opts.provider }],
   });
+  const reconciler = new OutboundReconciler({ pipeline, log: silent, clock: () => clock.now, sweepAtStart: false, everyMs: 3_600_000 });
   if (opts.start !== false) pipeline.start();
   return {
     pipeline,
+    reconciler,
     adapter,
     registry,
     async stop() {

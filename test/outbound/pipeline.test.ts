@@ -313,6 +313,7 @@ t.test(`outbound pipeline contract (${backendLabel})`, async (t) => {
       },
       providers: [{ adapter }],
     });
+    new OutboundReconciler({ pipeline, log: silent, sweepAtStart: false, everyMs: 3_600_000 });
     pipeline.start();
     t.teardown(async () => {
       await pipeline.stop();
@@ -343,7 +344,7 @@ t.test(`outbound pipeline contract (${backendLabel})`, async (t) => {
     const [lost] = await backends.db.tx((q) => h.pipeline.enqueue(q, [demoJob(name, 'lost-1')]));
     await pause(100);
     t.equal(provider.countFor('lost-1'), 0, 'not in the queue: not sent');
-    const rec = new OutboundReconciler({ pipeline: h.pipeline, log: silent, clock: () => clock.now });
+    const rec = h.reconciler;
     t.ok((await rec.sweep()) >= 1, 'the start-up sweep pushes it');
     await jobState(h.pipeline, lost.id, (j) => j.state === 'sent');
     t.equal(provider.countFor('lost-1'), 1);
@@ -356,6 +357,29 @@ t.test(`outbound pipeline contract (${backendLabel})`, async (t) => {
     t.match(row, { state: 'failed', ferryError: 'DEADLINE_EXCEEDED', pending: false });
     t.same((await eventsOf(backends, 'dm_od-1')).map((e) => e.type), ['demo.queued', 'demo.failed']);
     t.equal(provider.countFor('od-1'), 0);
+  });
+
+  t.test('a pipeline with products does not start without a reconciler; with one, it sweeps at start', async (t) => {
+    const adapter = new HttpTestAdapter(providerName('norec'), provider.url);
+    t.teardown(() => adapter.close());
+    const opts = { backends, log: silent, clock: () => clock.now, pollMs: 10, products: { demo: { machine: DEMO, deadlineMs: 60_000 } }, providers: [{ adapter }] };
+    const bare = new OutboundPipeline(opts);
+    t.throws(() => bare.start(), /needs a reconciler/, 'refused: a lost queue entry would stay pending forever');
+    // Committed before any instance runs, never pushed: the start-up sweep of the reconciler the pipeline starts sends it.
+    const [job] = await backends.db.tx((q) => bare.enqueue(q, [demoJob(adapter.name, 'norec-1')]));
+    const pipeline = new OutboundPipeline(opts);
+    const rec = new OutboundReconciler({ pipeline, log: silent, clock: () => clock.now, everyMs: 3_600_000 });
+    t.throws(() => new OutboundReconciler({ pipeline, log: silent }), /already has a reconciler/);
+    pipeline.start();
+    t.teardown(() => pipeline.stop());
+    await jobState(pipeline, job.id, (j) => j.state === 'sent');
+    t.equal(provider.countFor('norec-1'), 1, 'sent once');
+    await pipeline.stop();
+    void rec;
+    // A pipeline of providers only (nothing enqueues into it) needs none.
+    const idle = new OutboundPipeline({ ...opts, products: {} });
+    t.doesNotThrow(() => idle.start());
+    await idle.stop();
   });
 
   t.test('a product with an unregistered event type, or an unknown provider, is refused', async (t) => {

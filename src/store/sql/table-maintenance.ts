@@ -13,13 +13,17 @@ export const CHURN_TABLES = [
   'idempotency_keys',
   'webhook_events',
   'webhook_deliveries',
+  // Updated on every send attempt, claim and status (outbound jobs), every hop (USSD sessions), every click (rollups).
+  'outbound_jobs',
+  'ussd_sessions',
+  'shortlink_rollups',
 ] as const;
 
 /**
- * Large tables updated a few times per message (status changes, parts, purged correlations), and the request logs
- * (rows deleted past their retention): vacuumed less often.
+ * Large tables updated a few times per message (status changes, parts, purged correlations, the products' messages),
+ * and the tables retention deletes from (request logs, log sessions): vacuumed less often.
  */
-export const LEDGER_TABLES = ['messages', 'message_parts', 'upstream_correlations', 'request_logs'] as const;
+export const LEDGER_TABLES = ['messages', 'message_parts', 'upstream_correlations', 'request_logs', 'messenger_messages', 'email_messages', 'log_sessions'] as const;
 
 export interface TableMaintenanceOptions {
   db: Db;

@@ -1,0 +1,147 @@
+import pino from 'pino';
+import t from 'tap';
+import type { RetentionConfig } from '../../src/config/schema.js';
+import { RETENTION_TABLES, Retention } from '../../src/store/sql/retention.js';
+import { CHURN_TABLES, LEDGER_TABLES } from '../../src/store/sql/table-maintenance.js';
+import { testDb } from '../helpers/db.js';
+import { backendLabel } from '../helpers/env.js';
+
+const log = pino({ level: 'silent' });
+const DAY = 86_400_000;
+const NOW = Date.parse('2026-06-01T00:00:00Z');
+const OLD = NOW - 100 * DAY;
+const YOUNG = NOW - 10 * DAY;
+const iso = (ms: number) => new Date(ms).toISOString();
+
+const config = (over: Partial<RetentionConfig> = {}): RetentionConfig => ({
+  days: 90,
+  outbound: null,
+  webhooks: null,
+  sms: null,
+  messenger: null,
+  email: null,
+  ussd: null,
+  shortlink: null,
+  logs: null,
+  intervalSeconds: 0,
+  batchRows: 2,
+  maxRowsPerPass: 1000,
+  ...over,
+});
+
+t.test(`retention purges old final rows with their children, keeps the rest (${backendLabel})`, async (t) => {
+  const tdb = await testDb();
+  t.teardown(() => tdb.cleanup());
+  const { db } = tdb;
+  const q = (sql: string, params: unknown[] = []) => db.query(sql, params);
+
+  for (const table of new Set([...CHURN_TABLES, ...LEDGER_TABLES, ...RETENTION_TABLES.flatMap((s) => [s.table, ...(s.children ?? []).map((c) => c.table)])])) {
+    const { rows } = await db.query<{ n: number }>(`SELECT count(*)::int AS n FROM information_schema.tables WHERE table_schema = current_schema() AND table_name = $1`, [table]);
+    t.equal(rows[0].n, 1, `${table} exists (a maintained or purged table)`);
+  }
+
+  // Outbound: 3 old done jobs (more than one batch of 2), 1 old pending, 1 young done; each with history.
+  const job = (id: string, pending: boolean, at: number) =>
+    q(
+      `INSERT INTO outbound_jobs (id, product, provider, account_id, message_id, payload, state, pending, next_attempt_at, deadline_at, created_at, updated_at)
+       VALUES ($1, 'email', 'smtp', 'acc_r', $1, '{}', $2, $3, $4, $4, $4, $4)`,
+      [id, pending ? 'queued' : 'sent', pending, at],
+    ).then(() => q(`INSERT INTO outbound_history (job_id, kind, state, at) VALUES ($1, 'state', 'queued', $2), ($1, 'state', 'sent', $2)`, [id, at]));
+  for (const id of ['job_old1', 'job_old2', 'job_old3']) await job(id, false, OLD);
+  await job('job_pending', true, OLD);
+  await job('job_young', false, YOUNG);
+
+  // Webhooks: an old event delivered, an old one with a delivery still retrying, a young one.
+  await q(`INSERT INTO webhook_endpoints (id, account_id, url, events, secret_cipher) VALUES ('we_r', 'acc_r', 'https://example.invalid/h', ARRAY['*'], 'x')`);
+  const event = async (id: string, at: number, status: string) => {
+    await q(`INSERT INTO webhook_events (id, account_id, type, payload, created_at, fanned_out) VALUES ($1, 'acc_r', 'email.sent', '{}', $2, true)`, [id, iso(at)]);
+    await q(`INSERT INTO webhook_deliveries (id, endpoint_id, event_id, event_seq, status, created_at) VALUES ($1, 'we_r', $2, 1, $3, $4)`, [`wd_${id}`, id, status, iso(at)]);
+  };
+  await event('ev_old', OLD, 'delivered');
+  await event('ev_retrying', OLD, 'failed');
+  await event('ev_young', YOUNG, 'delivered');
+
+  // SMS: an old delivered message with events and parts, an old one still queued, a young delivered one.
+  const sms = async (id: string, status: string, finalAt: number | null) => {
+    await q(
+      `INSERT INTO messages (id, account_id, ingress, source, destination, body, encoding, status, currency, created_at, final_at)
+       VALUES ($1, 'acc_r', 'rest', 'Ferry', '233241234567', 'hi', 'gsm7', $2, 'USD', $3, $4)`,
+      [id, status, iso(OLD), finalAt === null ? null : iso(finalAt)],
+    );
+    await q(`INSERT INTO message_events (message_id, status) VALUES ($1, 'queued'), ($1, $2)`, [id, status]);
+    await q(`INSERT INTO message_parts (message_id, part_index, status) VALUES ($1, 0, $2)`, [id, status]);
+  };
+  await sms('msg_old', 'delivered', OLD);
+  await sms('msg_open', 'queued', null);
+  await sms('msg_young', 'delivered', YOUNG);
+
+  // Products.
+  const mm = (id: string, status: string, at: number) =>
+    q(
+      `INSERT INTO messenger_messages (id, account_id, business_number, recipient, type, content, status, job_id, created_at, updated_at)
+       VALUES ($1, 'acc_r', '15550001', '4477001', 'text', '{}', $2, 'job_x', $3, $3)`,
+      [id, status, at],
+    );
+  await mm('wam_old', 'read', OLD);
+  await mm('wam_queued', 'queued', OLD);
+  await mm('wam_young', 'delivered', YOUNG);
+  await q(`INSERT INTO email_sends (id, account_id, content, created_at) VALUES ('send_old', 'acc_r', '{}', $1), ('send_kept', 'acc_r', '{}', $1)`, [OLD]);
+  const em = async (id: string, send: string, status: string, at: number) => {
+    await q(
+      `INSERT INTO email_messages (id, account_id, send_id, stream, from_address, recipient, subject, status, created_at, updated_at)
+       VALUES ($1, 'acc_r', $2, 'transactional', 'a@x.test', 'b@y.test', 's', $3, $4, $4)`,
+      [id, send, status, at],
+    );
+    await q(`INSERT INTO email_events (message_id, kind, at) VALUES ($1, 'opened', $2)`, [id, at]);
+  };
+  await em('em_old', 'send_old', 'delivered', OLD);
+  await em('em_queued', 'send_kept', 'queued', OLD);
+  await q(`INSERT INTO accounts (id, name) VALUES ('acc_r', 'retention')`);
+  const ussd = (id: string, status: string, at: number) =>
+    q(
+      `INSERT INTO ussd_sessions (id, account_id, service_code_id, service_code, dialled, phone, channel, network_key, status, app, state, started_at, updated_at)
+       VALUES ($1, 'acc_r', 'sc_1', '*384#', '*384#', '233241234567', 'simulate', $1, $2, '{}', '{}', $3, $3)`,
+      [id, status, at],
+    );
+  await ussd('us_old', 'ended', OLD);
+  await ussd('us_active', 'active', OLD);
+  await q(
+    `INSERT INTO shortlink_clicks (link_id, id, account_id, at, device, bot, method, outcome) VALUES ('l1', 'c_old', 'acc_r', $1, 'desktop', false, 'GET', 'redirect'), ('l1', 'c_young', 'acc_r', $2, 'desktop', false, 'GET', 'redirect')`,
+    [iso(OLD), iso(YOUNG)],
+  );
+  await q(
+    `INSERT INTO shortlink_rollups (link_id, account_id, hour, dim, value, bot, clicks) VALUES ('l1', 'acc_r', $1, 'total', '', false, 3), ('l1', 'acc_r', $2, 'total', '', false, 4)`,
+    [iso(OLD), iso(YOUNG)],
+  );
+  await q(`INSERT INTO log_sessions (token_hash, account_id, key_id, created_at, expires_at) VALUES ('h_old', 'acc_r', 'k', $1, $1), ('h_young', 'acc_r', 'k', $2, $2)`, [OLD, YOUNG]);
+
+  const purged: Record<string, number> = {};
+  const r = new Retention({ db, log, config: config({ shortlink: 0 }), clock: () => NOW, onPurged: (table, n) => (purged[table] = (purged[table] ?? 0) + n) });
+  const out = await r.runOnce();
+  t.same(out, purged, 'every purged row is reported (metrics)');
+
+  const ids = async (sql: string) => (await db.query<{ id: string }>(sql)).rows.map((x) => x.id).sort();
+  t.same(await ids(`SELECT id FROM outbound_jobs`), ['job_pending', 'job_young'], 'old done jobs purged over several batches; the pending and the young one kept');
+  t.same(await ids(`SELECT DISTINCT job_id AS id FROM outbound_history`), ['job_pending', 'job_young'], 'their history went with them');
+  t.equal(purged.outbound_jobs, 3);
+  t.equal(purged.outbound_history, 6);
+  t.same(await ids(`SELECT id FROM webhook_events`), ['ev_retrying', 'ev_young'], 'an event with a delivery still to retry is kept');
+  t.same(await ids(`SELECT event_id AS id FROM webhook_deliveries`), ['ev_retrying', 'ev_young'], 'deliveries went with their event');
+  t.same(await ids(`SELECT id FROM messages`), ['msg_open', 'msg_young']);
+  t.same(await ids(`SELECT DISTINCT message_id AS id FROM message_events`), ['msg_open', 'msg_young'], 'message events went with their message');
+  t.same(await ids(`SELECT message_id AS id FROM message_parts`), ['msg_open', 'msg_young'], 'parts too');
+  t.same(await ids(`SELECT id FROM messenger_messages`), ['wam_queued', 'wam_young']);
+  t.same(await ids(`SELECT id FROM email_messages`), ['em_queued']);
+  t.same(await ids(`SELECT message_id AS id FROM email_events`), ['em_queued']);
+  t.same(await ids(`SELECT id FROM email_sends`), ['send_kept'], "a send's content goes once none of its messages is left");
+  t.same(await ids(`SELECT id FROM ussd_sessions`), ['us_active'], 'a live session is kept, however old');
+  t.same(await ids(`SELECT id FROM shortlink_clicks`), ['c_old', 'c_young'], 'shortlink retention 0: kept forever');
+  t.equal((await db.query<{ n: number }>(`SELECT count(*)::int AS n FROM shortlink_rollups`)).rows[0].n, 2);
+  t.same(await ids(`SELECT token_hash AS id FROM log_sessions`), ['h_young']);
+
+  // One instance at a time: another's live lease refuses the pass; once it ran out, the pass runs.
+  await q(`UPDATE maintenance_leases SET holder = 'other', until_ms = $1 WHERE name = 'retention'`, [NOW + 60_000]);
+  t.equal(await r.runOnce(), null, 'another instance holds the lease: nothing done');
+  await q(`UPDATE maintenance_leases SET until_ms = $1 WHERE name = 'retention'`, [NOW - 1]);
+  t.same(await r.runOnce(), {}, 'its lease ran out: this one runs (nothing left to purge)');
+});
