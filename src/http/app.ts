@@ -269,7 +269,8 @@ export async function createApp(opts: AppOptions): Promise<FastifyInstance> {
         socket.destroy();
       }
     },
-    ajv: { customOptions: { allErrors: true, coerceTypes: false, useDefaults: true, removeAdditional: false } },
+    // x-ferry-redact: a body property the request logs never store (src/channels/logs/redact.ts).
+    ajv: { customOptions: { allErrors: true, coerceTypes: false, useDefaults: true, removeAdditional: false, keywords: ['x-ferry-redact'] } },
     routerOptions: { maxParamLength: 200, ignoreTrailingSlash: true },
   });
 
