@@ -50,22 +50,24 @@ export async function openBackends(opts: BackendOptions): Promise<Backends> {
     );
   }
 
+  // The Redis scripts go by the server's TIME; a clock given here (tests only) moves their time instead.
+  const redisClock = opts.clock ? { clock, scriptClock: clock } : { clock };
   const redis = await connectRedis(opts.redisUrl, opts.onRedisError);
   const scripted = defineScripts(redis);
   const keys = new RedisKeys(opts.keyPrefix);
   const queues = new Map<string, Queue<unknown>>();
   const queueOf = (name: string) => {
     let q = queues.get(name);
-    if (!q) queues.set(name, (q = new RedisQueue(scripted, keys, name, { clock })));
+    if (!q) queues.set(name, (q = new RedisQueue(scripted, keys, name, redisClock)));
     return q;
   };
   return new StoreBackends(
     'redis',
     opts.db,
-    new RedisThrottle(scripted, keys, { clock }),
-    new RedisRateWindows(scripted, keys, { clock }),
-    new RedisOtpStore(scripted, keys, { clock }),
-    new RedisCooldowns(scripted, keys, { clock }),
+    new RedisThrottle(scripted, keys, redisClock),
+    new RedisRateWindows(scripted, keys, redisClock),
+    new RedisOtpStore(scripted, keys, redisClock),
+    new RedisCooldowns(scripted, keys, redisClock),
     queueOf,
     redis,
   );
