@@ -91,11 +91,15 @@ export class RedisOtpStore implements OtpStore {
   }
 
   /**
-   * The scripts' `now`: the caller's under a test clock, else '' (the server's TIME: instances whose clocks differ
-   * agree on the rate window, attempts and cooldowns).
+   * The scripts' `now`: the caller's under a test clock given to the store; else the server's TIME (instances whose
+   * clocks differ agree on the rate window, expiry, attempts and cooldowns), shifted by how far the caller's `now` is
+   * from this process's clock. That shift is 0 in production, where the caller's clock is this one read a moment
+   * earlier (under a second); only a test moves the service's clock (an OTP past its expiry) without the store's.
    */
-  private at(now: number): number | '' {
-    return this.testTime ? now : '';
+  private at(now: number): number | string {
+    if (this.testTime) return now;
+    const shift = Math.round(now - Date.now());
+    return Math.abs(shift) < 1000 ? '' : `~${shift}`;
   }
 
   async get(id: string): Promise<OtpRecord | null> {

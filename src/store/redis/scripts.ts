@@ -34,11 +34,13 @@ export type ScriptedRedis = Redis & Record<ScriptName, ScriptFn>;
  * Put before every script (on its first line, so line numbers in errors stay): the time a script goes by. Redis's
  * TIME, so that instances whose clocks differ (by seconds or minutes) agree on windows, leases and expiries; Redis 7
  * replicates a script's effects, not the script, so a script may read TIME and then write. A script takes a `now`
- * argument that is '' in production; tests pass their clock's time there to move time without waiting (scriptNow).
+ * argument that is '' in production; tests pass their clock's time there to move time without waiting (scriptNow),
+ * or `~ms`, a shift added to TIME (OtpStore: a test moved the service's clock, not the store's).
  */
 const PRELUDE =
-  "local function server_now(given) if given ~= nil and given ~= '' then return tonumber(given) end " +
-  "local t = redis.call('TIME') return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) end ";
+  "local function server_now(given) local shift = 0 if given ~= nil and given ~= '' then " +
+  "if string.sub(given, 1, 1) ~= '~' then return tonumber(given) end shift = tonumber(string.sub(given, 2)) end " +
+  "local t = redis.call('TIME') return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) + shift end ";
 
 /**
  * The `now` argument of the scripts: '' (the server's TIME) unless a test clock is given. Only tests give one: a
