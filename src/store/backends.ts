@@ -23,7 +23,7 @@ export interface BackendOptions {
   redisUrl?: string | null;
   /** Prefix of every Redis key (default "ferry:"). */
   keyPrefix?: string;
-  /** Epoch-ms clock for queue and throttle times (tests move it; instances should run NTP). */
+  /** Epoch-ms clock for queue and throttle times, tests only (they move it); on Redis the scripts otherwise go by the server's TIME. */
   clock?: () => number;
   /** Redis connection errors after start (ioredis reconnects by itself); default: ignored. */
   onRedisError?: (err: Error) => void;

@@ -77,16 +77,16 @@ export function redactValue(value: unknown, depth = 0): unknown {
   return value;
 }
 
-/** A copy keeping only ALLOWED_KEYS members (at any depth) and scalars under them. */
-export function redactByAllowList(value: unknown, depth = 0): unknown {
+/** A copy keeping only ALLOWED_KEYS members (at any depth) and the values under them; `kept`: under such a member. */
+export function redactByAllowList(value: unknown, kept = false, depth = 0): unknown {
   if (depth > 32) return REDACTED;
-  if (Array.isArray(value)) return value.map((v) => redactByAllowList(v, depth + 1));
+  if (Array.isArray(value)) return value.map((v) => redactByAllowList(v, kept, depth + 1));
   if (value && typeof value === 'object') {
     const out: Record<string, unknown> = {};
-    for (const [k, v] of Object.entries(value as Record<string, unknown>)) out[k] = ALLOWED_KEYS.has(k) && !isSecretKey(k) ? redactByAllowList(v, depth + 1) : REDACTED;
+    for (const [k, v] of Object.entries(value as Record<string, unknown>)) out[k] = ALLOWED_KEYS.has(k) && !isSecretKey(k) ? redactByAllowList(v, true, depth + 1) : REDACTED;
     return out;
   }
-  return depth === 0 ? REDACTED : value;
+  return kept ? value : REDACTED;
 }
 
 /** A schema and the alternatives it combines (anyOf, oneOf, allOf), which redaction reads as one. */

@@ -140,5 +140,6 @@ t.test('redaction by schema: marks, unknown members, free-form objects, arrays, 
     { jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'sms_send', arguments: { to: '233', message: REDACTED, privateKey: REDACTED, note: REDACTED } } },
     'without a schema only the allow-listed members are kept',
   );
+  t.equal(storedRequestBody(['a secret', { to: '233' }], 8192), JSON.stringify([REDACTED, { to: '233' }]), 'a bare value is not kept');
   t.equal(storedRequestBody(Buffer.from('raw'), 8192), '[body of 3 bytes not kept]', 'a raw body is not kept');
 });
