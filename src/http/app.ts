@@ -13,11 +13,12 @@ import Fastify, {
 import swagger from '@fastify/swagger';
 import type { Logger } from 'pino';
 import type { AuthContext } from '../accounts/key-service.js';
-import { isConnectionError, StorageUnavailableError } from '../store/sql/db.js';
+import { isConnectionError, isDataError, StorageUnavailableError } from '../store/sql/db.js';
 import { newId } from '../util/ids.js';
 import { ClientAddresses } from './client-address.js';
 import { ApiError, ERROR_CATALOGUE, invalidField, type ErrorCode, type FieldError } from './errors.js';
 import { errorEnvelopeSchema } from './envelope.js';
+import { guardText } from './text-guard.js';
 import type { Metrics } from '../metrics.js';
 import './types.js';
 
@@ -110,6 +111,12 @@ export function toApiError(err: unknown, log: Logger, req?: FastifyRequest): Api
       return new ApiError('MALFORMED_REQUEST', { message: 'Content-Length does not match the body' });
   }
   if (e instanceof SyntaxError || (e.statusCode === 400 && /JSON/i.test(e.message))) return new ApiError('INVALID_JSON');
+  // A value the database refused (SQLSTATE class 22): the request's fault, never an outage. The edge check
+  // (text-guard.ts) refuses the known cases with the field named; this covers what slips past it.
+  if (isDataError(e)) {
+    log.warn({ err: { message: e.message, code: e.code }, reqId: req?.id }, 'a value the database refused');
+    return invalidField('(request)', 'a value in the request cannot be stored');
+  }
   // ioredis reports an outage under several names (a closed stream, a command given up after its retries).
   const redisDown = ['MaxRetriesPerRequestError', 'AbortError'].includes(e.name) || /Redis|Stream isn't writeable|Connection is closed|max retries per request|ECONNREFUSED|ECONNRESET|EPIPE/i.test(e.message ?? '');
   if (e instanceof StorageUnavailableError || isConnectionError(e) || redisDown) {
@@ -275,7 +282,8 @@ export async function createApp(opts: AppOptions): Promise<FastifyInstance> {
         socket.destroy();
       }
     },
-    ajv: { customOptions: { allErrors: true, coerceTypes: false, useDefaults: true, removeAdditional: false } },
+    // x-ferry-redact: a body property the request logs never store (src/channels/logs/redact.ts).
+    ajv: { customOptions: { allErrors: true, coerceTypes: false, useDefaults: true, removeAdditional: false, keywords: ['x-ferry-redact'] } },
     routerOptions: { maxParamLength: 200, ignoreTrailingSlash: true },
   });
 
@@ -342,6 +350,8 @@ export async function createApp(opts: AppOptions): Promise<FastifyInstance> {
     done();
   };
   app.addHook('onRequest', first);
+  // Text Postgres cannot store (NUL, lone surrogates) in a path parameter, a query value or the body: 400 naming the field.
+  guardText(app);
 
   app.addHook('onResponse', (req, reply, done) => {
     const route = req.routeOptions.url ?? 'unmatched';

@@ -81,6 +81,8 @@ export function parseAuthorization(header: string | undefined): { keyId: string;
   } else if (scheme === 'basic') {
     return 'malformed';
   }
+  // A NUL (Postgres cannot take it in a key id) is no credential anyone was given.
+  if (pair.includes('\0')) return 'malformed';
   const colon = pair.indexOf(':');
   if (colon <= 0 || colon === pair.length - 1) return 'malformed';
   return { keyId: pair.slice(0, colon), secret: pair.slice(colon + 1) };

@@ -23,7 +23,7 @@ export interface BackendOptions {
   redisUrl?: string | null;
   /** Prefix of every Redis key (default "ferry:"). */
   keyPrefix?: string;
-  /** Epoch-ms clock for queue and throttle times (tests move it; instances should run NTP). */
+  /** Epoch-ms clock for queue and throttle times, tests only (they move it); on Redis the scripts otherwise go by the server's TIME. */
   clock?: () => number;
   /** Redis connection errors after start (ioredis reconnects by itself); default: ignored. */
   onRedisError?: (err: Error) => void;
@@ -50,22 +50,24 @@ export async function openBackends(opts: BackendOptions): Promise<Backends> {
     );
   }
 
+  // The Redis scripts go by the server's TIME; a clock given here (tests only) moves their time instead.
+  const redisClock = opts.clock ? { clock, scriptClock: clock } : { clock };
   const redis = await connectRedis(opts.redisUrl, opts.onRedisError);
   const scripted = defineScripts(redis);
   const keys = new RedisKeys(opts.keyPrefix);
   const queues = new Map<string, Queue<unknown>>();
   const queueOf = (name: string) => {
     let q = queues.get(name);
-    if (!q) queues.set(name, (q = new RedisQueue(scripted, keys, name, { clock })));
+    if (!q) queues.set(name, (q = new RedisQueue(scripted, keys, name, redisClock)));
     return q;
   };
   return new StoreBackends(
     'redis',
     opts.db,
-    new RedisThrottle(scripted, keys, { clock }),
-    new RedisRateWindows(scripted, keys, { clock }),
-    new RedisOtpStore(scripted, keys, { clock }),
-    new RedisCooldowns(scripted, keys, { clock }),
+    new RedisThrottle(scripted, keys, redisClock),
+    new RedisRateWindows(scripted, keys, redisClock),
+    new RedisOtpStore(scripted, keys, redisClock),
+    new RedisCooldowns(scripted, keys, redisClock),
     queueOf,
     redis,
   );

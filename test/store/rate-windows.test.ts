@@ -206,7 +206,7 @@ t.test(`rate windows contract (${backendLabel})`, async (t) => {
     const other = new Redis(REDIS_URL!, { lazyConnect: true, enableAutoPipelining: true });
     await other.connect();
     t.teardown(() => other.quit());
-    const rw2: RateWindows = new RedisRateWindows(defineScripts(other), new RedisKeys(env.keyPrefix!), { clock: () => clock.now });
+    const rw2: RateWindows = new RedisRateWindows(defineScripts(other), new RedisKeys(env.keyPrefix!), { scriptClock: () => clock.now });
     midnight();
     const k = key();
     const instances = [rw, rw2];

@@ -27,10 +27,10 @@ const idParam = { type: 'object', required: ['id'], properties: { id: { type: 's
 
 const contentProps = {
   subject: { type: 'string', minLength: 1, maxLength: 998, description: 'Handlebars variables allowed (strict)' },
-  html: { type: 'string', maxLength: 5_000_000, description: 'sanitised (no scripts, no event attributes, http/https/mailto/tel links), CSS inlined' },
-  text: { type: 'string', maxLength: 5_000_000, description: 'generated from html when absent' },
+  html: { type: 'string', 'x-ferry-redact': 'personal', maxLength: 5_000_000, description: 'sanitised (no scripts, no event attributes, http/https/mailto/tel links), CSS inlined' },
+  text: { type: 'string', 'x-ferry-redact': 'personal', maxLength: 5_000_000, description: 'generated from html when absent' },
   templateId: { type: 'string', maxLength: 64, description: 'a template of the account (instead of html/text; subject optional)' },
-  data: { ...anyObject, description: 'template variables; a variable the template uses and data lacks is TEMPLATE_RENDER_ERROR' },
+  data: { ...anyObject, 'x-ferry-redact': 'personal', description: 'template variables; a variable the template uses and data lacks is TEMPLATE_RENDER_ERROR' },
 } as const;
 
 const commonProps = {
@@ -50,11 +50,11 @@ const commonProps = {
       type: 'object',
       required: ['filename', 'content'],
       additionalProperties: false,
-      properties: { filename: { type: 'string', minLength: 1, maxLength: 255 }, content: { type: 'string', description: 'base64' }, contentType: { type: 'string', maxLength: 255 } },
+      properties: { filename: { type: 'string', minLength: 1, maxLength: 255 }, content: { type: 'string', 'x-ferry-redact': 'personal', description: 'base64' }, contentType: { type: 'string', maxLength: 255 } },
     },
     description: 'at most 10 MB in total after decoding',
   },
-  headers: { type: 'object', additionalProperties: { type: 'string', maxLength: 2000 }, description: 'extra headers (X-…)' },
+  headers: { type: 'object', 'x-ferry-redact': 'personal', additionalProperties: { type: 'string', maxLength: 2000 }, description: 'extra headers (X-…)' },
   tags: { type: 'array', items: { type: 'string', maxLength: 100 }, maxItems: 10 },
   metadata: anyObject,
   tracking: { type: 'object', additionalProperties: false, properties: { opens: { type: 'boolean' }, clicks: { type: 'boolean' } } },
@@ -230,7 +230,7 @@ export async function emailRoutes(app: FastifyInstance, deps: EmailRoutesDeps): 
                 type: 'object',
                 required: ['to'],
                 additionalProperties: false,
-                properties: { to: { ...addressList, minItems: 1 }, cc: addressList, data: anyObject, subject: contentProps.subject },
+                properties: { to: { ...addressList, minItems: 1 }, cc: addressList, data: { ...anyObject, 'x-ferry-redact': 'personal' }, subject: contentProps.subject },
               },
             },
           },
@@ -451,7 +451,7 @@ export async function emailRoutes(app: FastifyInstance, deps: EmailRoutesDeps): 
         summary: 'Render a template with data',
         description: 'The subject, sanitised and CSS-inlined html, and text (generated from the html when the template has none) a send would carry.',
         params: idParam,
-        body: { type: 'object', additionalProperties: false, properties: { data: anyObject } },
+        body: { type: 'object', additionalProperties: false, properties: { data: { ...anyObject, 'x-ferry-redact': 'personal' } } },
         response: withErrors({ 200: envelopeSchema({ type: 'object', properties: { subject: { type: 'string' }, html: { type: ['string', 'null'] }, text: { type: ['string', 'null'] } } }), 422: { $ref: 'ErrorEnvelope#' } }),
       },
     },

@@ -1,12 +1,14 @@
 import type { FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
 import { Counter, type Registry } from 'prom-client';
-import { storedRequestBody, storedResponseBody } from './redact.js';
+import { storedRequestBody, storedResponseBody, type RedactSchema } from './redact.js';
 import type { RequestLogInsert, RequestLogStore } from './request-log-store.js';
 
 /** A request as observed, before its bodies are redacted (that happens at the flush, off the request path). */
 interface PendingEntry extends Omit<RequestLogInsert, 'requestBody' | 'responseBody'> {
   body: unknown;
+  /** The route's body schema, whose marks say what the stored body leaves out (null: none, an allow-list applies). */
+  bodySchema: RedactSchema | null;
   payload: unknown;
   /** About what the entry holds in memory (its bodies), for the byte bound. */
   bytes: number;
@@ -99,6 +101,7 @@ export class RequestLogWriter {
       idempotencyKey: header(req, 'idempotency-key'),
       errorCode: req.errorCode ?? null,
       body: req.body,
+      bodySchema: (req.routeOptions?.schema?.body as RedactSchema | undefined) ?? null,
       payload,
       bytes,
     });
@@ -130,9 +133,9 @@ export class RequestLogWriter {
     while (this.buffer.length) {
       const batch = this.buffer.splice(0, this.batchSize);
       for (const e of batch) this.bufferedBytes -= e.bytes;
-      const rows: RequestLogInsert[] = batch.map(({ body, payload, bytes: _bytes, ...e }) => ({
+      const rows: RequestLogInsert[] = batch.map(({ body, bodySchema, payload, bytes: _bytes, ...e }) => ({
         ...e,
-        requestBody: storedRequestBody(body, this.o.bodyLimitBytes),
+        requestBody: storedRequestBody(body, this.o.bodyLimitBytes, bodySchema),
         responseBody: storedResponseBody(payload, this.o.bodyLimitBytes),
       }));
       try {

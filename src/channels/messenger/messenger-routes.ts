@@ -129,7 +129,8 @@ export async function messengerRoutes(app: FastifyInstance, deps: MessengerRoute
             to: { type: 'string', minLength: 1, maxLength: 20, description: 'E.164, digits (a leading + is accepted); else WA001' },
             type: { type: 'string', enum: [...MESSAGE_TYPES] },
             reference: { type: 'string', maxLength: 128, description: 'your reference, returned in status and events' },
-            ...Object.fromEntries(MESSAGE_TYPES.map((t) => [t, contentSchema])),
+            // The message itself (text, media captions, template parameters): the customer's content, never in the request logs.
+            ...Object.fromEntries(MESSAGE_TYPES.map((t) => [t, { ...contentSchema, 'x-ferry-redact': 'personal' }])),
           },
         },
         response: {

@@ -144,7 +144,7 @@ export async function otpRoutes(app: FastifyInstance, deps: OtpRoutesDeps): Prom
           properties: {
             phone: { type: 'string', minLength: 1, maxLength: 32, description: "destination, local (the account's country) or international" },
             from: { type: 'string', minLength: 1, description: `sender ID: ${SENDER_RULE}${deps.defaultSender ? ` (default ${deps.defaultSender})` : ''} (else INVALID_SENDER_ID)` },
-            message: { type: 'string', minLength: 1, maxLength: MAX_MESSAGE_CHARS, description: 'text template; must contain {code}; may contain {amount} and {duration}' },
+            message: { type: 'string', 'x-ferry-redact': 'personal', minLength: 1, maxLength: MAX_MESSAGE_CHARS, description: 'text template; must contain {code}; may contain {amount} and {duration}' },
             pinLength: { type: 'integer', description: 'NUMERIC 4–8, ALPHANUMERIC 6–12, ALPHABETIC 5–10 (default 6)' },
             pinType: { type: 'string', enum: ['NUMERIC', 'ALPHANUMERIC', 'ALPHABETIC'], description: 'default NUMERIC' },
             expiry: {
@@ -239,7 +239,7 @@ export async function otpRoutes(app: FastifyInstance, deps: OtpRoutesDeps): Prom
           additionalProperties: false,
           properties: {
             id: { type: 'string', minLength: 1, maxLength: 100, description: 'the id from POST /v1/otp/request' },
-            pin: { type: 'string', minLength: 1, maxLength: 64, description: 'the code entered' },
+            pin: { type: 'string', 'x-ferry-redact': 'secret', minLength: 1, maxLength: 64, description: 'the code entered' },
           },
         },
         response: {

@@ -23,7 +23,7 @@ const linkBodyProperties = {
     description: 'added to the destination as utm_* parameters at redirect, never replacing ones the URL already has',
     properties: { source: utmField, medium: utmField, campaign: utmField, term: utmField, content: utmField },
   },
-  password: { type: ['string', 'null'], minLength: 1, maxLength: 200, description: 'visitors must enter it first (a form); stored as an scrypt hash, never returned; null removes it' },
+  password: { type: ['string', 'null'], 'x-ferry-redact': 'secret', minLength: 1, maxLength: 200, description: 'visitors must enter it first (a form); stored as an scrypt hash, never returned; null removes it' },
   expiresAt: { type: ['string', 'null'], format: 'date-time', description: 'after it, visits go to expiredUrl or get 410 Gone; in the future when creating (an update may set a past time to end the link now)' },
   expiredUrl: { ...nullableUrl, description: 'where visits go once the link expired or its clicks are used up' },
   maxClicks: { type: ['integer', 'null'], minimum: 1, maximum: 1_000_000_000, description: 'redirects to the destination allowed, exact across instances' },

@@ -258,7 +258,7 @@ export async function smsRoutes(app: FastifyInstance, deps: SmsRoutesDeps): Prom
           properties: {
             to: { type: 'string', minLength: 1, maxLength: 32, description: 'recipient MSISDN, local format or E.164' },
             from: { type: 'string', minLength: 1, description: `sender ID: ${SENDER_RULE} (else INVALID_SENDER_ID)` },
-            message: { type: 'string', minLength: 1, description: `body, at most ${MAX_MESSAGE_CHARS} characters (else MESSAGE_TOO_LONG)` },
+            message: { type: 'string', 'x-ferry-redact': 'personal', minLength: 1, description: `body, at most ${MAX_MESSAGE_CHARS} characters (else MESSAGE_TOO_LONG)` },
             reference: { type: 'string', maxLength: MAX_REFERENCE_CHARS, description: "the caller's correlation id" },
             scheduledAt: { type: 'string', format: 'date-time', description: `ISO 8601; in the future and within ${horizonDays} days` },
           },
@@ -317,7 +317,7 @@ export async function smsRoutes(app: FastifyInstance, deps: SmsRoutesDeps): Prom
               items: { description: 'an object {to: string, message: string, from?: string, reference?: string}' },
             },
             to: { type: 'array', minItems: 1, maxItems: MAX_BULK_ITEMS, items: { description: 'a recipient (string)' } },
-            message: { type: 'string', minLength: 1, description: 'with `to`: the text sent to every recipient' },
+            message: { type: 'string', 'x-ferry-redact': 'personal', minLength: 1, description: 'with `to`: the text sent to every recipient' },
             from: { type: 'string', minLength: 1, description: `sender ID for every item without its own: ${SENDER_RULE}` },
             reference: { type: 'string', maxLength: MAX_REFERENCE_CHARS, description: 'reference for every item without its own' },
           },

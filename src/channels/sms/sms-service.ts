@@ -9,6 +9,7 @@ import type { MessageRecord, NewMessage } from '../../ledger/types.js';
 import type { Router } from '../../routing/router.js';
 import { alphabetOf } from '../../smpp/text/encoding.js';
 import { countSegments } from '../../smpp/text/segments.js';
+import { isDataError } from '../../store/sql/db.js';
 import type { Lane, PushItem, Queue, Throttle } from '../../store/types.js';
 import { newId } from '../../util/ids.js';
 import { accepts, effectiveValidation, type NumberValidation } from './number-validation.js';
@@ -23,6 +24,14 @@ import {
   type SmsApi,
   type SmsSubmission,
 } from './types.js';
+
+/**
+ * A storage failure as STORAGE_UNAVAILABLE (503: nothing was accepted, retry), except a data error: a value the
+ * database refused is not an outage, and is passed on as it is (the HTTP layer answers it 400).
+ */
+function unavailable(err: unknown, what: string): unknown {
+  return isDataError(err) ? err : new SmsError('STORAGE_UNAVAILABLE', `${what}: ${(err as Error).message}`);
+}
 
 export interface SmsServiceOptions {
   writer: LedgerWriter;
@@ -116,7 +125,7 @@ export class SmsService implements SmsApi {
 
   async resend(messageId: string, accountId: string, opts: { allowedRecipients?: readonly string[] | null; reference?: string | null } = {}): Promise<AcceptedSms> {
     const orig = await this.o.ledger.get(messageId, accountId).catch((err: unknown) => {
-      throw new SmsError('STORAGE_UNAVAILABLE', `message lookup failed: ${(err as Error).message}`);
+      throw unavailable(err, 'message lookup failed');
     });
     if (!orig) throw new SmsError('MESSAGE_NOT_FOUND', `no message ${messageId}`);
     if (!RESENDABLE.has(orig.status)) throw new SmsError('NOT_RESENDABLE', `message is ${orig.status}; only failed, undelivered, rejected or expired messages can be resent`);
@@ -158,7 +167,7 @@ export class SmsService implements SmsApi {
 
   private async policy(accountId: string): Promise<AccountPolicy> {
     const policy = await this.o.policies.get(accountId).catch((err: unknown) => {
-      throw new SmsError('STORAGE_UNAVAILABLE', `account lookup failed: ${(err as Error).message}`);
+      throw unavailable(err, 'account lookup failed');
     });
     if (!policy) throw new SmsError('ACCOUNT_SUSPENDED', 'unknown account');
     return policy;
@@ -172,7 +181,7 @@ export class SmsService implements SmsApi {
     const tps = policy.maxTps ?? this.o.defaultAccountTps;
     if (tps > 0) {
       const take = await this.o.throttle.take(`tps:${sub.accountId}`, tps, tps).catch((err: unknown) => {
-        throw new SmsError('STORAGE_UNAVAILABLE', `throttle unavailable: ${(err as Error).message}`);
+        throw unavailable(err, 'throttle unavailable');
       });
       if (!take.allowed) throw new SmsError('THROTTLED', `more than ${tps} messages per second`, take.retryAfterMs);
     }
@@ -280,7 +289,7 @@ export class SmsService implements SmsApi {
         fitted = await this.o.writer.accept(row, row.costMicros ?? 0);
       } catch (err) {
         if (err instanceof LedgerBusyError) throw new SmsError('BUSY', 'ledger writer is backed up; retry shortly', 200);
-        throw new SmsError('STORAGE_UNAVAILABLE', `message not accepted: ${(err as Error).message}`);
+        throw unavailable(err, 'message not accepted');
       }
       if (!fitted) throw new SmsError('INSUFFICIENT_CREDIT', `the balance does not cover ${(row.costMicros ?? 0) / 1_000_000} for 1 message(s)`);
       this.enqueue(prepared);
@@ -300,14 +309,14 @@ export class SmsService implements SmsApi {
       await this.voidAll(debited, reference);
       if (err instanceof SmsError) throw err;
       if (err instanceof LedgerBusyError) throw new SmsError('BUSY', 'debits are backed up; retry shortly', 200);
-      throw new SmsError('STORAGE_UNAVAILABLE', `debit failed: ${(err as Error).message}`);
+      throw unavailable(err, 'debit failed');
     }
     try {
       await this.o.writer.acceptMany(prepared.map((p) => p.row));
     } catch (err) {
       await this.voidAll(debited, reference);
       if (err instanceof LedgerBusyError) throw new SmsError('BUSY', 'ledger writer is backed up; retry shortly', 200);
-      throw new SmsError('STORAGE_UNAVAILABLE', `message not accepted: ${(err as Error).message}`);
+      throw unavailable(err, 'message not accepted');
     }
     this.enqueue(prepared);
   }

@@ -449,7 +449,7 @@ export async function ussdRoutes(app: FastifyInstance, deps: UssdRoutesDeps): Pr
         properties: {
           serviceCode: { type: 'string', minLength: 2, maxLength: 40 },
           phoneNumber: { type: 'string', minLength: 1, maxLength: 32 },
-          inputs: { type: 'array', maxItems: 50, items: { type: 'string', maxLength: 182 } },
+          inputs: { type: 'array', 'x-ferry-redact': 'secret', maxItems: 50, items: { type: 'string', maxLength: 182 } },
         },
       },
       response: {

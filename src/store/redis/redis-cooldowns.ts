@@ -1,20 +1,22 @@
 import type { CooldownPolicy, FailureCooldowns } from '../types.js';
 import type { RedisKeys } from './keys.js';
-import type { ScriptedRedis } from './scripts.js';
+import { scriptNow, type ScriptedRedis } from './scripts.js';
 
 /**
- * Failure cool-downs shared by every instance: one hash per key, counted by one script. Times are the callers' clock
- * (instances run NTP), as in the embedded store; the hash's TTL only clears it away once forgotten.
+ * Failure cool-downs shared by every instance: one hash per key, counted by one script on the server's clock (TIME),
+ * so instances whose clocks differ agree; the hash's TTL only clears it away once forgotten.
  */
 export class RedisCooldowns implements FailureCooldowns {
   private readonly clock: () => number;
+  private readonly now: () => number | '';
 
   constructor(
     private readonly redis: ScriptedRedis,
     private readonly keys: RedisKeys,
-    opts: { clock?: () => number } = {},
+    opts: { clock?: () => number; scriptClock?: () => number } = {},
   ) {
-    this.clock = opts.clock ?? Date.now;
+    this.clock = opts.scriptClock ?? opts.clock ?? Date.now;
+    this.now = scriptNow(opts.scriptClock);
   }
 
   async remainingMs(key: string): Promise<number> {
@@ -26,7 +28,7 @@ export class RedisCooldowns implements FailureCooldowns {
   async fail(key: string, policy: CooldownPolicy): Promise<{ failures: number; cooldownMs: number }> {
     const r = (await this.redis.cooldownFail(
       this.keys.cooldown(key),
-      Math.floor(this.clock()),
+      this.now(),
       policy.threshold,
       policy.firstMs,
       policy.maxMs,

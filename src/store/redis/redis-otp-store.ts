@@ -11,6 +11,8 @@ import type { ScriptedRedis } from './scripts.js';
  */
 export class RedisOtpStore implements OtpStore {
   private readonly clock: () => number;
+  /** Whether the scripts take the callers' `now` (tests only) instead of the server's TIME. */
+  private readonly testTime: boolean;
   /**
    * id → [account, phone] as the id index holds it, for OTPs this instance created or looked up: the index is written
    * once (NX) and never changes, so a remembered answer is the index's own, and verify needs no read before its
@@ -22,9 +24,10 @@ export class RedisOtpStore implements OtpStore {
   constructor(
     private readonly redis: ScriptedRedis,
     private readonly keys: RedisKeys,
-    opts: { clock?: () => number; maxLocated?: number } = {},
+    opts: { clock?: () => number; scriptClock?: () => number; maxLocated?: number } = {},
   ) {
-    this.clock = opts.clock ?? Date.now;
+    this.clock = opts.scriptClock ?? opts.clock ?? Date.now;
+    this.testTime = opts.scriptClock !== undefined;
     this.maxLocated = opts.maxLocated ?? 50_000;
   }
 
@@ -41,13 +44,13 @@ export class RedisOtpStore implements OtpStore {
     // request that got that far); an index without a record reads as not found, and a phone index member left by a
     // refused create is only a wasted lookup.
     const [indexed, claimed, created] = await Promise.allSettled([
-      this.redis.otpPhoneIndex(this.keys.otpPhoneIndex(rec.phone), rec.accountId, rec.expiresAt, opts.now),
+      this.redis.otpPhoneIndex(this.keys.otpPhoneIndex(rec.phone), rec.accountId, rec.expiresAt, this.at(opts.now)),
       this.redis.set(index, JSON.stringify([rec.accountId, rec.phone]), 'PX', keep, 'NX'),
       this.redis.otpCreate(
         phone.active,
         phone.rate,
         record,
-        opts.now,
+        this.at(opts.now),
         opts.rateLimit,
         opts.rateWindowMs,
         retainUntil,
@@ -84,7 +87,19 @@ export class RedisOtpStore implements OtpStore {
 
   /** Takes back a record made by a create that failed after all: the right hash deletes it and frees the phone. */
   private async withdraw(record: string, active: string, rec: OtpRecord, now: number): Promise<void> {
-    await this.redis.otpVerify(record, active, rec.id, rec.codeHash, now, rec.accountId).catch(() => {});
+    await this.redis.otpVerify(record, active, rec.id, rec.codeHash, this.at(now), rec.accountId).catch(() => {});
+  }
+
+  /**
+   * The scripts' `now`: the caller's under a test clock given to the store; else the server's TIME (instances whose
+   * clocks differ agree on the rate window, expiry, attempts and cooldowns), shifted by how far the caller's `now` is
+   * from this process's clock. That shift is 0 in production, where the caller's clock is this one read a moment
+   * earlier (under a second); only a test moves the service's clock (an OTP past its expiry) without the store's.
+   */
+  private at(now: number): number | string {
+    if (this.testTime) return now;
+    const shift = Math.round(now - Date.now());
+    return Math.abs(shift) < 1000 ? '' : `~${shift}`;
   }
 
   async get(id: string): Promise<OtpRecord | null> {
@@ -111,7 +126,7 @@ export class RedisOtpStore implements OtpStore {
   async verify(accountId: string, id: string, codeHash: string, now: number): Promise<OtpVerifyResult> {
     const where = await this.locate(id);
     if (!where) return { status: 'not_found' };
-    const r = (await this.redis.otpVerify(where.record, where.active, id, codeHash, now, accountId)) as unknown[];
+    const r = (await this.redis.otpVerify(where.record, where.active, id, codeHash, this.at(now), accountId)) as unknown[];
     // The record is gone: drop its index too. Not awaited: an index without its record reads as not found,
     // and it expires with the retention anyway.
     if (r[0] === 'verified' || r[0] === 'not_found') {
@@ -135,7 +150,7 @@ export class RedisOtpStore implements OtpStore {
   async resend(accountId: string, id: string, cooldownMs: number, now: number): Promise<OtpResendResult> {
     const where = await this.locate(id);
     if (!where) return { status: 'not_found' };
-    const r = (await this.redis.otpResend(where.record, now, cooldownMs, accountId)) as unknown[];
+    const r = (await this.redis.otpResend(where.record, this.at(now), cooldownMs, accountId)) as unknown[];
     if (r[0] === 'not_found') {
       this.located.delete(id);
       this.redis.del(where.index).catch(() => {});

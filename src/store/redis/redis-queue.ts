@@ -1,11 +1,13 @@
 import type { Lane, LaneStats, PushItem, Queue, QueueItem, QueueStats, RetryOptions } from '../types.js';
 import { LANES } from '../types.js';
 import { LANE_INDEX, type QueueKeys, type RedisKeys } from './keys.js';
-import type { ScriptedRedis } from './scripts.js';
+import { scriptNow, type ScriptedRedis } from './scripts.js';
 
 export interface RedisQueueOptions {
-  /** Epoch-ms clock; every time the scripts use comes from here, so instances and tests agree. */
+  /** Epoch-ms clock of this instance: delays are measured on it; the scripts go by the server's TIME. */
   clock?: () => number;
+  /** Tests only: the time the scripts use instead of Redis's TIME (src/store/redis/scripts.ts). */
+  scriptClock?: () => number;
   /** Dead items kept per queue (oldest dropped first). */
   deadCap?: number;
 }
@@ -23,6 +25,7 @@ export class RedisQueue<P = unknown> implements Queue<P> {
   /** The 8 keys every queue script takes, in its order. */
   private readonly keyArgs: string[];
   private readonly clock: () => number;
+  private readonly now: () => number | '';
   private readonly deadCap: number;
 
   constructor(
@@ -34,22 +37,25 @@ export class RedisQueue<P = unknown> implements Queue<P> {
     this.keys = keys.queue(name);
     const k = this.keys;
     this.keyArgs = [k.payload, k.meta, k.error, k.leases, k.dead, k.lanes[0], k.lanes[1], k.lanes[2]];
-    this.clock = opts.clock ?? Date.now;
+    this.clock = opts.scriptClock ?? opts.clock ?? Date.now;
+    this.now = scriptNow(opts.scriptClock);
     this.deadCap = opts.deadCap ?? 10_000;
   }
 
   async push(items: readonly PushItem<P>[]): Promise<void> {
     if (items.length === 0) return;
-    const now = Math.floor(this.clock());
+    // runAt goes as a delay from this clock: the script adds it to its own time (a skewed clock shifts nothing).
+    const local = Math.floor(this.clock());
+    const now = this.now();
     const calls: Promise<unknown>[] = [];
     for (let start = 0; start < items.length; start += PUSH_CHUNK) {
       const end = Math.min(items.length, start + PUSH_CHUNK);
-      const args: (string | number)[] = this.keyArgs.slice();
+      const args: (string | number)[] = [...this.keyArgs, now];
       for (let i = start; i < end; i++) {
         const it = items[i];
         const lane = LANE_INDEX[it.lane];
         if (lane === undefined) throw new Error(`unknown lane: ${String(it.lane)}`);
-        args.push(it.id, lane, Math.floor(it.runAt ?? now), it.maxAttempts ?? DEFAULT_MAX_ATTEMPTS, JSON.stringify(it.payload) ?? 'null');
+        args.push(it.id, lane, it.runAt === undefined ? 0 : Math.floor(it.runAt) - local, it.maxAttempts ?? DEFAULT_MAX_ATTEMPTS, JSON.stringify(it.payload) ?? 'null');
       }
       calls.push(this.redis.queuePush(...args));
     }
@@ -62,7 +68,7 @@ export class RedisQueue<P = unknown> implements Queue<P> {
     if (laneArg === '') return [];
     const r = (await this.redis.queueLease(
       ...this.keyArgs,
-      Math.floor(this.clock()),
+      this.now(),
       Math.max(1, Math.floor(leaseMs)),
       Math.min(max, LEASE_MAX),
       laneArg,
@@ -95,9 +101,8 @@ export class RedisQueue<P = unknown> implements Queue<P> {
   }
 
   async retry(id: string, delayMs: number, error: string, options: RetryOptions = {}): Promise<'scheduled' | 'dead' | 'unknown'> {
-    const now = Math.floor(this.clock());
     const refund = options.refund ? 1 : 0;
-    return (await this.redis.queueRetry(...this.keyArgs, id, now, Math.max(0, Math.floor(delayMs)), error, this.deadCap, refund)) as
+    return (await this.redis.queueRetry(...this.keyArgs, id, this.now(), Math.max(0, Math.floor(delayMs)), error, this.deadCap, refund)) as
       | 'scheduled'
       | 'dead'
       | 'unknown';

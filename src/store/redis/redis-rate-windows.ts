@@ -1,13 +1,12 @@
-import { normalize, toResult, windowEnd, windowIndexes, type NormalEntry, type WindowCount } from '../rate-windows.js';
+import { normalize, toResult, type NormalEntry, type WindowCount } from '../rate-windows.js';
 import type { RateLimitEntry, RateWindowResult, RateWindows, WindowLimits } from '../types.js';
 import { hashTagOf, type RedisKeys } from './keys.js';
-import type { ScriptedRedis } from './scripts.js';
+import { scriptNow, type ScriptedRedis } from './scripts.js';
 import { TurnBatch } from './turn-batch.js';
 
 /**
- * How long a key's counters outlive the end of their longest window. An instance whose clock lags behind the others
- * by less than this still finds the counter of the window it thinks is current; beyond it, that window could count
- * again from zero. Instances run NTP, which keeps them within milliseconds.
+ * How long a key's counters outlive the end of their longest window (windows go by the server's TIME; the grace
+ * covers a test clock or a script arriving late).
  */
 export const RATE_WINDOW_GRACE_MS = 5000;
 
@@ -29,20 +28,19 @@ interface PendingTake {
  * same takes one after another at that instant would: a busy account costs one script per turn, not one per
  * request. Every take is still one round trip.
  *
- * Time is the caller's clock, as for the throttle scripts (tests drive it; instances agree on it through NTP). A
- * window a take counts in is never older than one another instance has already counted in, so a lagging clock
- * counts in the newer window instead of reopening a closed one.
+ * Time is the server's (TIME in the script), so instances whose clocks differ count in the same windows; tests pass
+ * their clock instead (scriptClock). A window a take counts in is still never older than one already counted in.
  */
 export class RedisRateWindows implements RateWindows {
-  private readonly clock: () => number;
+  private readonly now: () => number | '';
   private readonly batch = new TurnBatch<PendingTake[]>((groups) => this.flush(groups));
 
   constructor(
     private readonly redis: ScriptedRedis,
     private readonly keys: RedisKeys,
-    opts: { clock?: () => number } = {},
+    opts: { clock?: () => number; scriptClock?: () => number } = {},
   ) {
-    this.clock = opts.clock ?? Date.now;
+    this.now = scriptNow(opts.scriptClock);
   }
 
   take(key: string, limits: WindowLimits, cost = 1): Promise<RateWindowResult> {
@@ -69,34 +67,33 @@ export class RedisRateWindows implements RateWindows {
   }
 
   private flush(groups: ReadonlyMap<string, PendingTake[]>): void {
-    const now = Math.floor(this.clock());
+    const now = this.now();
     for (const takes of groups.values()) {
       for (let i = 0; i < takes.length; i += MAX_TAKES_PER_CALL) this.call(takes.slice(i, i + MAX_TAKES_PER_CALL), now);
     }
   }
 
-  private call(takes: PendingTake[], now: number): void {
-    const current = windowIndexes(now);
+  private call(takes: PendingTake[], now: number | ''): void {
     const keyIndex = new Map<string, number>();
-    const args: number[] = [current[0], current[1], current[2], takes.length];
+    const args: (number | '')[] = [now, RATE_WINDOW_GRACE_MS, takes.length];
     for (const t of takes) {
       args.push(t.entries.length);
       t.entries.forEach((e, j) => {
         let k = keyIndex.get(t.keys[j]);
         if (k === undefined) keyIndex.set(t.keys[j], (k = keyIndex.size + 1));
-        let end = now;
-        for (let w = 0; w < 3; w++) if (e.limits[w] >= 0) end = Math.max(end, windowEnd(w, current[w]));
-        args.push(k, e.cost, e.limits[0], e.limits[1], e.limits[2], end - now + RATE_WINDOW_GRACE_MS);
+        args.push(k, e.cost, e.limits[0], e.limits[1], e.limits[2]);
       });
     }
     this.redis.rateWindows(keyIndex.size, ...keyIndex.keys(), ...args).then(
       (reply) => {
         const r = reply as number[];
-        let p = 0;
+        // The script's time first: retry-after is counted from it.
+        const at = r[0];
+        let p = 1;
         for (const t of takes) {
           const allowed = r[p++] === 1;
           const counts: WindowCount[][] = t.entries.map(() => [0, 1, 2].map(() => ({ index: r[p++], count: r[p++] })));
-          t.resolve(toResult(t.entries, counts, allowed, now));
+          t.resolve(toResult(t.entries, counts, allowed, at));
         }
       },
       (err: unknown) => {

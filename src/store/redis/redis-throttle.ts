@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { TakeResult, Throttle, WindowResult } from '../types.js';
 import type { RedisKeys } from './keys.js';
-import type { ScriptedRedis } from './scripts.js';
+import { scriptNow, type ScriptedRedis } from './scripts.js';
 import { TurnBatch } from './turn-batch.js';
 
 interface PendingTake {
@@ -25,6 +25,8 @@ interface TakeGroup {
  */
 export class RedisThrottle implements Throttle {
   private readonly clock: () => number;
+  /** The scripts' `now`: '' (the server's TIME) in production. */
+  private readonly now: () => number | '';
   // Sliding-window members must be unique across instances: a per-process tag plus a counter.
   private readonly tag = randomBytes(4).toString('hex');
   private seq = 0;
@@ -33,9 +35,10 @@ export class RedisThrottle implements Throttle {
   constructor(
     private readonly redis: ScriptedRedis,
     private readonly keys: RedisKeys,
-    opts: { clock?: () => number } = {},
+    opts: { clock?: () => number; scriptClock?: () => number } = {},
   ) {
-    this.clock = opts.clock ?? Date.now;
+    this.clock = opts.scriptClock ?? opts.clock ?? Date.now;
+    this.now = scriptNow(opts.scriptClock);
   }
 
   take(key: string, ratePerSec: number, burst: number, cost = 1): Promise<TakeResult> {
@@ -50,7 +53,7 @@ export class RedisThrottle implements Throttle {
   }
 
   private flush(groups: ReadonlyMap<string, TakeGroup>): void {
-    const now = Math.floor(this.clock());
+    const now = this.now();
     for (const g of groups.values()) {
       const costs = g.takes.map((p) => p.cost);
       this.redis.throttleTake(g.bucket, g.ratePerSec, g.burst, now, ...costs).then(
@@ -69,7 +72,7 @@ export class RedisThrottle implements Throttle {
     if (!(windowMs > 0)) throw new RangeError('windowMs must be > 0');
     const now = Math.floor(this.clock());
     const member = `${now}:${this.tag}:${(this.seq = (this.seq + 1) % 1e9)}`;
-    const r = (await this.redis.throttleHit(this.keys.throttleWindow(key), limit, windowMs, now, member)) as number[];
+    const r = (await this.redis.throttleHit(this.keys.throttleWindow(key), limit, windowMs, this.now(), member)) as number[];
     return { allowed: r[0] === 1, count: r[1], retryAfterMs: r[2] };
   }
 

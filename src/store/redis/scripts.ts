@@ -30,6 +30,26 @@ export type ScriptName = keyof typeof SCRIPTS;
 /** A Redis client with Ferry's scripts as commands: each call is EVALSHA, falling back to EVAL once after a script flush. */
 export type ScriptedRedis = Redis & Record<ScriptName, ScriptFn>;
 
+/**
+ * Put before every script (on its first line, so line numbers in errors stay): the time a script goes by. Redis's
+ * TIME, so that instances whose clocks differ (by seconds or minutes) agree on windows, leases and expiries; Redis 7
+ * replicates a script's effects, not the script, so a script may read TIME and then write. A script takes a `now`
+ * argument that is '' in production; tests pass their clock's time there to move time without waiting (scriptNow),
+ * or `~ms`, a shift added to TIME (OtpStore: a test moved the service's clock, not the store's).
+ */
+const PRELUDE =
+  "local function server_now(given) local shift = 0 if given ~= nil and given ~= '' then " +
+  "if string.sub(given, 1, 1) ~= '~' then return tonumber(given) end shift = tonumber(string.sub(given, 2)) end " +
+  "local t = redis.call('TIME') return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) + shift end ";
+
+/**
+ * The `now` argument of the scripts: '' (the server's TIME) unless a test clock is given. Only tests give one: a
+ * store's own clock (`clock`) may be skewed in production and must not decide a window, a lease or an expiry.
+ */
+export function scriptNow(testClock: (() => number) | undefined): () => number | '' {
+  return testClock ? () => Math.floor(testClock()) : () => '';
+}
+
 let sources: Map<ScriptName, string> | null = null;
 
 export function loadScript(file: string): string {
@@ -40,7 +60,7 @@ export function loadScript(file: string): string {
 export function defineScripts(redis: Redis): ScriptedRedis {
   if (!sources) {
     sources = new Map();
-    for (const [name, def] of Object.entries(SCRIPTS) as [ScriptName, (typeof SCRIPTS)[ScriptName]][]) sources.set(name, loadScript(def.file));
+    for (const [name, def] of Object.entries(SCRIPTS) as [ScriptName, (typeof SCRIPTS)[ScriptName]][]) sources.set(name, PRELUDE + loadScript(def.file));
   }
   for (const [name, def] of Object.entries(SCRIPTS) as [ScriptName, (typeof SCRIPTS)[ScriptName]][]) {
     if (typeof (redis as unknown as Record<string, unknown>)[name] !== 'function') redis.defineCommand(name, { lua: sources.get(name)!, numberOfKeys: def.keys ?? undefined });

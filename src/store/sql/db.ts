@@ -29,6 +29,16 @@ export function isConnectionError(err: unknown): boolean {
   return /Connection terminated|connection timeout|Client has encountered a connection error|not queryable/i.test(e.message ?? '');
 }
 
+/**
+ * A Postgres data exception (SQLSTATE class 22: a value the statement cannot take, such as a NUL character 22021, an
+ * untranslatable character 22P05, an invalid text representation 22P02). It is about the value, never the server being
+ * down: callers that turn storage failures into "unavailable" must let it through.
+ */
+export function isDataError(err: unknown): boolean {
+  const code = (err as { code?: unknown } | undefined)?.code;
+  return typeof code === 'string' && /^22[0-9A-Z]{3}$/.test(code);
+}
+
 // The driver's own conversion of a parameter to its wire form (what it applies when it sends a statement).
 const { prepareValue } = createRequire(import.meta.url)('pg/lib/utils.js') as { prepareValue(value: unknown): unknown };
 

@@ -24,7 +24,7 @@ t.test(`the /send windows: 80/s, 3,000/min, 100,000/day, exact across instances 
     const other = new Redis(REDIS_URL, { lazyConnect: true, enableAutoPipelining: true });
     await other.connect();
     t.teardown(() => other.quit());
-    windows.push(new RedisRateWindows(defineScripts(other), new RedisKeys(env.keyPrefix!), { clock: () => clock.now }));
+    windows.push(new RedisRateWindows(defineScripts(other), new RedisKeys(env.keyPrefix!), { scriptClock: () => clock.now }));
   }
   const policies = windows.map((w) => new RatePolicy(w, MESSENGER_RATE_LIMITS));
   const caller = { accountId: 'acc_rl' };

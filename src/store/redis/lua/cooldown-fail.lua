@@ -3,9 +3,9 @@
 -- The key is forgotten forgetMs after the cool-down ends (after the failure when there is none): by the callers'
 -- clock (forgetAt), as in the embedded store; the TTL only clears the hash away.
 -- KEYS: state (hash: failures, until, forgetAt)
--- ARGV: now, threshold, firstMs, maxMs, forgetMs
+-- ARGV: now ('' for the server's TIME; see scripts.ts), threshold, firstMs, maxMs, forgetMs
 -- Returns {failures, cooldownMs}
-local now = tonumber(ARGV[1])
+local now = server_now(ARGV[1])
 local threshold = tonumber(ARGV[2])
 local h = redis.call('HMGET', KEYS[1], 'failures', 'until', 'forgetAt')
 local failures, untilMs = 0, 0

@@ -3,10 +3,10 @@
 -- whenever its OTP is verified or locked, so it alone tells whether the phone is busy.
 -- The id index lives in another slot, so the caller sets it (NX) before and removes it on refusal.
 -- KEYS: active, rate, record
--- ARGV: now, rateLimit, rateWindowMs, retainUntil,
+-- ARGV: now ('' for the server's TIME; see scripts.ts), rateLimit, rateWindowMs, retainUntil,
 --       then field/value pairs of the record (id, accountId, phone, ... expiresAt ...)
 -- Returns {'OK'} | {'ACTIVE', retryAfterMs, activeId} | {'RATE', retryAfterMs} | {'DUPLICATE'}
-local now = tonumber(ARGV[1])
+local now = server_now(ARGV[1])
 local limit = tonumber(ARGV[2])
 local win = tonumber(ARGV[3])
 local retainUntil = tonumber(ARGV[4])

@@ -4,11 +4,11 @@
 -- Another account's OTP answers 'foreign' and is left untouched (no attempt used, nothing deleted).
 -- The caller drops the id index (another slot) after 'verified' and after 'not_found'.
 -- KEYS: record, active
--- ARGV: id, codeHash, now, accountId
+-- ARGV: id, codeHash, now ('' for the server's TIME; see scripts.ts), accountId
 -- Returns {'verified', record} | {'invalid', attemptsLeft, record} | {'locked', record} | {'expired'}
 --       | {'not_found'} | {'foreign'}
 local id = ARGV[1]
-local now = tonumber(ARGV[3])
+local now = server_now(ARGV[3])
 local r = redis.call('HMGET', KEYS[1], 'codeHash', 'expiresAt', 'attemptsLeft', 'retainUntil', 'accountId')
 if not r[1] then return { 'not_found' } end
 if r[5] ~= ARGV[4] then return { 'foreign' } end

@@ -2,10 +2,10 @@
 -- Expired leases are first put back into their lane, due at their old deadline and with their
 -- attempts kept; one whose lease used the last attempt dies instead (no endless poison loop).
 -- KEYS: payload, meta, error, leases, dead, lane:receipt, lane:priority, lane:bulk
--- ARGV: now, leaseMs, max, lanes (digits, e.g. "012"), reclaimMax, deadCap
+-- ARGV: now ('' for the server's TIME; see scripts.ts), leaseMs, max, lanes (digits, e.g. "012"), reclaimMax, deadCap
 -- Returns a flat array, 7 per item: id, lane, attempts, maxAttempts, runAt, payload, error
 -- (error is "" when none, else "!" .. error, because a nil would end a Lua array).
-local now = tonumber(ARGV[1])
+local now = server_now(ARGV[1])
 local deadline = now + tonumber(ARGV[2])
 local max = tonumber(ARGV[3])
 local lanes = ARGV[4]

@@ -1,13 +1,13 @@
 -- A failed attempt: due again at now + delay, or dead once attempts reached maxAttempts.
 -- KEYS: payload, meta, error, leases, dead, lane:receipt, lane:priority, lane:bulk
--- ARGV: id, now, delayMs, error, deadCap, refund (1: the attempt does not count; never dead)
+-- ARGV: id, now ('' for the server's TIME; see scripts.ts), delayMs, error, deadCap, refund (1: the attempt does not count; never dead)
 -- Returns 'scheduled', 'dead' or 'unknown'.
 local id = ARGV[1]
 local m = redis.call('HGET', KEYS[2], id)
 if not m then return 'unknown' end
 if redis.call('ZSCORE', KEYS[5], id) then return 'dead' end
 local lane, attempts, maxAttempts = string.match(m, '^(%d)|(%d+)|(%d+)|')
-local now = tonumber(ARGV[2])
+local now = server_now(ARGV[2])
 local laneKey = KEYS[6 + tonumber(lane)]
 redis.call('ZREM', KEYS[4], id)
 redis.call('ZREM', laneKey, id)

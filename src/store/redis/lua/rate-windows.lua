@@ -5,13 +5,17 @@
 -- index newer than the caller's (another instance's clock is a little ahead) is the window counted: a take never
 -- goes back to a window that has closed elsewhere, so the count of a window only ever grows.
 -- KEYS: one hash per key the takes name (distinct)
--- ARGV: idxSecond, idxMinute, idxDay, number of takes, then per take: number of entries, then per entry:
---       key (index into KEYS), cost, limitSecond, limitMinute, limitDay, ttlMs
+-- ARGV: now ('' for the server's TIME; see scripts.ts), graceMs (how long counters outlive their longest window),
+--       number of takes, then per take: number of entries, then per entry:
+--       key (index into KEYS), cost, limitSecond, limitMinute, limitDay
 --       (a limit of -1: that window is not limited for this entry, neither checked nor counted; an entry's key
 --       appears once per take)
--- Returns per take: allowed 0|1, then per entry and window (second, minute, day): index, count; flat. The count
+-- Returns now, then per take: allowed 0|1, then per entry and window (second, minute, day): index, count; flat. The count
 -- includes the take when allowed; an unlimited window returns 0, 0.
-local idx = { tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]) }
+local now = server_now(ARGV[1])
+local grace = tonumber(ARGV[2])
+local SIZES = { 1000, 60000, 86400000 }
+local idx = { math.floor(now / SIZES[1]), math.floor(now / SIZES[2]), math.floor(now / SIZES[3]) }
 local FIELDS = { { 'si', 'sn' }, { 'mi', 'mn' }, { 'di', 'dn' } }
 local cache = {}
 local function load(k)
@@ -27,15 +31,15 @@ local function load(k)
   return st
 end
 
-local out = {}
-local pos = 5
-for _ = 1, tonumber(ARGV[4]) do
+local out = { now }
+local pos = 4
+for _ = 1, tonumber(ARGV[3]) do
   local n = tonumber(ARGV[pos])
   pos = pos + 1
   local rows = {}
   local allowed = 1
   for e = 1, n do
-    local row = { k = tonumber(ARGV[pos]), cost = tonumber(ARGV[pos + 1]), ttl = tonumber(ARGV[pos + 5]), lim = {}, i = {}, c = {} }
+    local row = { k = tonumber(ARGV[pos]), cost = tonumber(ARGV[pos + 1]), ttl = 0, lim = {}, i = {}, c = {} }
     local st = load(row.k)
     for w = 1, 3 do
       local limit = tonumber(ARGV[pos + 1 + w])
@@ -49,9 +53,12 @@ for _ = 1, tonumber(ARGV[4]) do
         if c + row.cost > limit then allowed = 0 end
       end
       row.lim[w], row.i[w], row.c[w] = limit, i, c
+      -- Kept until the end of the current window of each window it limits, plus the grace.
+      if limit >= 0 then row.ttl = math.max(row.ttl, (idx[w] + 1) * SIZES[w] - now + grace) end
     end
+    if row.ttl == 0 then row.ttl = grace end
     rows[e] = row
-    pos = pos + 6
+    pos = pos + 5
   end
   out[#out + 1] = allowed
   for e = 1, n do

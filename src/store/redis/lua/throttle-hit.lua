@@ -1,11 +1,11 @@
 -- Sliding window log: at most `limit` hits in any `windowMs`; a refused hit is not recorded.
 -- A hit at time t counts while now - t < windowMs.
 -- KEYS: window (zset member → time)
--- ARGV: limit, windowMs, now, member (unique per hit)
+-- ARGV: limit, windowMs, now ('' for the server's TIME; see scripts.ts), member (unique per hit)
 -- Returns {allowed 0|1, count, retryAfterMs}
 local limit = tonumber(ARGV[1])
 local win = tonumber(ARGV[2])
-local now = tonumber(ARGV[3])
+local now = server_now(ARGV[3])
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - win)
 local n = redis.call('ZCARD', KEYS[1])
 if n < limit then

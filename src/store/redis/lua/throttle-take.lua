@@ -2,11 +2,11 @@
 -- Takes one or more costs in order, as that many takes at the same instant would: each is allowed when the
 -- tokens the ones before it left cover it; a refused one takes nothing.
 -- KEYS: bucket
--- ARGV: ratePerSec, burst, now, cost1 [, cost2 ...]
+-- ARGV: ratePerSec, burst, now ('' for the server's TIME; see scripts.ts), cost1 [, cost2 ...]
 -- Returns {allowed 0|1, remaining (floored), retryAfterMs} per cost, flat
 local rate = tonumber(ARGV[1])
 local burst = tonumber(ARGV[2])
-local now = tonumber(ARGV[3])
+local now = server_now(ARGV[3])
 local tokens = burst
 local ts = now
 local s = redis.call('HMGET', KEYS[1], 't', 'ts')
