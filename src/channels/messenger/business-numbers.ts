@@ -193,6 +193,8 @@ export class BusinessNumbers {
   async add(n: NewNumber): Promise<NumberView> {
     const account = await this.o.accounts.get(n.account);
     if (n.phoneNumberId === this.o.config.phoneNumberId) throw new ApiError('MESSENGER_NUMBER_EXISTS', { message: 'This phone number id is the config number (messenger.phoneNumberId)' });
+    const { rows: existing } = await this.o.db.query(`SELECT 1 FROM messenger_numbers WHERE phone_number_id = $1`, [n.phoneNumberId]);
+    if (existing.length) throw new ApiError('MESSENGER_NUMBER_EXISTS');
     // A WABA is one business's: its template reviews and quality updates go to one account.
     const { rows: waba } = await this.o.db.query<{ account_id: string }>(`SELECT account_id FROM messenger_numbers WHERE waba_id = $1 AND account_id <> $2 LIMIT 1`, [n.wabaId, account.id]);
     const configWabaElsewhere = n.wabaId === this.o.config.wabaId && (await this.configOwner()) !== account.id;
