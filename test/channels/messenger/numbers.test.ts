@@ -5,40 +5,14 @@
 // is still sent exactly once; a second daemon on the same Postgres and Redis uses a number added on the first at once.
 import { Writable } from 'node:stream';
 import t from 'tap';
-import { call, startDaemon, type TestDaemon } from '../../helpers/daemon.js';
-import { backendLabel, REDIS_URL } from '../../helpers/env.js';
+import { call, startDaemon } from '../../helpers/daemon.js';
+import { backendLabel } from '../../helpers/env.js';
 import { sign } from './fixtures.js';
+import { A, B, eventsOf, inboundBody, SECRETS } from './numbers-fixtures.js';
 import { api, customer, messengerOf, newNumber, statusUntil } from './helpers.js';
 
-const A = { phoneNumberId: '300000000000001', wabaId: '310000000000001', accessToken: 'EAAG-token-of-number-A-0123456789', appSecret: 'app-secret-of-number-A-0123456789' };
-const B = { phoneNumberId: '300000000000002', wabaId: '310000000000002', accessToken: 'EAAG-token-of-number-B-0123456789', appSecret: 'app-secret-of-number-B-0123456789' };
-const SECRETS = [A.accessToken, A.appSecret, B.accessToken, B.appSecret, 'rotated-token-of-A-0123456789'];
-
-const inboundBody = (phoneNumberId: string, waba: string, from: string, wamid: string) =>
-  JSON.stringify({
-    object: 'whatsapp_business_account',
-    entry: [
-      {
-        id: waba,
-        changes: [
-          {
-            field: 'messages',
-            value: {
-              messaging_product: 'whatsapp',
-              metadata: { display_phone_number: '15550009999', phone_number_id: phoneNumberId },
-              contacts: [{ profile: { name: 'Ama' }, wa_id: from }],
-              messages: [{ from, id: wamid, timestamp: String(Math.floor(Date.now() / 1000)), type: 'text', text: { body: 'hi' } }],
-            },
-          },
-        ],
-      },
-    ],
-  });
-
-async function eventsOf(d: TestDaemon, type: string, key: string): Promise<string[]> {
-  const { rows } = await d.daemon.db.query<{ account_id: string }>(`SELECT account_id FROM webhook_events WHERE type = $1 AND message_key = $2 ORDER BY account_id`, [type, key]);
-  return rows.map((r) => r.account_id);
-}
+// Two daemons sharing Postgres and Redis: numbers-shared.test.ts.
+t.setTimeout(300_000);
 
 t.test(`business numbers per account (${backendLabel})`, async (t) => {
   let logs = '';
@@ -49,7 +23,7 @@ t.test(`business numbers per account (${backendLabel})`, async (t) => {
     },
   });
   const secretKey = 'cd'.repeat(32);
-  const d = await startDaemon({ FERRY_MESSENGER_SIMULATOR_STATUS_DELAY_MS: '10', FERRY_MESSENGER_INLINE_ATTEMPT_MS: '4000', FERRY_SECURITY_SECRET_KEY: secretKey, FERRY_LOG_LEVEL: 'debug' }, undefined, sink);
+  const d = await startDaemon({ FERRY_MESSENGER_SIMULATOR_STATUS_DELAY_MS: '10', FERRY_MESSENGER_INLINE_ATTEMPT_MS: '4000', FERRY_SECURITY_SECRET_KEY: secretKey, FERRY_LOG_LEVEL: 'debug', FERRY_WEBHOOKS_ALLOW_PRIVATE_TARGETS: 'true' }, undefined, sink);
   t.teardown(() => d.stop());
   const sim = messengerOf(d).simulator!;
   const alpha = await customer(d, 'alpha');
@@ -187,34 +161,4 @@ t.test(`business numbers per account (${backendLabel})`, async (t) => {
     t.ok(logs.length > 0, 'logs were captured');
     for (const s of SECRETS) t.notOk(logs.includes(s), 'not logged');
   });
-});
-
-t.test(`two daemons on one Postgres and Redis: a number added on one is used by the other (${backendLabel})`, async (t) => {
-  const shared = process.env.DATABASE_URL && REDIS_URL;
-  if (!shared) {
-    t.pass('one embedded store per daemon: covered on Postgres + Redis');
-    return;
-  }
-  const secret = 'ef'.repeat(32);
-  const d1 = await startDaemon({ FERRY_SECURITY_SECRET_KEY: secret });
-  t.teardown(() => d1.stop());
-  const d2 = await startDaemon({ FERRY_SECURITY_SECRET_KEY: secret, DATABASE_URL: d1.reuse.env.DATABASE_URL!, FERRY_REDIS_KEY_PREFIX: d1.reuse.env.FERRY_REDIS_KEY_PREFIX! });
-  t.teardown(() => d2.stopKeepingStore());
-  const alpha = await customer(d1, 'alpha');
-  t.equal((await api(d1, alpha.token).call('POST', '/v1/webhooks', { url: 'http://127.0.0.1:9/hook', events: ['*'] })).status, 200);
-  // Seen by d2 before the number exists: an inbound naming it is refused there.
-  const user = newNumber();
-  const raw = inboundBody(A.phoneNumberId, A.wabaId, user, `wamid.two-${user}`);
-  const post = () => call(d2.api, 'POST', '/v1/messenger/webhook', { raw, headers: { 'content-type': 'application/json', 'x-hub-signature-256': sign(A.appSecret, raw) } });
-  t.equal((await post()).status, 401, 'unknown on d2 before it is added');
-  await d1.adminCall('POST', '/admin/messenger/numbers', { ...A, account: 'alpha' });
-  t.equal((await post()).status, 200, 'd2 verifies with the app secret added on d1');
-  t.same(await eventsOf(d2, 'messenger.inbound', `wamid.two-${user}`), [alpha.accountId]);
-  const shown = await d2.adminCall('GET', `/admin/messenger/numbers/${A.phoneNumberId}`);
-  t.equal(shown.account, 'alpha');
-  // d2 sends from it with its credentials (d2's embedded platform serves the number from the shared table).
-  const r = await api(d2, alpha.token).send({ to: newNumber(), type: 'template', template: { name: 'hello_world', language: 'en_US' } });
-  t.equal(r.status, 200, r.text);
-  t.match(r.json.data.wamid, /^wamid\./);
-  t.equal(messengerOf(d2).simulator!.sent.at(-1)?.from, A.phoneNumberId);
 });
