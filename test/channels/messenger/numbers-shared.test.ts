@@ -38,3 +38,21 @@ t.test(`two daemons on one Postgres and Redis: a number added on one is used by 
   t.match(r.json.data.wamid, /^wamid\./);
   t.equal(messengerOf(d2).simulator!.sent.at(-1)?.from, A.phoneNumberId);
 });
+
+t.test(`messenger.account: the config number is its account's only (${backendLabel})`, async (t) => {
+  const d = await startDaemon({ FERRY_MESSENGER_ACCOUNT: 'owner', FERRY_MESSENGER_SIMULATOR_STATUS_DELAY_MS: '10', FERRY_WEBHOOKS_ALLOW_PRIVATE_TARGETS: 'true' });
+  t.teardown(() => d.stop());
+  const owner = await customer(d, 'owner');
+  const other = await customer(d, 'other');
+  for (const c of [owner, other]) t.equal((await api(d, c.token).call('POST', '/v1/webhooks', { url: 'http://127.0.0.1:9/hook', events: ['*'] })).status, 200);
+  const user = newNumber();
+  const hello = { to: user, type: 'template', template: { name: 'hello_world', language: 'en_US' } };
+  t.equal((await api(d, owner.token).send(hello)).status, 200, 'the owner sends from it');
+  const refused = await api(d, other.token).send(hello);
+  t.equal(refused.status, 422);
+  t.equal(refused.json.code, 'MESSENGER_NO_NUMBER', 'another account has no number to send from');
+  const wamid = await messengerOf(d).simulator!.userReply(user, 'hi');
+  t.same(await eventsOf(d, 'messenger.inbound', wamid), [owner.accountId], "the inbound on it is the owner's");
+  const listed = await d.adminCall('GET', '/admin/messenger/numbers');
+  t.match(listed.numbers[0], { phoneNumberId: '100000000000001', account: 'owner', source: 'config' });
+});
