@@ -344,6 +344,7 @@ export class Daemon {
       },
       pricing: { prices: g.prices, store: sms.pricing },
       sim: { simulator: () => this.embeddedUpstream?.simulator ?? null },
+      moduleRoutes: (app) => this.modules.adminRoutes(app),
       ...(this.modules.has('logs') ? { keyStats: (accountId: string, days?: number) => this.modules.service<LogsService>('logs').keyStats(accountId, days) } : {}),
     });
     return app;

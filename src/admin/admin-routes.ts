@@ -21,6 +21,8 @@ export interface AdminDeps {
   sim?: SimAdminDeps;
   /** The key statistics of an account (the logs module, GET /v1/keys/stats); absent when it is not running. */
   keyStats?: (accountId: string, days?: number) => Promise<unknown>;
+  /** The modules' own admin routes (ModuleInstance.adminRoutes), behind the same token. */
+  moduleRoutes?: (app: FastifyInstance) => Promise<void>;
 }
 
 function tokenMatches(header: string | undefined, token: string): boolean {
@@ -241,4 +243,5 @@ export async function adminRoutes(app: FastifyInstance, deps: AdminDeps): Promis
   if (deps.gateway) registerGatewayRoutes(app, deps.gateway);
   if (deps.pricing) registerPricingRoutes(app, deps.pricing);
   if (deps.sim) registerSimRoutes(app, deps.sim);
+  if (deps.moduleRoutes) await deps.moduleRoutes(app);
 }

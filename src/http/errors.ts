@@ -57,6 +57,10 @@ export const ERROR_CATALOGUE = {
   TEMPLATE_NOT_FOUND: { status: 404, message: 'No such template' },
   TEMPLATE_EXISTS: { status: 409, message: 'A template with that name and language exists' },
   MESSENGER_PROVIDER_ERROR: { status: 502, message: 'The messenger platform refused or failed the request' },
+  MESSENGER_NO_NUMBER: { status: 422, message: 'The account has no messenger business number to send from (or `from` is not one of its numbers)' },
+  MESSENGER_NUMBER_NOT_FOUND: { status: 404, message: 'No such messenger business number' },
+  MESSENGER_NUMBER_EXISTS: { status: 409, message: 'This messenger business number (phone number id) exists already' },
+  MESSENGER_SIMULATOR_NOT_RUNNING: { status: 404, message: 'This daemon runs no embedded messenger platform simulator (messenger.baseUrl is set, or messenger.simulator is off)' },
   // email
   SENDER_DOMAIN_UNKNOWN: { status: 422, message: 'from is not an address of a sending domain of this account (POST /v1/email/domains)' },
   SENDER_DOMAIN_NOT_VERIFIED: { status: 422, message: "The sending domain's DKIM record is not published yet (GET /v1/email/domains/{id})" },

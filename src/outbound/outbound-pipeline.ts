@@ -289,6 +289,34 @@ export class OutboundPipeline {
     return enqueued;
   }
 
+  /**
+   * Enqueue one job (like submit) and make its first attempt at once, for a product whose answer wants the provider's
+   * id. The job's row is claimed as a worker claims it before it is pushed, so no worker sends it while this attempt
+   * runs; the outcome is recorded like a worker's. The job is pushed to its queue once the attempt ends without a final
+   * outcome (a retry, no claim, an error) and not at all when it was sent or failed: a crash meanwhile leaves it to
+   * the reconciler and the claim's end, as for a worker's crash. `attempt` resolves with the send's result (null: not
+   * attempted here).
+   */
+  async submitAndAttempt(job: NewOutboundJob, inTx?: (q: Transaction) => Promise<void>): Promise<{ job: EnqueuedJob; attempt: Promise<SendResult | null> }> {
+    const [enqueued] = await this.o.backends.db.tx(async (q) => {
+      if (inTx) await inTx(q);
+      return this.enqueue(q, [job]);
+    });
+    const worker = this.workers.get(enqueued.provider)!;
+    const attempt = worker.sendNow(enqueued.id).then(
+      (r) => {
+        if (!r || r.kind === 'retry') this.push([enqueued]);
+        return r;
+      },
+      (err: unknown) => {
+        this.log.warn({ jobId: enqueued.id, err: (err as Error).message }, 'outbound inline attempt failed; the job goes to its queue');
+        this.push([enqueued]);
+        return null;
+      },
+    );
+    return { job: enqueued, attempt };
+  }
+
   /** Work was queued from elsewhere (the reconciler): lease now rather than at the next poll. */
   wake(): void {
     for (const w of this.workers.values()) w.wake();

@@ -168,6 +168,42 @@ export class ProviderWorker {
     this.active = 0;
   }
 
+  /**
+   * One job claimed and sent now, outside the lease loop (a product's inline first attempt, the job not in the queue
+   * yet): the same claim, breaker, concurrency and recording as a leased job. Null when it was not sent here (not
+   * claimable, stopping, its breaker open, at the concurrency cap): the caller pushes it to the queue.
+   */
+  async sendNow(jobId: string): Promise<SendResult | null> {
+    if (!this.running || this.active >= this.s.maxConcurrency) return null;
+    const now = this.host.clock();
+    const until = now + this.s.leaseMs;
+    const row = (await this.host.store.claim([jobId], now, until)).claimed[0];
+    if (!row) return null;
+    let endpoint: string;
+    try {
+      endpoint = this.adapter.endpointOf(row);
+    } catch {
+      endpoint = this.name;
+    }
+    const permit = this.running && now < row.deadlineAt ? this.breakerOf(endpoint).tryAcquire() : null;
+    if (!permit) {
+      await this.host.store.release([{ id: jobId, until }]);
+      return null;
+    }
+    const h: Held = { id: jobId, job: row, endpoint, claimedUntil: until, prevClaim: row.prevClaim !== null && row.prevClaim <= now ? row.prevClaim : null, admitted: false };
+    this.active++;
+    this.accountActive.set(row.accountId, (this.accountActive.get(row.accountId) ?? 0) + 1);
+    let result: SendResult | null = null;
+    const p = this.send(h, permit, (r) => (result = r));
+    this.tasks.add(p);
+    try {
+      await p;
+    } finally {
+      this.tasks.delete(p);
+    }
+    return result;
+  }
+
   private sleep(ms: number): Promise<void> {
     return new Promise<void>((resolve) => {
       const done = (): void => {
@@ -348,7 +384,7 @@ export class ProviderWorker {
     return b;
   }
 
-  private async send(h: Held, permit: Permit): Promise<void> {
+  private async send(h: Held, permit: Permit, onResult?: (r: SendResult) => void): Promise<void> {
     const job = h.job!;
     const m = this.host.metrics;
     m?.requests.inc({ provider: this.name });
@@ -394,6 +430,7 @@ export class ProviderWorker {
     this.pump();
     this.wake();
     await this.finish(h, { kind: 'result', job, result, claimedUntil: h.claimedUntil, possibleDuplicate: h.prevClaim !== null });
+    onResult?.(result);
   }
 
   private unadmit(h: Held): void {

@@ -48,6 +48,8 @@ export interface ModuleInstance<S = unknown> {
   readonly service: S;
   /** Registered on the API listener; paths under `/v1/<module name>`. */
   routes?(app: FastifyInstance): Promise<void>;
+  /** Registered on the admin listener, behind the admin token; paths under `/admin/<module name>` (or `/admin/sim/<module name>`). */
+  adminRoutes?(app: FastifyInstance): Promise<void>;
   /** Background workers; called after every module is created, in boot order. */
   start?(): Promise<void>;
   /** Stops workers and flushes; called in reverse boot order. */

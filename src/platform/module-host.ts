@@ -56,6 +56,11 @@ export class ModuleHost {
     for (const m of this.order) await this.instances.get(m.name)?.routes?.(app);
   }
 
+  /** Registers every module's admin routes on the admin app (inside its token check). */
+  async adminRoutes(app: FastifyInstance): Promise<void> {
+    for (const m of this.order) await this.instances.get(m.name)?.adminRoutes?.(app);
+  }
+
   /** The MCP tools the modules bring, in boot order. */
   mcpTools(): McpTool[] {
     return this.order.flatMap((m) => [...(this.instances.get(m.name)?.mcpTools ?? [])]);

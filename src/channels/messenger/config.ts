@@ -21,6 +21,18 @@ export const messengerConfigSchema = {
     appSecret: { ...nullableString, description: "the app secret: X-Hub-Signature-256 of the provider's webhooks is verified with it; may be sealed (sealed:…)" },
     mediaCaFile: { ...nullableString, description: 'a PEM file of extra CA certificates trusted when fetching media links (private CAs, tests)' },
     verifyToken: { ...nullableString, description: 'the hub.verify_token the webhook handshake must present; may be sealed (sealed:…)' },
+    account: {
+      ...nullableString,
+      description:
+        "the account (id or name) that owns the config number; null: it serves every account without a business number of its own (ferry messenger numbers add), and what comes in on it is shared by them",
+    },
+    inlineAttemptMs: {
+      type: 'integer',
+      minimum: 0,
+      maximum: 30_000,
+      default: 3000,
+      description: "a send's first attempt is made at once and its answer waits this long for the platform's wamid (0: the answer never waits; wamid null)",
+    },
   },
 } as const;
 
@@ -35,4 +47,6 @@ export interface MessengerConfig {
   appSecret: string | null;
   verifyToken: string | null;
   mediaCaFile: string | null;
+  account: string | null;
+  inlineAttemptMs: number;
 }

@@ -7,7 +7,9 @@ import { IdempotencyStore } from '../../http/idempotency.js';
 import type { ChannelModule } from '../../platform/channel-module.js';
 import { MessengerSimulator } from '../../sim/messenger/messenger-simulator.js';
 import { privateTargetsAllowed, TargetGuard } from '../webhooks/target-guard.js';
+import { BusinessNumbers } from './business-numbers.js';
 import { MediaChecker } from './media-check.js';
+import { messengerAdminRoutes } from './messenger-admin-routes.js';
 import { MESSENGER_MACHINE } from './messenger-machine.js';
 import { messengerRoutes } from './messenger-routes.js';
 import { MessengerService } from './messenger-service.js';
@@ -57,6 +59,14 @@ export const messengerModule: ChannelModule<MessengerModuleService> = {
       const a = api?.server.address() as AddressInfo | null | undefined;
       return a && typeof a === 'object' ? `http://127.0.0.1:${a.port}/v1/messenger/webhook` : null;
     };
+    const numbers = new BusinessNumbers({
+      db: ctx.db,
+      accounts: ctx.accounts,
+      cipher,
+      fingerprintKey: ctx.deriveKey('messenger-credential-fingerprint'),
+      config: { phoneNumberId: c.phoneNumberId, displayNumber: null, wabaId: c.businessAccountId, accessToken, appSecret, verifyToken },
+      configAccount: c.account,
+    });
     let simulator: MessengerSimulator | null = null;
     if (embedded) {
       simulator = new MessengerSimulator({
@@ -64,6 +74,11 @@ export const messengerModule: ChannelModule<MessengerModuleService> = {
         appSecret,
         phoneNumberId: c.phoneNumberId,
         businessAccountId: c.businessAccountId,
+        // The numbers the operator adds are served by the embedded platform too, each with its own credentials.
+        numberOf: async (id) => {
+          const n = (await numbers.byId(id)) ?? (await numbers.byWaba(id));
+          return n && { phoneNumberId: n.phoneNumberId, businessAccountId: n.wabaId, accessToken: n.accessToken, appSecret: n.appSecret, displayPhoneNumber: n.displayNumber };
+        },
         webhookUrl,
         statusDelayMs: c.simulatorStatusDelayMs,
         mediaReachable: (url) => media.reachable(url),
@@ -73,9 +88,19 @@ export const messengerModule: ChannelModule<MessengerModuleService> = {
       ctx.log.info({ simulator: simulator.url }, 'embedded messenger simulator started');
     }
     const baseUrl = () => c.baseUrl?.replace(/\/+$/, '') ?? simulator!.url;
-    const adapter = new MetaCloudAdapter({ baseUrl, apiVersion: c.apiVersion, phoneNumberId: c.phoneNumberId, accessToken: () => accessToken });
-    const graph = new MetaGraphClient({ baseUrl, apiVersion: c.apiVersion, phoneNumberId: c.phoneNumberId, businessAccountId: c.businessAccountId, accessToken: () => accessToken });
-    const service = new MessengerService({ db: ctx.db, log: ctx.log, pipeline: () => ctx.outbound.pipeline, media, graph, phoneNumberId: c.phoneNumberId });
+    const adapter = new MetaCloudAdapter({ baseUrl, apiVersion: c.apiVersion, phoneNumberId: c.phoneNumberId, accessToken: async (id) => (await numbers.byId(id))?.accessToken ?? null });
+    const graph = new MetaGraphClient({ baseUrl, apiVersion: c.apiVersion });
+    const service = new MessengerService({
+      db: ctx.db,
+      log: ctx.log,
+      pipeline: () => ctx.outbound.pipeline,
+      media,
+      graph,
+      numbers,
+      phoneNumberId: c.phoneNumberId,
+      configWaba: c.businessAccountId,
+      inlineAttemptMs: c.inlineAttemptMs,
+    });
 
     ctx.outbound.product('messenger', {
       machine: MESSENGER_MACHINE,
@@ -93,9 +118,13 @@ export const messengerModule: ChannelModule<MessengerModuleService> = {
       async routes(app) {
         api = app;
         await app.register(messengerRoutes, { service, rateWindows: ctx.backends.rateWindows, idempotency });
-        await app.register(messengerWebhookRoutes, { service, appSecret, verifyToken });
+        await app.register(messengerWebhookRoutes, { service });
+      },
+      async adminRoutes(app) {
+        await app.register(messengerAdminRoutes, { numbers, simulator: () => simulator });
       },
       async stop() {
+        await service.drain();
         await simulator?.stop();
         if (simulator) ctx.unwarn(SIMULATOR_WARNING);
       },

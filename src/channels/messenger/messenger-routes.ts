@@ -51,7 +51,16 @@ const messageSchema = {
 } as const;
 const acceptedSchema = {
   type: 'object',
-  properties: { messageId: { type: 'string' }, wamid: { type: 'string', nullable: true, description: 'null until the platform accepted it (GET /status)' }, status: { type: 'string', enum: ['accepted'] }, resentFrom: { type: 'string' } },
+  properties: {
+    messageId: { type: 'string' },
+    wamid: {
+      type: 'string',
+      nullable: true,
+      description: "the platform's id when it answered the first attempt within messenger.inlineAttemptMs; else null (the attempt goes on: GET /status or the messenger.sent event give it)",
+    },
+    status: { type: 'string', enum: ['accepted'] },
+    resentFrom: { type: 'string' },
+  },
 } as const;
 const checkSchema = {
   type: 'object',
@@ -106,7 +115,7 @@ export async function messengerRoutes(app: FastifyInstance, deps: MessengerRoute
     }
   };
 
-  app.post<{ Body: { to: string; type: MessageType; reference?: string } & Record<string, unknown> }>(
+  app.post<{ Body: { to: string; type: MessageType; reference?: string; from?: string } & Record<string, unknown> }>(
     '/v1/messenger/send',
     {
       config: { scope: 'messenger:send' },
@@ -129,6 +138,11 @@ export async function messengerRoutes(app: FastifyInstance, deps: MessengerRoute
             to: { type: 'string', minLength: 1, maxLength: 20, description: 'E.164, digits (a leading + is accepted); else WA001' },
             type: { type: 'string', enum: [...MESSAGE_TYPES] },
             reference: { type: 'string', maxLength: 128, description: 'your reference, returned in status and events' },
+            from: {
+              type: 'string',
+              pattern: '^[0-9]{1,30}$',
+              description: "the business phone number id to send from (the Cloud API's {phone-number-id}), one of the account's; absent: the account's first number",
+            },
             // The message itself (text, media captions, template parameters): the customer's content, never in the request logs.
             ...Object.fromEntries(MESSAGE_TYPES.map((t) => [t, { ...contentSchema, 'x-ferry-redact': 'personal' }])),
           },
@@ -136,7 +150,10 @@ export async function messengerRoutes(app: FastifyInstance, deps: MessengerRoute
         response: {
           200: envelopeSchema(acceptedSchema, 'Accepted (code MESSAGE_ACCEPTED)'),
           400: err('WA001 (the number is not E.164), VALIDATION_ERROR (data.errors: the object of the type missing or out of its limits)'),
-          422: err('WA002 (known not to be on the platform), WA003 (window closed), WA004 (media not public HTTPS, unreachable, wrong type by content or too large)'),
+          422: err(
+            'WA002 (known not to be on the platform), WA003 (window closed), WA004 (media not public HTTPS, unreachable, wrong type by content or too large), ' +
+              'MESSENGER_NO_NUMBER (the account has no business number, or `from` is not one of its numbers)',
+          ),
           ...COMMON_ERRORS,
         },
       },
@@ -150,9 +167,9 @@ export async function messengerRoutes(app: FastifyInstance, deps: MessengerRoute
       for (const other of MESSAGE_TYPES) if (other !== b.type && b[other] !== undefined) errors.push({ field: other, message: `not allowed with type ${b.type}` });
       if (errors.length) throw new ApiError('VALIDATION_ERROR', { data: { errors } });
       return idempotent(req, reply, deps.idempotency, async () => {
-        const known = await service.checkKnown(to);
-        if (known === 'not_on_platform') throw new ApiError('WA002', { data: { to } });
-        const r = await refusals(() => service.send({ accountId: req.auth.accountId, to, type: b.type, content: b[b.type] as Record<string, unknown>, reference: b.reference ?? null }));
+        const r = await refusals(() =>
+          service.send({ accountId: req.auth.accountId, to, type: b.type, content: b[b.type] as Record<string, unknown>, reference: b.reference ?? null, from: b.from ?? null }),
+        );
         return ok(req, 'MESSAGE_ACCEPTED', r);
       });
     },
@@ -200,7 +217,7 @@ export async function messengerRoutes(app: FastifyInstance, deps: MessengerRoute
     await limit(req, 'messenger.numbers.check');
     const phone = normalizeE164(req.query.phone);
     if (!phone) throw new ApiError('WA001', { data: { errors: [{ field: 'phone', message: 'E.164: 8–15 digits' }] } });
-    return ok(req, 'NUMBER_CHECKED', (await service.checkNumbers([phone]))[0]);
+    return ok(req, 'NUMBER_CHECKED', (await refusals(() => service.checkNumbers(req.auth.accountId, [phone])))[0]);
   };
   app.get<{ Querystring: { phone: string } }>(
     '/v1/messenger/numbers/check',
@@ -240,7 +257,7 @@ export async function messengerRoutes(app: FastifyInstance, deps: MessengerRoute
         return n ?? '';
       });
       if (errors.length) throw new ApiError('WA001', { data: { errors } });
-      return ok(req, 'NUMBERS_CHECKED', { results: await service.checkNumbers(phones) });
+      return ok(req, 'NUMBERS_CHECKED', { results: await refusals(() => service.checkNumbers(req.auth.accountId, phones)) });
     },
   );
 
@@ -326,6 +343,6 @@ export async function messengerRoutes(app: FastifyInstance, deps: MessengerRoute
         },
       },
     },
-    async (req) => ok(req, 'QUALITY', await refusals(() => service.quality())),
+    async (req) => ok(req, 'QUALITY', await refusals(() => service.quality(req.auth.accountId))),
   );
 }

@@ -1,6 +1,8 @@
 import { Command, InvalidArgumentError } from 'commander';
 import pino from 'pino';
 import { MessengerSimulator } from '../../sim/messenger/messenger-simulator.js';
+import { adminCall, adminTarget, CliError } from '../admin-client.js';
+import { print } from '../output.js';
 
 function int(value: string): number {
   const n = Number(value);
@@ -25,9 +27,63 @@ interface Options {
   offPlatform?: string[];
 }
 
-/** `ferry sim messenger`: a standalone messenger platform simulator (Cloud API over HTTP on loopback) until a signal. */
+/**
+ * `ferry sim messenger` (`ferry sim messenger run`): a standalone messenger platform simulator; `ferry sim messenger
+ * reply` plays its test user.
+ */
 export function simMessengerCommand(): Command {
-  return new Command('messenger')
+  const cmd = new Command('messenger').description('messenger platform simulator: run one standalone, or play the user who replies');
+  cmd.addCommand(simMessengerRunCommand(), { isDefault: true });
+  cmd.addCommand(simMessengerReplyCommand());
+  return cmd;
+}
+
+function rootConfig(c: Command): string | undefined {
+  let root = c;
+  while (root.parent) root = root.parent;
+  return root.opts().config as string | undefined;
+}
+
+/**
+ * `ferry sim messenger reply --from <user> --text …`: the platform's test user writes to a business number, which
+ * opens that number's 24-hour window for free-form messages. Against the running daemon's embedded simulator (admin
+ * API), or with --sim-url against a standalone one. Returns once Ferry has taken the inbound webhook, so a send right
+ * after finds the window open.
+ */
+function simMessengerReplyCommand(): Command {
+  const cmd: Command = new Command('reply');
+  return cmd
+    .description("the simulator's test user writes to a business number (opens its 24-hour window); returns once Ferry took the webhook")
+    .requiredOption('--from <number>', "the user's number (international digits)")
+    .requiredOption('--text <text>', 'what the user writes')
+    .option('--to <phoneNumberId>', 'the business phone number id written to (default: the config number)')
+    .option('--name <name>', "the user's profile name")
+    .option('--sim-url <url>', 'a standalone simulator (ferry sim messenger) instead of the daemon’s embedded one')
+    .option('--access-token <token>', "with --sim-url: the number's access token")
+    .option('--json', 'print JSON')
+    .action(async (o: { from: string; text: string; to?: string; name?: string; simUrl?: string; accessToken?: string; json?: boolean }) => {
+      const body = { from: o.from.replace(/^\+/, ''), text: o.text, ...(o.to ? { to: o.to } : {}), ...(o.name ? { name: o.name } : {}) };
+      if (!o.simUrl) {
+        print(await adminCall(adminTarget(rootConfig(cmd)), 'POST', '/admin/sim/messenger/reply', body), !!o.json);
+        return;
+      }
+      if (!o.accessToken) throw new CliError('--sim-url needs --access-token (the number’s token the simulator was started with)');
+      const res = await fetch(`${o.simUrl.replace(/\/+$/, '')}/_sim/reply`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${o.accessToken}`, 'content-type': 'application/json' },
+        body: JSON.stringify(body),
+        signal: AbortSignal.timeout(15_000),
+      }).catch((err: Error) => {
+        throw new CliError(`cannot reach the simulator at ${o.simUrl} (${err.message})`);
+      });
+      const answer = (await res.json().catch(() => null)) as { delivered?: boolean; error?: { message?: string } } | null;
+      if (!res.ok) throw new CliError(answer?.error?.message ?? (answer?.delivered === false ? 'the simulator could not deliver the webhook to Ferry (--webhook-url)' : `HTTP ${res.status}`));
+      print(answer, !!o.json);
+    });
+}
+
+function simMessengerRunCommand(): Command {
+  return new Command('run')
     .description('run a standalone messenger platform simulator speaking the Cloud API over HTTP on 127.0.0.1')
     .option('--port <port>', 'port to listen on (0 picks a free one)', int, 8765)
     .requiredOption('--access-token <token>', 'the Bearer token sends must carry (messenger.accessToken)')

@@ -99,7 +99,9 @@ t.test(`the platform's webhooks (${backendLabel})`, async (t) => {
       if ((await a.call('GET', '/v1/messenger/templates/order_ready')).json.data.templates[0].status === 'APPROVED') break;
       await new Promise((res) => setTimeout(res, 20));
     }
-    t.equal((await a.call('GET', '/v1/messenger/templates')).json.data.templates[0].status, 'APPROVED', 'approved by the review');
+    const listed = (await a.call('GET', '/v1/messenger/templates')).json.data.templates;
+    t.equal(listed.find((x: any) => x.name === 'order_ready').status, 'APPROVED', 'approved by the review');
+    t.ok(listed.some((x: any) => x.name === 'hello_world' && x.language === 'en_US' && x.status === 'APPROVED'), "the platform's sample is listed beside it");
     t.equal((await post(fixture('template-status.json', { name: 'order_ready', status: 'PAUSED', reason: 'NONE' }))).status, 200);
     const got = await a.call('GET', '/v1/messenger/templates/order_ready');
     t.equal(got.json.data.templates[0].status, 'PAUSED');

@@ -7,14 +7,18 @@ export interface MessengerJobPayload {
   type: string;
   /** The type's object in the Cloud API's own field names (text, image, interactive, template, ...). */
   content: Record<string, unknown>;
+  /** The business phone number id it goes from (absent in jobs made before numbers were kept apart: the config's). */
+  from?: string;
 }
 
 export interface MetaCloudOptions {
   /** Without a trailing slash: https://graph.facebook.com, or the simulator's address. */
   baseUrl: () => string;
   apiVersion: string;
+  /** The config number: jobs without `from`. */
   phoneNumberId: string;
-  accessToken: () => string;
+  /** The access token of a business number, read at each send (rotations apply at once); null: the number is gone. */
+  accessToken: (phoneNumberId: string) => Promise<string | null>;
   clock?: () => number;
 }
 
@@ -31,8 +35,9 @@ export class MetaCloudAdapter implements ProviderAdapter<MessengerJobPayload> {
   readonly name = META_PROVIDER;
   constructor(private readonly o: MetaCloudOptions) {}
 
-  endpointOf(): string {
-    return `${this.o.baseUrl()}/${this.o.phoneNumberId}`;
+  /** One endpoint (and circuit breaker) per business number. */
+  endpointOf(job: OutboundJob<MessengerJobPayload>): string {
+    return `${this.o.baseUrl()}/${job.payload.from ?? this.o.phoneNumberId}`;
   }
 
   /** The request body the Cloud API takes for a job. */
@@ -41,10 +46,13 @@ export class MetaCloudAdapter implements ProviderAdapter<MessengerJobPayload> {
   }
 
   async send(job: OutboundJob<MessengerJobPayload>, signal: AbortSignal): Promise<SendResult> {
-    const res = await fetch(`${this.o.baseUrl()}/${this.o.apiVersion}/${this.o.phoneNumberId}/messages`, {
+    const from = job.payload.from ?? this.o.phoneNumberId;
+    const token = await this.o.accessToken(from);
+    if (token === null) return { kind: 'fail', code: 'PROVIDER_AUTH_FAILED', message: `the business number ${from} was removed` };
+    const res = await fetch(`${this.o.baseUrl()}/${this.o.apiVersion}/${from}/messages`, {
       method: 'POST',
       signal,
-      headers: { authorization: `Bearer ${this.o.accessToken()}`, 'content-type': 'application/json' },
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
       body: JSON.stringify(MetaCloudAdapter.body(job.payload)),
     });
     const text = await res.text();

@@ -2,10 +2,14 @@
 export interface MetaGraphOptions {
   baseUrl: () => string;
   apiVersion: string;
-  phoneNumberId: string;
-  businessAccountId: string;
-  accessToken: () => string;
   timeoutMs?: number;
+}
+
+/** Whose call it is: a business number, its WABA and its token. */
+export interface GraphNumber {
+  phoneNumberId: string;
+  wabaId: string;
+  accessToken: string;
 }
 
 /** The provider refused or failed a Graph call; `code` is its error code, kept verbatim. */
@@ -22,11 +26,11 @@ export class GraphError extends Error {
 export class MetaGraphClient {
   constructor(private readonly o: MetaGraphOptions) {}
 
-  private async call<T>(method: string, path: string, body?: unknown): Promise<T> {
+  private async call<T>(n: GraphNumber, method: string, path: string, body?: unknown): Promise<T> {
     const res = await fetch(`${this.o.baseUrl()}/${this.o.apiVersion}/${path}`, {
       method,
       signal: AbortSignal.timeout(this.o.timeoutMs ?? 15_000),
-      headers: { authorization: `Bearer ${this.o.accessToken()}`, ...(body !== undefined ? { 'content-type': 'application/json' } : {}) },
+      headers: { authorization: `Bearer ${n.accessToken}`, ...(body !== undefined ? { 'content-type': 'application/json' } : {}) },
       ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
     });
     const text = await res.text();
@@ -41,8 +45,8 @@ export class MetaGraphClient {
   }
 
   /** phone → on_platform / not_on_platform, for the numbers the provider answered about. */
-  async checkContacts(phones: readonly string[]): Promise<Map<string, 'on_platform' | 'not_on_platform'>> {
-    const r = await this.call<{ contacts?: Array<{ input?: string; status?: string }> }>('POST', `${this.o.phoneNumberId}/contacts`, { blocking: 'wait', contacts: phones });
+  async checkContacts(n: GraphNumber, phones: readonly string[]): Promise<Map<string, 'on_platform' | 'not_on_platform'>> {
+    const r = await this.call<{ contacts?: Array<{ input?: string; status?: string }> }>(n, 'POST', `${n.phoneNumberId}/contacts`, { blocking: 'wait', contacts: phones });
     const out = new Map<string, 'on_platform' | 'not_on_platform'>();
     for (const c of r.contacts ?? []) {
       if (typeof c.input !== 'string') continue;
@@ -52,16 +56,16 @@ export class MetaGraphClient {
     return out;
   }
 
-  async createTemplate(t: { name: string; language: string; category: string; components: unknown[] }): Promise<{ id: string; status: string }> {
-    return this.call('POST', `${this.o.businessAccountId}/message_templates`, t);
+  async createTemplate(n: GraphNumber, t: { name: string; language: string; category: string; components: unknown[] }): Promise<{ id: string; status: string }> {
+    return this.call(n, 'POST', `${n.wabaId}/message_templates`, t);
   }
 
-  async deleteTemplate(name: string): Promise<void> {
-    await this.call('DELETE', `${this.o.businessAccountId}/message_templates?name=${encodeURIComponent(name)}`);
+  async deleteTemplate(n: GraphNumber, name: string): Promise<void> {
+    await this.call(n, 'DELETE', `${n.wabaId}/message_templates?name=${encodeURIComponent(name)}`);
   }
 
-  async quality(): Promise<{ rating: string; tier: string | null }> {
-    const r = await this.call<{ quality_rating?: string; messaging_limit_tier?: string }>('GET', `${this.o.phoneNumberId}?fields=quality_rating,messaging_limit_tier`);
+  async quality(n: GraphNumber): Promise<{ rating: string; tier: string | null }> {
+    const r = await this.call<{ quality_rating?: string; messaging_limit_tier?: string }>(n, 'GET', `${n.phoneNumberId}?fields=quality_rating,messaging_limit_tier`);
     return { rating: r.quality_rating ?? 'UNKNOWN', tier: r.messaging_limit_tier ?? null };
   }
 }
