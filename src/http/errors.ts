@@ -60,7 +60,6 @@ export const ERROR_CATALOGUE = {
   MESSENGER_NO_NUMBER: { status: 422, message: 'The account has no messenger business number to send from (or `from` is not one of its numbers)' },
   MESSENGER_NUMBER_NOT_FOUND: { status: 404, message: 'No such messenger business number' },
   MESSENGER_NUMBER_EXISTS: { status: 409, message: 'This messenger business number (phone number id) exists already' },
-  MESSENGER_SIMULATOR_NOT_RUNNING: { status: 404, message: 'This daemon runs no embedded messenger platform simulator (messenger.baseUrl is set, or messenger.simulator is off)' },
   // email
   SENDER_DOMAIN_UNKNOWN: { status: 422, message: 'from is not an address of a sending domain of this account (POST /v1/email/domains)' },
   SENDER_DOMAIN_NOT_VERIFIED: { status: 422, message: "The sending domain's DKIM record is not published yet (GET /v1/email/domains/{id})" },
@@ -83,7 +82,7 @@ export const ERROR_CATALOGUE = {
   NOT_FINAL: { status: 409, message: 'The message has no final status yet' },
   NOT_SMPP: { status: 409, message: 'Receipts are replayed only for messages submitted over SMPP' },
   NUMBER_NOT_FOUND: { status: 404, message: 'The account does not own that number' },
-  SIMULATOR_NOT_RUNNING: { status: 404, message: 'The embedded SMSC simulator is not running in this daemon' },
+  SIMULATOR_NOT_RUNNING: { status: 404, message: 'The embedded simulator is not running in this daemon' },
   INVALID_AMOUNT: { status: 400, message: 'The amount is not valid: a positive decimal within the money range, with no more decimal places than the currency has' },
   CREDIT_LIMIT_EXCEEDED: { status: 409, message: 'The debit would take the balance below the credit limit of the account (below zero when it has none)' },
   // webhooks

@@ -430,6 +430,11 @@ t.test(`every error answer is a catalogued envelope (${backendLabel})`, async (t
         return api('POST', '/v1/messenger/send', { body: { to: '447700900002', type: 'template', template: { name: 'hello_world', language: 'en_US' } } });
       },
     },
+    {
+      name: 'a messenger send from a business number that is not the account\'s',
+      code: 'MESSENGER_NO_NUMBER',
+      run: () => api('POST', '/v1/messenger/send', { body: { to: '447700900006', from: '999999999', type: 'template', template: { name: 'hello_world', language: 'en_US' } } }),
+    },
     { name: 'a messenger text outside the 24-hour window', code: 'WA003', run: () => api('POST', '/v1/messenger/send', { body: { to: '447700900003', type: 'text', text: { body: 'x' } } }) },
     {
       name: 'a messenger image that is not public HTTPS',
@@ -469,9 +474,15 @@ t.test(`every error answer is a catalogued envelope (${backendLabel})`, async (t
       code: 'MESSENGER_PROVIDER_ERROR',
       run: async () => {
         await api('POST', '/v1/messenger/templates', { body: { name: 'gone', language: 'en_US', category: 'UTILITY', components: [{ type: 'BODY', text: 'Hi' }] } });
-        messengerSim().templates.delete('gone:en_US');
+        for (const k of [...messengerSim().templates.keys()]) if (k.endsWith(':gone:en_US')) messengerSim().templates.delete(k);
         return api('DELETE', '/v1/messenger/templates/gone');
       },
+    },
+    { name: 'an unknown business number (admin)', code: 'MESSENGER_NUMBER_NOT_FOUND', run: () => adm('GET', '/admin/messenger/numbers/999999999') },
+    {
+      name: 'a business number that is the config number (admin)',
+      code: 'MESSENGER_NUMBER_EXISTS',
+      run: () => adm('POST', '/admin/messenger/numbers', { phoneNumberId: '100000000000001', account: 'cat', wabaId: '200000000000009', accessToken: 'fake-token', appSecret: 'fake-secret' }),
     },
     // ---- email
     { name: 'email from a domain the account has not added', code: 'SENDER_DOMAIN_UNKNOWN', run: () => api('POST', '/v1/email/send', { body: { from: 'a@nowhere.test', to: ['b@c.test'], subject: 's', text: 't' } }) },

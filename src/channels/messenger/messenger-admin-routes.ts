@@ -98,7 +98,7 @@ export async function messengerAdminRoutes(app: FastifyInstance, deps: Messenger
     },
     async (req) => {
       const sim = deps.simulator();
-      if (!sim) throw new ApiError('MESSENGER_SIMULATOR_NOT_RUNNING');
+      if (!sim) throw new ApiError('SIMULATOR_NOT_RUNNING', { message: 'This daemon runs no embedded messenger platform simulator (messenger.baseUrl is set, or messenger.simulator is off)' });
       const to = req.body.to;
       if (to !== undefined && !(await numbers.byId(to))) throw new ApiError('MESSENGER_NUMBER_NOT_FOUND');
       const from = req.body.from.replace(/^\+/, '');
