@@ -6,8 +6,10 @@ root="$(cd "$(dirname "$0")/../.." && pwd)"
 work="$(mktemp -d /tmp/ferry-production-install.XXXXXX)"
 daemon=""
 cleanup() {
+  local rc=$?
   [ -n "$daemon" ] && kill "$daemon" 2>/dev/null && wait "$daemon" 2>/dev/null
   rm -rf "$work"
+  exit "$rc"
 }
 trap cleanup EXIT
 
@@ -30,12 +32,13 @@ log="$work/daemon.log"
 env -u DATABASE_URL -u REDIS_URL FERRY_DATA_DIR="$work/data" FERRY_HTTP_PORT=0 FERRY_ADMIN_PORT=0 FERRY_SMPP_PORT=0 NODE_ENV=production \
   node --enable-source-maps --max-semi-space-size=32 dist/cli/index.js start >"$log" 2>&1 &
 daemon=$!
-for _ in $(seq 1 60); do
+# A loaded CI machine can take more than a minute to start it (migrations on the embedded database).
+for _ in $(seq 1 180); do
   grep -q '"msg":"ferry started"' "$log" && break
   kill -0 "$daemon" 2>/dev/null || { cat "$log" >&2; echo "production install: the daemon exited" >&2; exit 1; }
   sleep 1
 done
-grep -q '"msg":"ferry started"' "$log" || { cat "$log" >&2; echo "production install: the daemon did not start in 60 s" >&2; exit 1; }
+grep -q '"msg":"ferry started"' "$log" || { cat "$log" >&2; echo "production install: the daemon did not start in 180 s" >&2; exit 1; }
 admin="$(grep '"msg":"ferry started"' "$log" | node -pe 'JSON.parse(require("fs").readFileSync(0, "utf8")).admin')"
 curl -sf "$admin/readyz" >/dev/null || { echo "production install: /readyz did not answer 200" >&2; exit 1; }
 
