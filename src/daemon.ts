@@ -317,6 +317,7 @@ export class Daemon {
       },
       pricing: { prices: g.prices, store: sms.pricing },
       sim: { simulator: () => this.embeddedUpstream?.simulator ?? null },
+      inspect: { db: this.db, accounts: this.accounts, modules: this.modules },
       ...(this.modules.has('logs') ? { keyStats: (accountId: string, days?: number) => this.modules.service<LogsService>('logs').keyStats(accountId, days) } : {}),
     });
     return app;

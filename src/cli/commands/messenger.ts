@@ -2,6 +2,7 @@ import { Command } from 'commander';
 import { credentialsCipher, seal } from '../../channels/messenger/sealed-credentials.js';
 import { loadConfig } from '../../config/load.js';
 import { loadSecretKey } from '../../security/secrets.js';
+import { addMessengerInspect } from './inspect.js';
 
 /**
  * `ferry messenger seal <value>`: encrypts a messenger credential (access token, app secret, verify token) with the
@@ -26,5 +27,6 @@ export function messengerCommand(): Command {
         process.stdout.write(seal(credentialsCipher(loadSecretKey(config.dataDir, config.security.secretKey)), plain) + '\n');
       }),
   );
+  addMessengerInspect(cmd);
   return cmd;
 }
