@@ -41,72 +41,67 @@ t.test(`list and show every product through the CLI (${backendLabel})`, async (t
   const failedRequest = failed.json.requestId as string;
 
   const env = { FERRY_ADMIN_URL: d.admin, FERRY_ADMIN_TOKEN: d.adminToken };
-  const json = async (args: string[]) => {
-    const r = await ferryRun([...args, '--json'], env, CLI_LIMIT_MS);
-    t.equal(r.code, 0, `ferry ${args.join(' ')}: ${r.stderr}`);
-    return r.code === 0 ? JSON.parse(r.stdout) : null;
-  };
+  const admin = (path: string) => d.adminCall('GET', path);
 
   // The request log is written a moment after the answer: wait for it (bounded) before listing it.
   const until = Date.now() + 20_000;
-  while (Date.now() < until && !(await d.adminCall('GET', '/admin/logs?status=404')).items.some((r: { id: string }) => r.id === failedRequest)) await new Promise((r) => setTimeout(r, 100));
+  while (Date.now() < until && !(await admin('/admin/logs?status=404')).items.some((r: { id: string }) => r.id === failedRequest)) await new Promise((r) => setTimeout(r, 100));
 
-  const [smsAll, smsA, emails, chats, sessions, links, hooks, logs] = await Promise.all([
-    json(['messages', 'list']),
-    json(['messages', 'list', '--account', 'inspect-a', '--since', '1h']),
-    json(['email', 'list', '--account', 'inspect-a']),
-    json(['messenger', 'list', '--account', 'inspect-a']),
-    json(['ussd', 'list', '--account', 'inspect-a']),
-    json(['shortlinks', 'list', '--account', 'inspect-a']),
-    json(['webhooks', 'list', '--status', 'enabled']),
-    json(['logs', 'list', '--account', 'inspect-a', '--status', '4xx']),
-  ]);
+  // Every list and show through the admin API the commands call (each command is a thin client: a few run below).
+  const smsAll = (await admin('/admin/messages')).items;
+  const smsA = (await admin(`/admin/messages?account=inspect-a&since=${new Date(Date.now() - 3600_000).toISOString()}`)).items;
+  const emails = (await admin('/admin/email/messages?account=inspect-a')).items;
+  const chats = (await admin(`/admin/messenger/messages?account=${a.account.id}`)).items;
+  const sessions = (await admin('/admin/ussd/sessions?account=inspect-a')).items;
+  const links = (await admin('/admin/shortlinks?account=inspect-a')).items;
+  const hooks = (await admin('/admin/webhooks?status=enabled')).items;
+  const logs = (await admin('/admin/logs?account=inspect-a&status=4xx')).items;
   t.same(smsAll.map((m: { accountId: string }) => m.accountId).sort(), [a.account.id, b.account.id].sort(), 'across accounts');
-  t.same(smsA.map((m: { id: string }) => m.id), [sms.messageId], 'one account');
+  t.same(smsA.map((m: { id: string }) => m.id), [sms.messageId], 'one account, by name');
   t.match(smsA[0], { to: '233241234567', from: 'Acme', segments: 1 });
   t.match(emails, [{ id: email.messageId, to: 'alice@dest.test', subject: 'Welcome', accountId: a.account.id }]);
-  t.match(chats, [{ id: chat.messageId, to: phone, type: 'text' }]);
+  t.match(chats, [{ id: chat.messageId, to: phone, type: 'text' }], 'one account, by id');
   t.match(sessions, [{ serviceCode: '*384*77#', phone: '233241112222', channel: 'simulate' }]);
   t.match(links, [{ id: link.id, slug: link.slug, maxClicks: 5, clicks: 0 }]);
   t.match(hooks, [{ id: hook.id, url: 'http://127.0.0.1:9/events', enabled: true }]);
+  t.same((await admin('/admin/webhooks?status=disabled')).items, []);
   t.match(logs, [{ id: failedRequest, status: 404, errorCode: 'MESSAGE_NOT_FOUND', method: 'GET' }]);
+  t.equal((await admin('/admin/logs?limit=1')).items.length, 1, '--limit');
 
-  const [emailShown, chatShown, sessionShown, linkShown, hookShown, logShown] = await Promise.all([
-    json(['email', 'show', email.messageId]),
-    json(['messenger', 'show', chat.messageId]),
-    json(['ussd', 'show', sessions[0].id]),
-    json(['shortlinks', 'show', link.id]),
-    json(['webhooks', 'show', hook.id]),
-    json(['logs', 'show', failedRequest]),
-  ]);
-  t.match(emailShown, { accountId: a.account.id, to: 'alice@dest.test', history: [{ status: 'queued' }] }, 'email: with its history');
+  t.match(await admin(`/admin/email/messages/${email.messageId}`), { accountId: a.account.id, to: 'alice@dest.test', history: [{ status: 'queued' }] }, 'email: with its history');
+  const chatShown = await admin(`/admin/messenger/messages/${chat.messageId}`);
   t.match(chatShown, { accountId: a.account.id, messageId: chat.messageId, history: Array }, 'messenger: with its history');
   t.ok(chatShown.history.length >= 1);
-  t.match(sessionShown, { accountId: a.account.id, transcript: [{}] }, 'ussd: with its transcript');
-  t.match(linkShown, { accountId: a.account.id, slug: link.slug, recentClicks: [] }, 'short link: with its clicks');
-  t.match(hookShown, { accountId: a.account.id, deliveries: [{ eventType: 'webhook.test' }] }, 'webhook: with its deliveries');
-  t.notMatch(JSON.stringify(hookShown), /whsec_/, 'never the signing secret');
-  t.match(logShown, { accountId: a.account.id, requestId: failedRequest, status: 404 }, 'log: the request with its bodies');
+  t.match(await admin(`/admin/ussd/sessions/${sessions[0].id}`), { accountId: a.account.id, transcript: [{}] }, 'ussd: with its transcript');
+  t.match(await admin(`/admin/shortlinks/${link.id}`), { accountId: a.account.id, slug: link.slug, recentClicks: [] }, 'short link: with its clicks');
+  t.match(await admin(`/admin/logs/${failedRequest}`), { accountId: a.account.id, requestId: failedRequest, status: 404, responseBody: /MESSAGE_NOT_FOUND/ }, 'log: the request with its bodies');
+
+  // The commands as processes (each starts a CLI: a few, one after another, on a loaded machine).
+  const shown = await ferryRun(['webhooks', 'show', hook.id, '--json'], env, CLI_LIMIT_MS);
+  t.equal(shown.code, 0, shown.stderr);
+  t.match(JSON.parse(shown.stdout), { accountId: a.account.id, deliveries: [{ eventType: 'webhook.test' }] }, 'webhook: with its deliveries');
+  t.notMatch(shown.stdout, /whsec_/, 'never the signing secret');
+  const listed = await ferryRun(['messages', 'list', '--account', 'inspect-b', '--since', '1h', '--json'], env, CLI_LIMIT_MS);
+  t.equal(listed.code, 0, listed.stderr);
+  t.match(JSON.parse(listed.stdout), [{ accountId: b.account.id, to: '233241234568', from: 'Other' }]);
 
   // The default output is a table: a header and one row per item.
   const table = await ferryRun(['email', 'list', '--account', 'inspect-a'], env, CLI_LIMIT_MS);
   t.equal(table.code, 0, table.stderr);
   t.match(table.stdout, /^ID +ACCOUNTID +STATUS +FROM +TO +SUBJECT +CREATEDAT\nem_\S+ +acc_\S+ +\w+ +hello@example\.test +alice@dest\.test +Welcome +\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ\n$/);
-  const none = await ferryRun(['shortlinks', 'list', '--account', 'inspect-b'], env, CLI_LIMIT_MS);
-  t.equal(none.stdout, '(none)\n');
+  t.same((await admin('/admin/shortlinks?account=inspect-b')).items, [], 'none');
 
   // Refusals: a code, exit 2 (the admin API) or a local check before anything is sent.
   const unknown = await ferryRun(['email', 'show', 'em_nope'], env, CLI_LIMIT_MS);
   t.equal(unknown.code, 2);
   t.match(unknown.stderr, /EMAIL_NOT_FOUND/);
-  const noAccount = await ferryRun(['logs', 'list', '--account', 'nobody'], env, CLI_LIMIT_MS);
-  t.match(noAccount.stderr, /ACCOUNT_NOT_FOUND/);
-  const badStatus = await ferryRun(['logs', 'list', '--status', 'teapot'], env, CLI_LIMIT_MS);
-  t.match(badStatus.stderr, /VALIDATION_ERROR: .*status/);
+  const auth = { authorization: `Bearer ${d.adminToken}` };
+  t.equal((await call(d.admin, 'GET', '/admin/logs?account=nobody', { headers: auth })).json.code, 'ACCOUNT_NOT_FOUND');
+  t.equal((await call(d.admin, 'GET', '/admin/logs?status=teapot', { headers: auth })).json.code, 'VALIDATION_ERROR');
+  t.equal((await call(d.admin, 'GET', '/admin/shortlinks/lnk_nope', { headers: auth })).json.code, 'SHORTLINK_NOT_FOUND');
   const badLimit = await ferryRun(['logs', 'list', '--limit', '501'], env, CLI_LIMIT_MS);
   t.not(badLimit.code, 0);
   t.match(badLimit.stderr, /expected 1-500/);
-  const auth = { authorization: `Bearer ${d.adminToken}` };
   t.equal((await call(d.admin, 'GET', '/admin/shortlinks?status=active', { headers: auth })).json.code, 'VALIDATION_ERROR', 'short links have no status');
   t.equal((await call(d.admin, 'GET', '/admin/messages?limit=501', { headers: auth })).json.code, 'VALIDATION_ERROR', 'at most 500');
   t.equal((await call(d.admin, 'GET', '/admin/messages?since=yesterday', { headers: auth })).json.code, 'VALIDATION_ERROR');
