@@ -5,6 +5,7 @@ import type { LogsService } from '../channels/logs/logs-service.js';
 import type { MessengerModuleService } from '../channels/messenger/index.js';
 import type { ShortlinkService } from '../channels/shortlink/shortlink-service.js';
 import type { UssdService } from '../channels/ussd/index.js';
+import { displayCode } from '../channels/ussd/service-code.js';
 import type { WebhookService } from '../channels/webhooks/webhook-service.js';
 import { ApiError, type ErrorCode } from '../http/errors.js';
 import { ok } from '../http/envelope.js';
@@ -35,6 +36,8 @@ interface Listing {
   /** The status filter, with `$n` the value; null: the list has no status. */
   status: ((p: string) => string) | null;
   statusPattern: string;
+  /** Shapes a listed row as the product's API shows it. */
+  shape?: (row: Record<string, unknown>) => Record<string, unknown>;
   /** The item with its history, through the product's own service (null: not found). */
   show?: { notFound: ErrorCode; get(accountId: string, id: string): Promise<unknown | null> };
 }
@@ -104,7 +107,15 @@ function listings(deps: InspectAdminDeps): Listing[] {
       // active or ended, or how a session ended (Success, Incomplete, Failed).
       status: (p) => `(status = ${p} OR end_status = ${p})`,
       statusPattern: '^[A-Za-z]+$',
-      show: { notFound: 'USSD_SESSION_NOT_FOUND', get: (accountId, id) => modules.service<UssdService>('ussd').sessions.get(accountId, id) },
+      // Codes are stored without * and #; shown as dialled, as the API shows them.
+      shape: (r) => ({ ...r, serviceCode: displayCode(String(r.serviceCode)) }),
+      show: {
+        notFound: 'USSD_SESSION_NOT_FOUND',
+        async get(accountId, id) {
+          const s = await modules.service<UssdService>('ussd').sessions.get(accountId, id);
+          return s && { ...s, serviceCode: displayCode(s.serviceCode) };
+        },
+      },
     },
     {
       path: '/admin/shortlinks',
@@ -205,7 +216,7 @@ export function registerInspectRoutes(app: FastifyInstance, deps: InspectAdminDe
       const items = rows.rows.map((r) => {
         const out: Record<string, unknown> = { ...r, createdAt: iso(r.createdAt, l.time.kind) };
         if ('expiresAt' in out) out.expiresAt = iso(out.expiresAt, 'tz');
-        return out;
+        return l.shape ? l.shape(out) : out;
       });
       return ok(req, l.code, { items });
     });
