@@ -10,7 +10,8 @@ import { backendLabel } from '../helpers/env.js';
 const CLI_LIMIT_MS = 300_000;
 
 t.test(`list and show every product through the CLI (${backendLabel})`, async (t) => {
-  const d = await startDaemon();
+  // The webhook endpoint points at this machine: allowed by name (on Postgres it is not a developer's machine).
+  const d = await startDaemon({ FERRY_WEBHOOKS_ALLOW_PRIVATE_TARGETS: 'true' });
   t.teardown(() => d.stop());
   const a = await accountWithKey(d, 'inspect-a');
   const b = await accountWithKey(d, 'inspect-b');
