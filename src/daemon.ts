@@ -345,6 +345,7 @@ export class Daemon {
       pricing: { prices: g.prices, store: sms.pricing },
       sim: { simulator: () => this.embeddedUpstream?.simulator ?? null },
       moduleRoutes: (app) => this.modules.adminRoutes(app),
+      inspect: { db: this.db, accounts: this.accounts, modules: this.modules },
       ...(this.modules.has('logs') ? { keyStats: (accountId: string, days?: number) => this.modules.service<LogsService>('logs').keyStats(accountId, days) } : {}),
     });
     return app;

@@ -8,6 +8,7 @@ import { ApiError } from '../http/errors.js';
 import { ok } from '../http/envelope.js';
 import { adminActor, audit } from './audit.js';
 import { registerGatewayRoutes, type GatewayAdminDeps } from './gateway-routes.js';
+import { registerInspectRoutes, type InspectAdminDeps } from './inspect-routes.js';
 import { registerPricingRoutes, type PricingAdminDeps } from './pricing-routes.js';
 import { registerSimRoutes, type SimAdminDeps } from './sim-routes.js';
 
@@ -19,6 +20,8 @@ export interface AdminDeps {
   gateway?: GatewayAdminDeps;
   pricing?: PricingAdminDeps;
   sim?: SimAdminDeps;
+  /** Read-only views of every product across accounts, and the embedded mail simulator's mailbox. */
+  inspect?: InspectAdminDeps;
   /** The key statistics of an account (the logs module, GET /v1/keys/stats); absent when it is not running. */
   keyStats?: (accountId: string, days?: number) => Promise<unknown>;
   /** The modules' own admin routes (ModuleInstance.adminRoutes), behind the same token. */
@@ -244,4 +247,5 @@ export async function adminRoutes(app: FastifyInstance, deps: AdminDeps): Promis
   if (deps.pricing) registerPricingRoutes(app, deps.pricing);
   if (deps.sim) registerSimRoutes(app, deps.sim);
   if (deps.moduleRoutes) await deps.moduleRoutes(app);
+  if (deps.inspect) registerInspectRoutes(app, deps.inspect);
 }

@@ -4,6 +4,7 @@ import { ConfigError } from '../config/load.js';
 import { VERSION } from '../version.js';
 import { CliError } from './admin-client.js';
 import { accountsCommand } from './commands/accounts.js';
+import { inspectCommands } from './commands/inspect.js';
 import { keysCommand } from './commands/keys.js';
 import { messagesCommand } from './commands/messages.js';
 import { messengerCommand } from './commands/messenger.js';
@@ -32,6 +33,7 @@ program.addCommand(receiptsCommand());
 program.addCommand(simCommand());
 program.addCommand(messengerCommand());
 program.addCommand(ussdCommand());
+for (const c of inspectCommands()) program.addCommand(c);
 
 try {
   await program.parseAsync(process.argv);

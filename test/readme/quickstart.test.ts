@@ -9,14 +9,7 @@ import { join } from 'node:path';
 import t from 'tap';
 import { packageRoot } from '../../src/util/paths.js';
 import { awaitStarted } from '../helpers/daemon.js';
-
-/** The shell blocks of the README's quick start, in order. */
-export function quickstartBlocks(readme: string): string[] {
-  const start = readme.indexOf('<!-- quickstart:start -->');
-  const end = readme.indexOf('<!-- quickstart:end -->');
-  if (start < 0 || end < start) throw new Error('README.md has no quickstart:start / quickstart:end markers');
-  return [...readme.slice(start, end).matchAll(/^```sh\n([\s\S]*?)^```$/gm)].map((m) => m[1]);
-}
+import { quickstartBlocks } from '../helpers/doc-blocks.js';
 
 const haveCurl = spawnSync('curl', ['--version']).status === 0;
 

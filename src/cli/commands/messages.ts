@@ -1,6 +1,7 @@
 import { Command } from 'commander';
 import { adminCall, adminTarget } from '../admin-client.js';
 import { print } from '../output.js';
+import { addMessagesList } from './inspect.js';
 
 export function messagesCommand(): Command {
   const cmd = new Command('messages').description('inspect messages in the ledger (through the running daemon’s admin API)');
@@ -12,5 +13,6 @@ export function messagesCommand(): Command {
     .option('--json', 'print JSON')
     .action(async (id: string, o) => print(await adminCall(target(), 'GET', `/admin/messages/${encodeURIComponent(id)}`), !!o.json));
 
+  addMessagesList(cmd);
   return cmd;
 }

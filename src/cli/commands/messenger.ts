@@ -3,6 +3,7 @@ import { credentialsCipher, seal } from '../../channels/messenger/sealed-credent
 import { loadConfig } from '../../config/load.js';
 import { loadSecretKey } from '../../security/secrets.js';
 import { messengerNumbersCommand } from './messenger-numbers.js';
+import { addMessengerInspect } from './inspect.js';
 
 /**
  * `ferry messenger seal <value>`: encrypts a messenger credential (access token, app secret, verify token) with the
@@ -28,5 +29,6 @@ export function messengerCommand(): Command {
       }),
   );
   cmd.addCommand(messengerNumbersCommand());
+  addMessengerInspect(cmd);
   return cmd;
 }

@@ -8,6 +8,7 @@ import { CliError, adminCall, adminTarget } from '../admin-client.js';
 import { print } from '../output.js';
 import { dialCommand } from './ussd.js';
 import { simMessengerCommand } from './sim-messenger.js';
+import { simMailGroup } from './sim-mail-messages.js';
 
 function int(value: string): number {
   const n = Number(value);
@@ -134,7 +135,7 @@ export function simCommand(): Command {
   // The USSD handset on the embedded simulator (the same as `ferry ussd dial`).
   cmd.addCommand(dialCommand('ussd'));
   cmd.addCommand(simMessengerCommand());
-  cmd.addCommand(simMailCommand());
+  cmd.addCommand(simMailGroup(simMailCommand()));
   return cmd;
 }
 

@@ -3,6 +3,7 @@ import { Command } from 'commander';
 import { AfricasTalkingSimulator } from '../../sim/ussd/africastalking-sim.js';
 import type { PhoneScreen } from '../../sim/ussd/ussd-phone.js';
 import { CliError, adminCall, adminTarget } from '../admin-client.js';
+import { addUssdInspect } from './inspect.js';
 
 function collect(value: string, previous: string[] = []): string[] {
   return [...previous, value];
@@ -33,6 +34,7 @@ async function nextInput(scripted: string[], rl: ReturnType<typeof createInterfa
 export function ussdCommand(): Command {
   const cmd = new Command('ussd').description('USSD tools: dial a service code as a handset');
   cmd.addCommand(dialCommand('dial'));
+  addUssdInspect(cmd);
   return cmd;
 }
 
