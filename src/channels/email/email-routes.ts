@@ -323,7 +323,7 @@ export async function emailRoutes(app: FastifyInstance, deps: EmailRoutesDeps): 
   );
 
   // Suppressions
-  app.get<{ Querystring: { stream?: Stream; limit?: number; after?: string } }>(
+  app.get<{ Querystring: { stream?: Stream; limit?: string; after?: string } }>(
     '/v1/email/suppressions',
     {
       config: { scope: 'email:manage' },
@@ -333,12 +333,12 @@ export async function emailRoutes(app: FastifyInstance, deps: EmailRoutesDeps): 
         querystring: {
           type: 'object',
           additionalProperties: false,
-          properties: { stream: { type: 'string', enum: ['transactional', 'bulk'] }, limit: { type: 'integer', minimum: 1, maximum: 1000, default: 100 }, after: { type: 'string', description: 'the last address of the previous page' } },
+          properties: { stream: { type: 'string', enum: ['transactional', 'bulk'] }, limit: { type: 'string', pattern: '^(?:[1-9][0-9]{0,2}|1000)$', description: 'rows, 1–1000 (default 100)' }, after: { type: 'string', description: 'the last address of the previous page' } },
         },
         response: withErrors({ 200: envelopeSchema({ type: 'array', items: anyObject }) }),
       },
     },
-    async (req) => ok(req, 'EMAIL_SUPPRESSIONS', await svc.suppressions(req.auth.accountId, req.query.stream, req.query.limit, req.query.after)),
+    async (req) => ok(req, 'EMAIL_SUPPRESSIONS', await svc.suppressions(req.auth.accountId, req.query.stream, req.query.limit ? Number(req.query.limit) : 100, req.query.after)),
   );
 
   app.post<{ Body: { address: string; stream?: Stream | 'all'; reason?: SuppressionReason } }>(

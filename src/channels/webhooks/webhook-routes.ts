@@ -274,7 +274,7 @@ export async function webhookRoutes(app: FastifyInstance, deps: WebhookRoutesDep
     },
   );
 
-  app.get<{ Params: { id: string }; Querystring: { limit?: number; status?: string } }>(
+  app.get<{ Params: { id: string }; Querystring: { limit?: string; status?: string } }>(
     '/v1/webhooks/:id/deliveries',
     {
       ...common,
@@ -285,14 +285,18 @@ export async function webhookRoutes(app: FastifyInstance, deps: WebhookRoutesDep
         querystring: {
           type: 'object',
           additionalProperties: false,
-          properties: { limit: { type: 'integer', minimum: 1, maximum: 500, default: 50 }, status: { type: 'string', enum: ['pending', 'failed', 'delivered', 'dead'] } },
+          // Query values are strings (the app's ajv does not coerce): the bound is in the pattern.
+          properties: {
+            limit: { type: 'string', pattern: '^(?:[1-9][0-9]?|[1-4][0-9]{2}|500)$', description: 'rows, 1–500 (default 50)' },
+            status: { type: 'string', enum: ['pending', 'failed', 'delivered', 'dead'] },
+          },
         },
         response: withErrors({ 200: envelopeSchema({ type: 'array', items: deliverySchema }) }),
       },
     },
     async (req) => {
       const e = await endpointOf(req.auth.accountId, req.params.id);
-      const list = await store.deliveries(e.id, { limit: req.query.limit ?? 50, status: req.query.status });
+      const list = await store.deliveries(e.id, { limit: req.query.limit ? Number(req.query.limit) : 50, status: req.query.status });
       return ok(req, 'WEBHOOK_DELIVERIES', list.map(deliveryData));
     },
   );
