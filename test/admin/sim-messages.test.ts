@@ -7,6 +7,10 @@ import { accountWithKey, call, ferryRun, startDaemon } from '../helpers/daemon.j
 import { startGatewayDaemon } from '../helpers/gateway.js';
 import { startSimulator } from '../../src/sim/smpp/simulator.js';
 
+// Each `ferry` call here is a process that loads the CLI through tsx (seconds each on a 2-core machine): the file's
+// bound is set for that, above the suite's default.
+t.setTimeout(420_000);
+
 t.test('the embedded simulator shows what it received, through the admin API and the CLI', async (t) => {
   const d = await startDaemon();
   t.teardown(() => d.stop());

@@ -4,6 +4,10 @@ import t from 'tap';
 import { accountWithKey, call, ferryRun, startDaemon } from '../helpers/daemon.js';
 import { backendLabel } from '../helpers/env.js';
 
+// Each `ferry` call here is a process that loads the CLI through tsx (seconds each on a 2-core machine): the file's
+// bound is set for that, above the suite's default.
+t.setTimeout(420_000);
+
 // A bound, not a measure: on a loaded machine a CLI process (tsx) can take over a minute to start.
 const CLI_LIMIT_MS = 300_000;
 

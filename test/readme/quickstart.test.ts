@@ -11,6 +11,10 @@ import { packageRoot } from '../../src/util/paths.js';
 import { awaitStarted } from '../helpers/daemon.js';
 import { quickstartBlocks } from '../helpers/doc-blocks.js';
 
+// Each `ferry` call here is a process that loads the CLI through tsx (seconds each on a 2-core machine): the file's
+// bound is set for that, above the suite's default.
+t.setTimeout(420_000);
+
 const haveCurl = spawnSync('curl', ['--version']).status === 0;
 
 t.test('the README quick start runs as written', { skip: process.env.DATABASE_URL ? 'the quick start is the embedded default; it runs in the embedded pass' : !haveCurl ? 'curl is not installed' : false }, async (t) => {

@@ -9,6 +9,10 @@ import { startDaemon, type TestDaemon } from '../../helpers/daemon.js';
 import { backendLabel } from '../../helpers/env.js';
 import { BANK_TREE, customer, newPhone, publishedMenu } from './ussd-helpers.js';
 
+// Each `ferry` call here is a process that loads the CLI through tsx (seconds each on a 2-core machine): the file's
+// bound is set for that, above the suite's default.
+t.setTimeout(420_000);
+
 function ferry(d: TestDaemon, args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
     const child = spawn(process.execPath, ['--import', 'tsx', join(packageRoot, 'src/cli/index.ts'), ...args], {
