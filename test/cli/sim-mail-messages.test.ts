@@ -35,7 +35,7 @@ t.test(`the embedded mail simulator's mailbox through the admin API and the CLI 
   t.equal(bob.code, 0, bob.stderr);
   const [m] = JSON.parse(bob.stdout);
   t.match(m, { from: 'hello@example.test', to: ['bob@dest.test'], subject: 'Other', text: 'Hello Bob' });
-  t.match(m.returnPath, /^b\+em_[0-9a-z]+@/, 'the envelope sender is the VERP return path');
+  t.match(m.returnPath, /^b\+em_[0-9a-z]+-[0-9a-f]{12}@/, 'the envelope sender is the signed VERP return path');
 
   const until = Date.now() + 20_000;
   let alice: Array<{ subject: string }> = [];
