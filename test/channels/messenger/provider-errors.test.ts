@@ -3,6 +3,9 @@ import { startDaemon } from '../../helpers/daemon.js';
 import { backendLabel } from '../../helpers/env.js';
 import { api, customer, messengerOf, newNumber, statusUntil } from './helpers.js';
 
+// Many sends through a whole daemon and its simulator: bounded above the suite's default on a loaded 2-core machine.
+t.setTimeout(300_000);
+
 const HOUR = 3_600_000;
 
 t.test(`the platform's errors and the 24-hour window (${backendLabel})`, async (t) => {

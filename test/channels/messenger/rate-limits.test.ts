@@ -13,6 +13,9 @@ import { startDaemon } from '../../helpers/daemon.js';
 import { backendLabel, REDIS_URL } from '../../helpers/env.js';
 import { api, customer, newNumber } from './helpers.js';
 
+// Many sends through a whole daemon and its simulator: bounded above the suite's default on a loaded 2-core machine.
+t.setTimeout(300_000);
+
 const DAY = 86_400_000;
 
 t.test(`the /send windows: 80/s, 3,000/min, 100,000/day, exact across instances (${backendLabel})`, async (t) => {

@@ -3,6 +3,9 @@ import { startDaemon } from '../../helpers/daemon.js';
 import { backendLabel } from '../../helpers/env.js';
 import { api, customer, messengerOf, newNumber, statusUntil } from './helpers.js';
 
+// Many sends through a whole daemon and its simulator: bounded above the suite's default on a loaded 2-core machine.
+t.setTimeout(300_000);
+
 t.test(`messenger send over HTTP against the embedded simulator (${backendLabel})`, async (t) => {
   const d = await startDaemon({ FERRY_MESSENGER_SIMULATOR_STATUS_DELAY_MS: '10' });
   t.teardown(() => d.stop());
