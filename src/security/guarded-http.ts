@@ -339,16 +339,20 @@ export class GuardedHttp {
     return this.o.resolver.resolve(target);
   }
 
-  /** Sends and reads the whole answer (bounded). overflow 'cut': a body past maxBytes or cut short still answers. */
-  async request(target: string | URL, r: GuardedRequest & { overflow?: 'error' | 'cut'; keepBytes?: number }): Promise<GuardedResponse> {
+  /** The answer's status and headers, with the request's deadline still running (cleared here if it never came). */
+  private async started(target: string | URL, r: GuardedRequest): Promise<{ res: IncomingMessage; deadline: Deadline }> {
     const deadline = new Deadline(r.timeoutMs);
-    let res: IncomingMessage;
     try {
-      res = await this.open0(target, r, deadline);
+      return { res: await this.open0(target, r, deadline), deadline };
     } catch (err) {
       deadline.clear();
       throw err;
     }
+  }
+
+  /** Sends and reads the whole answer (bounded). overflow 'cut': a body past maxBytes or cut short still answers. */
+  async request(target: string | URL, r: GuardedRequest & { overflow?: 'error' | 'cut'; keepBytes?: number }): Promise<GuardedResponse> {
+    const { res, deadline } = await this.started(target, r);
     const cut = r.overflow === 'cut';
     const keep = r.keepBytes ?? r.maxBytes;
     return new Promise<GuardedResponse>((resolve, reject) => {
@@ -398,14 +402,7 @@ export class GuardedHttp {
 
   /** Sends and answers once the status and headers are in; the caller reads the body with chunks() and must close(). */
   async open(target: string | URL, r: GuardedRequest): Promise<GuardedStream> {
-    const deadline = new Deadline(r.timeoutMs);
-    let res: IncomingMessage;
-    try {
-      res = await this.open0(target, r, deadline);
-    } catch (err) {
-      deadline.clear();
-      throw err;
-    }
+    const { res, deadline } = await this.started(target, r);
     const close = (): void => {
       deadline.clear();
       if (!res.complete) res.destroy();
