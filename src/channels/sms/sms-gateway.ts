@@ -29,8 +29,6 @@ export interface SmsGateway {
   configUpstreams: ReadonlyMap<string, UpstreamConfig>;
   /** Where USSD dialogue messages from upstreams go (the OTP module's fallback); none until one is set. */
   setUssdHandler(handler: (mo: UpstreamMo) => void | Promise<void>): void;
-  /** The handler set last (the USSD module puts its dispatcher in front of the OTP fallback). */
-  ussdHandler(): ((mo: UpstreamMo) => void | Promise<void>) | null;
 }
 
 /** The embedded simulator as an upstream: a couple of binds with room for a real load test. */
@@ -166,7 +164,6 @@ export async function startSmsGateway(ctx: ModuleContext, onClose: (name: string
     setUssdHandler: (h) => {
       ussdHandler = h;
     },
-    ussdHandler: () => ussdHandler,
   };
 }
 
