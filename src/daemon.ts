@@ -173,6 +173,7 @@ export class Daemon {
       db: this.db,
       log: log.child({ component: 'table-maintenance' }),
       intervalSeconds: config.database.maintenanceSeconds,
+      tables: this.modules.tables(),
       onVacuum: (table, seconds, kind) => {
         this.metrics.vacuums.inc({ table, kind });
         this.metrics.vacuumSeconds.inc({ table, kind }, seconds);
@@ -184,6 +185,7 @@ export class Daemon {
       db: this.db,
       log: log.child({ component: 'retention' }),
       config: config.retention,
+      tables: this.modules.tables(),
       onPurged: (table, rows) => this.metrics.retentionPurged.inc({ table }, rows),
     });
     retention.start();

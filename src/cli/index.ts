@@ -1,5 +1,7 @@
 #!/usr/bin/env node
 import { Command, CommanderError } from 'commander';
+// The composition root: the one CLI file that knows the product list, and passes it down.
+import { CHANNEL_MODULES } from '../channels/index.js';
 import { ConfigError } from '../config/load.js';
 import { VERSION } from '../version.js';
 import { CliError } from './admin-client.js';
@@ -23,7 +25,7 @@ const program = new Command('ferry')
   .exitOverride();
 
 program.addCommand(startCommand());
-program.addCommand(migrateCommand());
+program.addCommand(migrateCommand(CHANNEL_MODULES));
 program.addCommand(accountsCommand());
 program.addCommand(keysCommand());
 program.addCommand(routesCommand());

@@ -5,6 +5,7 @@ import type { Scope } from '../accounts/scopes.js';
 import type { FerryConfig } from '../config/schema.js';
 import type { McpTool } from '../mcp/mcp-tool.js';
 import type { Metrics } from '../metrics.js';
+import type { TableDeclaration } from '../store/sql/table-declaration.js';
 import type { Backends, Db } from '../store/types.js';
 import type { OutboundRegistry } from './outbound-registry.js';
 
@@ -77,6 +78,9 @@ export interface ChannelModule<S = unknown> {
   readonly configKey?: keyof FerryConfig;
   /** A folder of its own SQL migrations (NNNN_name.sql, numbered in the one sequence), if it has one. */
   readonly migrations?: string;
+  // Storage (issue 43, tables): what the core maintains for the tables its migrations create.
+  /** Its tables with a retention (purged by the core's retention pass) or needing vacuuming (table maintenance). */
+  readonly tables?: readonly TableDeclaration[];
   /** Modules whose service it uses; they boot before it and stop after it. */
   readonly dependsOn?: readonly string[];
   create(ctx: ModuleContext): Promise<ModuleInstance<S>>;

@@ -2,8 +2,9 @@ import type { FastifyInstance } from 'fastify';
 import { isScope } from '../accounts/scopes.js';
 import { registerEventTypes } from '../events/catalogue.js';
 import type { McpTool } from '../mcp/mcp-tool.js';
+import type { TableDeclaration } from '../store/sql/table-declaration.js';
 import type { ChannelModule, ModuleContext, ModuleInstance } from './channel-module.js';
-import { bootOrder, migrationFolders } from './module-order.js';
+import { bootOrder, declaredTables, migrationFolders } from './module-order.js';
 
 /** The core's part of every module's context; the host adds the module's own logger and `use`. */
 export type CoreContext = Omit<ModuleContext, 'log' | 'use'>;
@@ -109,5 +110,11 @@ export class ModuleHost {
   /** Migration folders the modules bring. */
   migrationFolders(): string[] {
     return migrationFolders(this.order);
+  }
+
+  // Storage (issue 43, tables).
+  /** The core's tables and the modules' (boot order), for retention and table maintenance. */
+  tables(): readonly TableDeclaration[] {
+    return declaredTables(this.order);
   }
 }

@@ -1,3 +1,5 @@
+import { CORE_TABLES } from '../store/sql/core-tables.js';
+import { checkTables, type TableDeclaration } from '../store/sql/table-declaration.js';
 import type { ChannelModule } from './channel-module.js';
 
 /**
@@ -31,4 +33,9 @@ export function bootOrder<M extends Pick<ChannelModule, 'name' | 'dependsOn'>>(m
 /** Every module's own migration folder (the core's are always loaded). */
 export function migrationFolders(modules: readonly Pick<ChannelModule, 'migrations'>[]): string[] {
   return modules.flatMap((m) => (m.migrations ? [m.migrations] : []));
+}
+
+/** The core's declared tables, then each module's in the given (boot) order; checked (each table once, identifiers). */
+export function declaredTables(modules: readonly Pick<ChannelModule, 'tables'>[]): readonly TableDeclaration[] {
+  return checkTables([...CORE_TABLES, ...modules.flatMap((m) => m.tables ?? [])]);
 }

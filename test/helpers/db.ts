@@ -4,7 +4,9 @@ import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { openDb } from '../../src/store/sql/db.js';
-import { migrate } from '../../src/store/sql/migrate.js';
+import { CHANNEL_MODULES } from '../../src/channels/index.js';
+import { migrationFolders } from '../../src/platform/module-order.js';
+import { loadMigrations, migrate } from '../../src/store/sql/migrate.js';
 import type { Db } from '../../src/store/types.js';
 import { DATABASE_URL } from './env.js';
 
@@ -69,7 +71,7 @@ async function adminQuery(sql: string): Promise<void> {
   }
 }
 
-/** A freshly migrated database private to the caller: its own schema on Postgres, its own folder on PGlite. */
+/** A freshly migrated database (the core's migrations and every product's) private to the caller: its own schema on Postgres, its own folder on PGlite. */
 export async function testDb(opts: { migrate?: boolean } = {}): Promise<TestDb> {
   const dataDir = mkdtempSync(join(tmpdir(), 'ferry-test-'));
   let url: string | null = null;
@@ -82,7 +84,7 @@ export async function testDb(opts: { migrate?: boolean } = {}): Promise<TestDb> 
     await seedPglite(dataDir);
   }
   const db = await openDb({ url, dataDir, poolSize: 4 });
-  if (opts.migrate !== false) await migrate(db);
+  if (opts.migrate !== false) await migrate(db, loadMigrations(migrationFolders(CHANNEL_MODULES)));
   return {
     db,
     url,

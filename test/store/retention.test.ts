@@ -1,12 +1,15 @@
 import pino from 'pino';
 import t from 'tap';
 import type { RetentionConfig } from '../../src/config/schema.js';
-import { RETENTION_TABLES, Retention } from '../../src/store/sql/retention.js';
-import { CHURN_TABLES, LEDGER_TABLES } from '../../src/store/sql/table-maintenance.js';
+import { CHANNEL_MODULES } from '../../src/channels/index.js';
+import { bootOrder, declaredTables } from '../../src/platform/module-order.js';
+import { Retention } from '../../src/store/sql/retention.js';
 import { testDb } from '../helpers/db.js';
 import { backendLabel } from '../helpers/env.js';
 
 const log = pino({ level: 'silent' });
+// What the daemon passes: the core's tables, then the products' in boot order.
+const TABLES = declaredTables(bootOrder(CHANNEL_MODULES));
 const DAY = 86_400_000;
 const NOW = Date.parse('2026-06-01T00:00:00Z');
 const OLD = NOW - 100 * DAY;
@@ -35,7 +38,7 @@ t.test(`retention purges old final rows with their children, keeps the rest (${b
   const { db } = tdb;
   const q = (sql: string, params: unknown[] = []) => db.query(sql, params);
 
-  for (const table of new Set([...CHURN_TABLES, ...LEDGER_TABLES, ...RETENTION_TABLES.flatMap((s) => [s.table, ...(s.children ?? []).map((c) => c.table)])])) {
+  for (const table of new Set(TABLES.flatMap((s) => [s.name, ...(s.retention?.children ?? []).map((c) => c.table)]))) {
     const { rows } = await db.query<{ n: number }>(`SELECT count(*)::int AS n FROM information_schema.tables WHERE table_schema = current_schema() AND table_name = $1`, [table]);
     t.equal(rows[0].n, 1, `${table} exists (a maintained or purged table)`);
   }
@@ -116,7 +119,7 @@ t.test(`retention purges old final rows with their children, keeps the rest (${b
   await q(`INSERT INTO log_sessions (token_hash, account_id, key_id, created_at, expires_at) VALUES ('h_old', 'acc_r', 'k', $1, $1), ('h_young', 'acc_r', 'k', $2, $2)`, [OLD, YOUNG]);
 
   const purged: Record<string, number> = {};
-  const r = new Retention({ db, log, config: config({ shortlink: 0 }), clock: () => NOW, onPurged: (table, n) => (purged[table] = (purged[table] ?? 0) + n) });
+  const r = new Retention({ db, log, config: config({ shortlink: 0 }), tables: TABLES, clock: () => NOW, onPurged: (table, n) => (purged[table] = (purged[table] ?? 0) + n) });
   const out = await r.runOnce();
   t.same(out, purged, 'every purged row is reported (metrics)');
 
@@ -144,4 +147,33 @@ t.test(`retention purges old final rows with their children, keeps the rest (${b
   t.equal(await r.runOnce(), null, 'another instance holds the lease: nothing done');
   await q(`UPDATE maintenance_leases SET until_ms = $1 WHERE name = 'retention'`, [NOW - 1]);
   t.same(await r.runOnce(), {}, 'its lease ran out: this one runs (nothing left to purge)');
+});
+
+t.test('the declared tables are the ones the core hard-coded before modules declared them', async (t) => {
+  // The lists retention.ts and table-maintenance.ts held before issue 43: moving them into declarations changes no table's treatment.
+  const purged = TABLES.filter((x) => x.retention).map((x) => `${x.retention!.family} ${x.name}${(x.retention!.children ?? []).map((c) => ` +${c.table}`).join('')}`);
+  t.same(purged, [
+    'outbound outbound_jobs +outbound_history',
+    'webhooks webhook_events +webhook_deliveries',
+    'sms messages +message_events +message_parts',
+    'messenger messenger_messages',
+    'messenger messenger_inbound',
+    'email email_messages +email_events',
+    'email email_sends',
+    'ussd ussd_sessions',
+    'shortlink shortlink_clicks',
+    'shortlink shortlink_rollups',
+    'logs log_sessions',
+  ], 'purged in the same order');
+  const vacuumed = (kind: string) => TABLES.filter((x) => x.vacuum === kind).map((x) => x.name).sort();
+  t.same(vacuumed('churn'), ['idempotency_keys', 'otp_codes', 'otp_phones', 'outbound_jobs', 'queue_items', 'shortlink_rollups', 'smpp_outbox', 'ussd_sessions', 'webhook_deliveries', 'webhook_events']);
+  t.same(vacuumed('ledger'), ['email_messages', 'log_sessions', 'message_parts', 'messages', 'messenger_messages', 'request_logs', 'upstream_correlations']);
+});
+
+t.test('a family the config names keeps its override; one it does not name uses retention.days', async (t) => {
+  const r = new Retention({ db: null as never, log, config: config({ days: 30, ussd: 7, shortlink: 0 }), tables: [] });
+  t.equal(r.days('ussd'), 7);
+  t.equal(r.days('shortlink'), 0, '0: kept forever');
+  t.equal(r.days('email'), 30, 'null: retention.days');
+  t.equal(r.days('fixture'), 30, 'a module family the config does not name');
 });

@@ -4,6 +4,8 @@ import { appliedVersions, loadMigrations, migrate, splitStatements } from '../..
 import { backendLabel } from '../helpers/env.js';
 import { openDb } from '../../src/store/sql/db.js';
 import type { Db } from '../../src/store/types.js';
+import { CHANNEL_MODULES } from '../../src/channels/index.js';
+import { migrationFolders } from '../../src/platform/module-order.js';
 
 t.test(`sql driver and migrations (${backendLabel})`, async (t) => {
   const tdb = await testDb();
@@ -11,8 +13,9 @@ t.test(`sql driver and migrations (${backendLabel})`, async (t) => {
   const { db } = tdb;
 
   const versions = await appliedVersions(db);
-  t.same(versions, loadMigrations().map((m) => m.version), 'every migration applied at start');
-  t.same(await migrate(db), [], 'a second run applies nothing');
+  const all = loadMigrations(migrationFolders(CHANNEL_MODULES));
+  t.same(versions, all.map((m) => m.version), 'every migration applied at start, the core\'s and the products\'');
+  t.same(await migrate(db, all), [], 'a second run applies nothing');
 
   const { rows } = await db.query<{ n: number; j: { a: number } }>(`SELECT 42::bigint AS n, '{"a":1}'::jsonb AS j`);
   t.equal(rows[0].n, 42, 'bigint comes back as a number');

@@ -1,10 +1,15 @@
 import t from 'tap';
 import pino from 'pino';
-import { CHURN_TABLES, LEDGER_TABLES, TableMaintenance, type VacuumResult } from '../../src/store/sql/table-maintenance.js';
+import { CHANNEL_MODULES } from '../../src/channels/index.js';
+import { bootOrder, declaredTables } from '../../src/platform/module-order.js';
+import { TableMaintenance, vacuumedTables, type VacuumResult } from '../../src/store/sql/table-maintenance.js';
 import { testDb } from '../helpers/db.js';
 import { backendLabel } from '../helpers/env.js';
 
 const log = pino({ level: 'silent' });
+// What the daemon passes: the core's tables, then the products' in boot order.
+const tables = declaredTables(bootOrder(CHANNEL_MODULES));
+const { churn: CHURN_TABLES, ledger: LEDGER_TABLES } = vacuumedTables(tables);
 
 t.test(`table maintenance vacuums churned tables and gives their space back (${backendLabel})`, async (t) => {
   const tdb = await testDb();
@@ -22,7 +27,7 @@ t.test(`table maintenance vacuums churned tables and gives their space back (${b
   t.ok(bloated > 100_000, `the emptied table still holds its pages (${bloated} bytes)`);
 
   const vacuumed: string[] = [];
-  const m = new TableMaintenance({ db, log, intervalSeconds: 0, onVacuum: (table, _s, kind) => vacuumed.push(`${kind} ${table}`) });
+  const m = new TableMaintenance({ db, log, tables, intervalSeconds: 0, onVacuum: (table, _s, kind) => vacuumed.push(`${kind} ${table}`) });
   // Postgres publishes dead-row counts about a second after the deleting transaction; embedded goes by the clock.
   let pass: VacuumResult[] = [];
   const deadline = Date.now() + 10_000;
@@ -54,7 +59,7 @@ t.test(`table maintenance vacuums churned tables and gives their space back (${b
     const stats = await db.query<{ n: number }>(`SELECT reltuples::int8 AS n FROM pg_class WHERE oid = 'upstream_correlations'::regclass`);
     t.equal(stats.rows[0].n, 5000, 'and the planner knows its size');
   } else {
-    const every3 = new TableMaintenance({ db, log, intervalSeconds: 0, ledgerEvery: 3 });
+    const every3 = new TableMaintenance({ db, log, tables, intervalSeconds: 0, ledgerEvery: 3 });
     const first = await every3.runOnce();
     t.same(first.map((r) => r.table).sort(), [...CHURN_TABLES, ...LEDGER_TABLES].sort(), 'embedded: the first pass covers every table');
     const second = await every3.runOnce();
@@ -70,7 +75,7 @@ t.test(`table maintenance runs on its timer and stops cleanly (${backendLabel})`
   t.teardown(() => tdb.cleanup());
   const passes: string[] = [];
   // One second is the smallest interval; embedded storage vacuums every churn table on each pass.
-  const m = new TableMaintenance({ db: tdb.db, log, intervalSeconds: 1, minDeadRows: 0, onVacuum: (table) => passes.push(table) });
+  const m = new TableMaintenance({ db: tdb.db, log, tables, intervalSeconds: 1, minDeadRows: 0, onVacuum: (table) => passes.push(table) });
   await tdb.db.query(`INSERT INTO idempotency_keys (account_id, key, request_hash, status) VALUES ('acc_t', 'k', 'h', 'done')`);
   await tdb.db.query(`DELETE FROM idempotency_keys`);
   m.start();

@@ -21,6 +21,7 @@ import { VerpSigner } from './verp.js';
 import type { FastifyInstance } from 'fastify';
 import type { AddressInfo } from 'node:net';
 import { Counter } from 'prom-client';
+import { emailStorage } from './storage.js';
 
 /** Said in the log and on /readyz while the embedded mail simulator is the relay. */
 export const EMBEDDED_MAIL_WARNING = 'NO SMTP RELAY CONFIGURED: email goes to the embedded mail simulator and no email leaves this machine (set email.smtp.url)';
@@ -52,6 +53,8 @@ export const emailModule: ChannelModule<EmailModuleService> = {
   scopes: ['email:send', 'email:read', 'email:manage'],
   configKey: 'email',
   events: EMAIL_EVENTS,
+  // Storage (issue 43): its migrations and its tables' retention and vacuuming.
+  ...emailStorage,
   async create(ctx) {
     const cfg = ctx.config.email;
     const key = ctx.deriveKey('email-dkim');

@@ -6,6 +6,7 @@ import { logsRoutes } from './logs-routes.js';
 import { LogsService } from './logs-service.js';
 import { RequestLogStore } from './request-log-store.js';
 import { RequestLogWriter } from './request-log-writer.js';
+import { logsStorage } from './storage.js';
 
 /**
  * Request logs: every /v1 request recorded (from the HTTP app's response hook, written in batches), searched under
@@ -17,6 +18,8 @@ export const logsModule: ChannelModule<LogsService> = {
   tag: { name: 'logs', description: 'Request logs of the account and the usage of its keys' },
   scopes: ['logs:read'],
   configKey: 'logs',
+  // Storage (issue 43): its migrations and its tables' retention and vacuuming.
+  ...logsStorage,
   async create(ctx) {
     const { config } = ctx;
     const store = new RequestLogStore(ctx.db);

@@ -16,6 +16,7 @@ import { MessengerService } from './messenger-service.js';
 import { messengerWebhookRoutes } from './messenger-webhook-routes.js';
 import { MetaCloudAdapter, type MessengerJobPayload } from './providers/meta-cloud.js';
 import { MetaGraphClient } from './providers/meta-graph.js';
+import { messengerStorage } from './storage.js';
 
 /** What the module exposes (tests, the CLI, the bench): the service and the embedded simulator when it runs. */
 export interface MessengerModuleService {
@@ -33,6 +34,8 @@ export const messengerModule: ChannelModule<MessengerModuleService> = {
   scopes: ['messenger:send', 'messenger:read', 'messenger:templates', 'numbers:read'],
   configKey: 'messenger',
   dependsOn: ['webhooks'],
+  // Storage (issue 43): its migrations and its tables' retention and vacuuming.
+  ...messengerStorage,
   async create(ctx) {
     const c = ctx.config.messenger;
     const embedded = c.simulator === 'on' || (c.simulator === 'auto' && !c.baseUrl);

@@ -12,6 +12,7 @@ import { LinkStore } from './link-store.js';
 import { buildRedirectServer } from './redirect-server.js';
 import { shortlinkRoutes } from './shortlink-routes.js';
 import { ShortlinkService } from './shortlink-service.js';
+import { shortlinkStorage } from './storage.js';
 
 declare module '../../events/catalogue.js' {
   interface ProductEventTypes {
@@ -38,6 +39,8 @@ export const shortlinkModule: ChannelModule<ShortlinkService> = {
     'shortlink.click':
       'a short link was visited with GET (data.outcome redirected or expired; data.bot for bots and link previews; country, device, browser, os, referrer host); written with the click batch, about a second after the visit',
   },
+  // Storage (issue 43): its migrations and its tables' retention and vacuuming.
+  ...shortlinkStorage,
   async create(ctx) {
     const cfg = ctx.config.shortlink;
     const webhooks = ctx.use<WebhookService>('webhooks');

@@ -3,6 +3,7 @@ import { IdempotencyStore } from '../../http/idempotency.js';
 import { SMS_MCP_TOOLS } from './sms-mcp-tools.js';
 import { smsRoutes } from './sms-routes.js';
 import { startSmsGateway, type SmsGateway } from './sms-gateway.js';
+import { smsStorage } from './storage.js';
 
 /**
  * SMS: the SMPP gateway (customer binds, the upstream pool, routing, receipts) and its REST face under /v1/sms.
@@ -14,6 +15,8 @@ export const smsModule: ChannelModule<SmsGateway> = {
   tag: { name: 'sms', description: 'SMS over REST: send, bulk, status, resend, inbound' },
   scopes: ['sms:send', 'sms:read'],
   configKey: 'sms',
+  // Storage (issue 43): its migrations and its tables' retention and vacuuming.
+  ...smsStorage,
   async create(ctx) {
     const closers: { name: string; close: () => Promise<unknown> }[] = [];
     const sms = await startSmsGateway(ctx, (name, close) => closers.unshift({ name, close }));

@@ -16,6 +16,7 @@ import { UssdMetrics } from './ussd-metrics.js';
 import { ussdRoutes } from './ussd-routes.js';
 import { UssdStore } from './ussd-store.js';
 import { appSigningSecret, WebhookAppClient } from './webhook-app.js';
+import { ussdStorage } from './storage.js';
 
 /** What other parts (tests, bench, CLI) reach: the core and its stores. */
 export interface UssdService {
@@ -41,6 +42,8 @@ export const ussdModule: ChannelModule<UssdService> = {
   configKey: 'ussd',
   events: USSD_EVENTS,
   dependsOn: ['sms', 'webhooks', 'otp'],
+  // Storage (issue 43): its migrations and its tables' retention and vacuuming.
+  ...ussdStorage,
   async create(ctx) {
     const cfg = ctx.config.ussd;
     let clock: () => number = Date.now;

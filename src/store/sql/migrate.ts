@@ -12,33 +12,57 @@ const MIGRATION_FILE = /^(\d{4})_([a-z0-9_]+)\.sql$/;
 // Arbitrary constant shared by every Ferry instance: only one of them migrates at a time.
 const MIGRATION_LOCK = 7_246_001;
 
+/** The core's own migrations (a product's are in `src/channels/<name>/migrations/`, given by its module). */
+export const CORE_MIGRATIONS = assetPath('store', 'sql', 'migrations');
+
 /**
- * The core's migrations plus those of any extra folders (a module's own), as one sequence: versions are unique
- * across every folder, so the one schema_migrations table orders them all.
+ * The core's migrations plus those of any extra folders (each module's own), as one sequence ordered by version:
+ * a version is used once across every folder (a module's may not take a core number, nor another module's), gaps
+ * are allowed (a number may be held by a branch not merged yet), and a `.sql` file not named `NNNN_name.sql` is an
+ * error rather than silently skipped.
  */
-export function loadMigrations(extraDirs: readonly string[] = [], coreDir = assetPath('store', 'sql', 'migrations')): Migration[] {
-  const all = [coreDir, ...extraDirs].flatMap((dir) =>
-    readdirSync(dir)
-      .filter((f) => MIGRATION_FILE.test(f))
+export function loadMigrations(extraDirs: readonly string[] = [], coreDir = CORE_MIGRATIONS): Migration[] {
+  const all = [coreDir, ...extraDirs].flatMap((dir) => {
+    let files: string[];
+    try {
+      files = readdirSync(dir);
+    } catch (err) {
+      throw new Error(`migration folder ${dir} cannot be read: ${(err as Error).message}`);
+    }
+    return files
+      .filter((f) => f.endsWith('.sql'))
       .map((f) => {
-        const [, v, name] = MIGRATION_FILE.exec(f)!;
-        return { version: Number(v), name, sql: readFileSync(`${dir}/${f}`, 'utf8'), file: `${dir}/${f}` };
-      }),
-  );
-  all.sort((a, b) => a.version - b.version);
+        const m = MIGRATION_FILE.exec(f);
+        if (!m) throw new Error(`migration file ${dir}/${f} is not named NNNN_name.sql (four digits, lower-case name)`);
+        return { version: Number(m[1]), name: m[2], sql: readFileSync(`${dir}/${f}`, 'utf8'), file: `${dir}/${f}`, core: dir === coreDir };
+      });
+  });
+  all.sort((a, b) => a.version - b.version || Number(b.core) - Number(a.core));
   for (let i = 1; i < all.length; i++) {
-    if (all[i].version === all[i - 1].version) throw new Error(`migration version ${all[i].version} is used twice: ${all[i - 1].file} and ${all[i].file}`);
+    const [a, b] = [all[i - 1], all[i]];
+    if (a.version !== b.version) continue;
+    if (a.core && !b.core) throw new Error(`module migration ${b.file} takes version ${b.version}, which the core's ${a.file} holds`);
+    throw new Error(`migration version ${b.version} is used twice: ${a.file} and ${b.file}`);
   }
   return all.map(({ version, name, sql }) => ({ version, name, sql }));
 }
 
-/** Applies pending migrations in order, each in its own transaction. Returns the versions applied. */
+/**
+ * Applies pending migrations in order, each in its own transaction (the core's alone unless the modules' are given:
+ * `loadMigrations(folders)`). Returns the versions applied. A version recorded under another name than its file's
+ * stops it: a migration was renumbered or renamed, and the database is not what this code expects.
+ */
 export async function migrate(db: Db, migrations = loadMigrations()): Promise<Migration[]> {
   await db.query(`CREATE TABLE IF NOT EXISTS schema_migrations (
     version integer PRIMARY KEY,
     name text NOT NULL,
     applied_at timestamptz NOT NULL DEFAULT now()
   )`);
+  const recorded = new Map((await db.query<{ version: number; name: string }>('SELECT version, name FROM schema_migrations')).rows.map((r) => [Number(r.version), r.name]));
+  for (const m of migrations) {
+    const name = recorded.get(m.version);
+    if (name !== undefined && name !== m.name) throw new Error(`migration ${m.version} is recorded as ${name} in schema_migrations but its file is ${m.name}: migrations are never renumbered or renamed`);
+  }
   const applied: Migration[] = [];
   for (const m of migrations) {
     const done = await db.tx(async (q) => {
@@ -53,6 +77,12 @@ export async function migrate(db: Db, migrations = loadMigrations()): Promise<Mi
     if (done) applied.push(m);
   }
   return applied;
+}
+
+/** Each migration with whether the database has it (for `ferry migrate --status`). */
+export async function migrationStatus(db: Db, migrations: readonly Migration[]): Promise<Array<{ version: number; name: string; applied: boolean }>> {
+  const done = new Set(await appliedVersions(db));
+  return migrations.map((m) => ({ version: m.version, name: m.name, applied: done.has(m.version) }));
 }
 
 export async function appliedVersions(db: Db): Promise<number[]> {

@@ -1,59 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
-import type { RetentionConfig, RetentionFamily } from '../../config/schema.js';
+import type { RetentionConfig } from '../../config/schema.js';
 import type { Db } from '../types.js';
+import type { TableDeclaration, TableRetention } from './table-declaration.js';
 
-/**
- * A table that grows with traffic: the rows `final` selects (a final state, older than the cutoff $1) are purged, with
- * their `children` (rows keyed by the parent's `key`) in the same statement. `time` is how the table keeps its clock:
- * epoch milliseconds or timestamptz. Conditions are constants here, never input.
- */
-export interface RetentionTable {
-  family: RetentionFamily;
-  table: string;
-  /** The column children reference; tables without children are deleted by ctid. */
-  key?: string;
-  final: string;
-  time: 'ms' | 'timestamptz';
-  children?: ReadonlyArray<{ table: string; column: string }>;
-}
-
-/** Every purged table, in one place (a later platform issue turns this into each module's declaration). */
-export const RETENTION_TABLES: readonly RetentionTable[] = [
-  // Done jobs (sent or failed; later callbacks only add history) and their history.
-  { family: 'outbound', table: 'outbound_jobs', key: 'id', final: 'NOT pending AND updated_at < $1', time: 'ms', children: [{ table: 'outbound_history', column: 'job_id' }] },
-  // Events fanned out whose every delivery ended (delivered or dead), with those deliveries.
-  {
-    family: 'webhooks',
-    table: 'webhook_events',
-    key: 'id',
-    final: `fanned_out AND created_at < $1 AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.event_id = webhook_events.id AND d.status IN ('pending', 'failed'))`,
-    time: 'timestamptz',
-    children: [{ table: 'webhook_deliveries', column: 'event_id' }],
-  },
-  // SMS messages in a final status (final_at is set then), their status history and parts.
-  {
-    family: 'sms',
-    table: 'messages',
-    key: 'id',
-    final: 'final_at < $1',
-    time: 'timestamptz',
-    children: [
-      { table: 'message_events', column: 'message_id' },
-      { table: 'message_parts', column: 'message_id' },
-    ],
-  },
-  { family: 'messenger', table: 'messenger_messages', final: `status <> 'queued' AND updated_at < $1`, time: 'ms' },
-  { family: 'messenger', table: 'messenger_inbound', final: 'received_at < $1', time: 'ms' },
-  { family: 'email', table: 'email_messages', key: 'id', final: `status NOT IN ('queued', 'scheduled') AND updated_at < $1`, time: 'ms', children: [{ table: 'email_events', column: 'message_id' }] },
-  // A send's content once none of its messages is left.
-  { family: 'email', table: 'email_sends', final: 'created_at < $1 AND NOT EXISTS (SELECT 1 FROM email_messages m WHERE m.send_id = email_sends.id)', time: 'ms' },
-  // Ended sessions (their transcript is in the row).
-  { family: 'ussd', table: 'ussd_sessions', final: `status <> 'active' AND updated_at < $1`, time: 'ms' },
-  { family: 'shortlink', table: 'shortlink_clicks', final: 'at < $1', time: 'timestamptz' },
-  { family: 'shortlink', table: 'shortlink_rollups', final: 'hour < $1', time: 'timestamptz' },
-  { family: 'logs', table: 'log_sessions', final: 'expires_at < $1', time: 'ms' },
-];
+/** A declared table with a retention: what one purge works on. */
+type Purged = TableDeclaration & { retention: TableRetention };
 
 const LEASE = 'retention';
 const DAY_MS = 86_400_000;
@@ -65,7 +17,8 @@ export interface RetentionOptions {
   /** Rows deleted from a table by one statement (metrics). */
   onPurged?: (table: string, rows: number) => void;
   clock?: () => number;
-  tables?: readonly RetentionTable[];
+  /** The declared tables (the core's and every module's, `ModuleHost.tables()`); those with a retention are purged, in this order. */
+  tables: readonly TableDeclaration[];
 }
 
 /**
@@ -84,9 +37,10 @@ export class Retention {
     this.clock = o.clock ?? Date.now;
   }
 
-  /** The retention of a family in days (0: kept forever). */
-  days(family: RetentionFamily): number {
-    return this.o.config[family] ?? this.o.config.days;
+  /** The retention of a family in days (0: kept forever): its override in the config, else `retention.days`. */
+  days(family: string): number {
+    const override = (this.o.config as unknown as Record<string, unknown>)[family];
+    return typeof override === 'number' ? override : this.o.config.days;
   }
 
   start(): void {
@@ -107,11 +61,12 @@ export class Retention {
     if (!(await this.take(leaseMs))) return null;
     const out: Record<string, number> = {};
     try {
-      for (const spec of this.o.tables ?? RETENTION_TABLES) {
-        const days = this.days(spec.family);
+      for (const table of this.o.tables) {
+        if (!table.retention) continue;
+        const days = this.days(table.retention.family);
         if (days <= 0 || this.stopped) continue;
         const cutoff = this.clock() - days * DAY_MS;
-        await this.purge(spec, spec.time === 'ms' ? cutoff : new Date(cutoff).toISOString(), out);
+        await this.purge(table as Purged, table.retention.ageUnit === 'ms' ? cutoff : new Date(cutoff).toISOString(), out);
       }
     } finally {
       await this.o.db.query(`UPDATE maintenance_leases SET until_ms = 0 WHERE name = $1 AND holder = $2`, [LEASE, this.holder]).catch(() => undefined);
@@ -133,7 +88,7 @@ export class Retention {
     return rows.length === 1;
   }
 
-  private async purge(spec: RetentionTable, cutoff: number | string, out: Record<string, number>): Promise<void> {
+  private async purge(spec: Purged, cutoff: number | string, out: Record<string, number>): Promise<void> {
     const batch = this.o.config.batchRows;
     const sql = statement(spec);
     let done = 0;
@@ -147,8 +102,8 @@ export class Retention {
         out[table] = (out[table] ?? 0) + rowsDeleted;
         this.o.onPurged?.(table, rowsDeleted);
       };
-      tally(spec.table, n);
-      (spec.children ?? []).forEach((c, i) => tally(c.table, Number(counts[`c${i}`] ?? 0)));
+      tally(spec.name, n);
+      (spec.retention.children ?? []).forEach((c, i) => tally(c.table, Number(counts[`c${i}`] ?? 0)));
       done += n;
       if (n < limit) break;
     }
@@ -169,16 +124,28 @@ export class Retention {
   }
 }
 
+/** What makes a row purgeable, with $1 the cutoff. */
+function finalCondition(r: TableRetention): string {
+  return `${r.finishedWhere ? `(${r.finishedWhere}) AND ` : ''}${r.ageColumn} < $1`;
+}
+
 /** One batch: $1 the cutoff, $2 the batch size; returns n (parents) and c0… (each child table's rows). */
-function statement(spec: RetentionTable): string {
-  if (!spec.key) {
-    return `WITH gone AS (DELETE FROM ${spec.table} WHERE ctid = ANY(ARRAY(SELECT ctid FROM ${spec.table} WHERE ${spec.final} LIMIT $2)) RETURNING 1)
+function statement({ name: table, retention: r }: Purged): string {
+  const final = finalCondition(r);
+  if (!r.key) {
+    return `WITH gone AS (DELETE FROM ${table} WHERE ctid = ANY(ARRAY(SELECT ctid FROM ${table} WHERE ${final} LIMIT $2)) RETURNING 1)
       SELECT count(*)::int AS n FROM gone`;
   }
-  const children = spec.children ?? [];
+  const children = r.children ?? [];
   const ctes = children.map((c, i) => `, c${i} AS (DELETE FROM ${c.table} WHERE ${c.column} IN (SELECT k FROM gone) RETURNING 1)`).join('\n');
   const counts = children.map((_, i) => `, (SELECT count(*) FROM c${i})::int AS c${i}`).join('');
-  return `WITH gone AS (DELETE FROM ${spec.table} WHERE ${spec.key} = ANY(ARRAY(SELECT ${spec.key} FROM ${spec.table} WHERE ${spec.final} LIMIT $2)) AND ${spec.final} RETURNING ${spec.key} AS k)
+  return `WITH gone AS (DELETE FROM ${table} WHERE ${r.key} = ANY(ARRAY(SELECT ${r.key} FROM ${table} WHERE ${final} LIMIT $2)) AND ${final} RETURNING ${r.key} AS k)
     ${ctes}
     SELECT (SELECT count(*) FROM gone)::int AS n${counts}`;
+}
+
+/** The row selection one purge batch runs on a declared table ($1 the cutoff): what an index on its age column serves. */
+export function purgeSelection(table: TableDeclaration): string {
+  if (!table.retention) throw new Error(`table ${table.name} declares no retention`);
+  return `SELECT ${table.retention.key ?? 'ctid'} FROM ${table.name} WHERE ${finalCondition(table.retention)} LIMIT 100`;
 }

@@ -1,35 +1,14 @@
 import type { Logger } from 'pino';
 import type { Db } from '../types.js';
-
-/**
- * Tables whose rows come and go at message rates while few stay live: outboxes, the embedded queue, OTP codes.
- * Left to bloat, every scan of them walks the dead rows too, and the receipt path slows as a long run goes on.
- */
-export const CHURN_TABLES = [
-  'smpp_outbox',
-  'queue_items',
-  'otp_codes',
-  'otp_phones',
-  'idempotency_keys',
-  'webhook_events',
-  'webhook_deliveries',
-  // Updated on every send attempt, claim and status (outbound jobs), every hop (USSD sessions), every click (rollups).
-  'outbound_jobs',
-  'ussd_sessions',
-  'shortlink_rollups',
-] as const;
-
-/**
- * Large tables updated a few times per message (status changes, parts, purged correlations, the products' messages),
- * and the tables retention deletes from (request logs, log sessions): vacuumed less often.
- */
-export const LEDGER_TABLES = ['messages', 'message_parts', 'upstream_correlations', 'request_logs', 'messenger_messages', 'email_messages', 'log_sessions'] as const;
+import type { TableDeclaration } from './table-declaration.js';
 
 export interface TableMaintenanceOptions {
   db: Db;
   log: Logger;
   /** Seconds between passes; 0 turns maintenance off. */
   intervalSeconds: number;
+  /** The declared tables (the core's and every module's, `ModuleHost.tables()`); those with `vacuum` are maintained. */
+  tables: readonly TableDeclaration[];
   /**
    * The ledger tables are looked at every Nth pass only (default 6 on Postgres, 60 on embedded storage, where they are
    * vacuumed by the clock): the churn tables need it within seconds, the large ledger tables far less often.
@@ -52,9 +31,18 @@ export interface VacuumResult {
   analyzeOnly?: boolean;
 }
 
+/** The declared tables vacuumed on every pass (`churn`) and every Nth pass (`ledger`). */
+export function vacuumedTables(tables: readonly TableDeclaration[]): { churn: string[]; ledger: string[] } {
+  return {
+    churn: tables.filter((t) => t.vacuum === 'churn').map((t) => t.name),
+    ledger: tables.filter((t) => t.vacuum === 'ledger').map((t) => t.name),
+  };
+}
+
 /**
- * Vacuums Ferry's high-churn tables. Embedded PGlite has no autovacuum at all, and a Postgres server may run with it
- * off or tuned for slower tables; either way the outboxes and the queue would otherwise grow without bound. On
+ * Vacuums the declared high-churn tables (and, less often, the large ledger ones). Embedded PGlite has no autovacuum
+ * at all, and a Postgres server may run with it off or tuned for slower tables; either way the outboxes and the queue
+ * would otherwise grow without bound, and every scan of them would walk the dead rows too. On
  * Postgres the dead-row statistics pick the tables that need it, and `SKIP_LOCKED` lets another instance's (or
  * autovacuum's) vacuum of the same table win instead of waiting behind it.
  */
@@ -63,8 +51,12 @@ export class TableMaintenance {
   private running: Promise<unknown> | undefined;
   private passes = 0;
   private stopped = false;
+  private readonly churn: readonly string[];
+  private readonly ledger: readonly string[];
 
-  constructor(private readonly o: TableMaintenanceOptions) {}
+  constructor(private readonly o: TableMaintenanceOptions) {
+    ({ churn: this.churn, ledger: this.ledger } = vacuumedTables(o.tables));
+  }
 
   start(): void {
     if (this.o.intervalSeconds <= 0) return;
@@ -79,7 +71,7 @@ export class TableMaintenance {
     for (const c of candidates) {
       if (this.stopped) break;
       const t0 = process.hrtime.bigint();
-      // Table names come from the constants above, never from input.
+      // Table names come from the modules' declarations (identifiers, checked), never from input.
       await this.o.db.query(c.analyzeOnly ? `ANALYZE (SKIP_LOCKED) ${c.table}` : `VACUUM (SKIP_LOCKED, ANALYZE) ${c.table}`);
       const seconds = Number(process.hrtime.bigint() - t0) / 1e9;
       this.o.onVacuum?.(c.table, seconds, c.analyzeOnly ? 'analyze' : 'vacuum');
@@ -111,7 +103,7 @@ export class TableMaintenance {
   private async candidates(pass: number): Promise<Array<{ table: string; deadRows: number | null; analyzeOnly?: boolean }>> {
     const embedded = this.o.db.kind === 'pglite';
     const ledgerDue = pass % (this.o.ledgerEvery ?? (embedded ? 60 : 6)) === 0;
-    const all: string[] = ledgerDue ? [...CHURN_TABLES, ...LEDGER_TABLES] : [...CHURN_TABLES];
+    const all: string[] = ledgerDue ? [...this.churn, ...this.ledger] : [...this.churn];
     // PGlite's single backend never flushes its table statistics, so go by the clock instead.
     if (embedded) return all.map((table) => ({ table, deadRows: null }));
     const minDead = this.o.minDeadRows ?? 1000;

@@ -1,0 +1,52 @@
+import type { TableDeclaration } from './table-declaration.js';
+
+/**
+ * The core's own tables that retention purges or table maintenance vacuums, in one place (a product declares its own
+ * in its module: `tables`). Listed in purge order; the migrations creating them are in src/store/sql/migrations/.
+ */
+export const CORE_TABLES: readonly TableDeclaration[] = [
+  // Done jobs of the outbound pipeline (sent or failed; later callbacks only add history) and their history. Updated
+  // on every send attempt, claim and status.
+  {
+    name: 'outbound_jobs',
+    vacuum: 'churn',
+    retention: { family: 'outbound', ageColumn: 'updated_at', ageUnit: 'ms', finishedWhere: 'NOT pending', key: 'id', children: [{ table: 'outbound_history', column: 'job_id' }] },
+  },
+  // Events fanned out whose every delivery ended (delivered or dead), with those deliveries.
+  {
+    name: 'webhook_events',
+    vacuum: 'churn',
+    retention: {
+      family: 'webhooks',
+      ageColumn: 'created_at',
+      ageUnit: 'timestamptz',
+      finishedWhere: `fanned_out AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.event_id = webhook_events.id AND d.status IN ('pending', 'failed'))`,
+      key: 'id',
+      children: [{ table: 'webhook_deliveries', column: 'event_id' }],
+    },
+  },
+  // SMS messages in a final status (final_at is set then), their status history and parts.
+  {
+    name: 'messages',
+    vacuum: 'ledger',
+    retention: {
+      family: 'sms',
+      ageColumn: 'final_at',
+      ageUnit: 'timestamptz',
+      key: 'id',
+      children: [
+        { table: 'message_events', column: 'message_id' },
+        { table: 'message_parts', column: 'message_id' },
+      ],
+    },
+  },
+  { name: 'message_parts', vacuum: 'ledger' },
+  { name: 'upstream_correlations', vacuum: 'ledger' },
+  // Rows come and go at message rates while few stay live: outboxes, the embedded queue, OTP codes, idempotency keys.
+  { name: 'smpp_outbox', vacuum: 'churn' },
+  { name: 'queue_items', vacuum: 'churn' },
+  { name: 'otp_codes', vacuum: 'churn' },
+  { name: 'otp_phones', vacuum: 'churn' },
+  { name: 'idempotency_keys', vacuum: 'churn' },
+  { name: 'webhook_deliveries', vacuum: 'churn' },
+];

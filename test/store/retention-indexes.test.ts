@@ -1,0 +1,27 @@
+// Each declared retention's purge selection can use an index on its age column, so a purge pass on a big table is
+// not a full scan per batch (migration 0037 added the missing ones). With sequential scans priced out, the plan of a
+// table with a usable index has an index condition on the age column (a full walk of another index has none).
+import t from 'tap';
+import { CHANNEL_MODULES } from '../../src/channels/index.js';
+import { bootOrder, declaredTables } from '../../src/platform/module-order.js';
+import { purgeSelection } from '../../src/store/sql/retention.js';
+import { testDb } from '../helpers/db.js';
+import { backendLabel } from '../helpers/env.js';
+
+t.test(`every declared retention's purge query has an index on its age column (${backendLabel})`, async (t) => {
+  const tdb = await testDb();
+  t.teardown(() => tdb.cleanup());
+  const purged = declaredTables(bootOrder(CHANNEL_MODULES)).filter((x) => x.retention);
+  t.ok(purged.length >= 11, `${purged.length} purged tables`);
+  await tdb.db.tx(async (q) => {
+    await q.query('SET LOCAL enable_seqscan = off');
+    for (const table of purged) {
+      const cutoff = table.retention!.ageUnit === 'ms' ? '0' : `'2026-01-01T00:00:00Z'::timestamptz`;
+      const { rows } = await q.query<{ 'QUERY PLAN': string }>(`EXPLAIN ${purgeSelection(table).replace('$1', cutoff)}`);
+      const plan = rows.map((r) => r['QUERY PLAN']).join('\n');
+      const age = table.retention!.ageColumn;
+      t.match(plan, new RegExp(`Index Cond: .*\\b${age}\\b`), `${table.name}: the purge finds its rows through an index on ${age}`);
+      t.notMatch(plan, new RegExp(`Seq Scan on ${table.name}\\b`), `${table.name}: not scanned whole`);
+    }
+  });
+});
