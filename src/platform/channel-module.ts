@@ -3,6 +3,7 @@ import type { Logger } from 'pino';
 import type { AccountService } from '../accounts/account-service.js';
 import type { Scope } from '../accounts/scopes.js';
 import type { FerryConfig } from '../config/schema.js';
+import type { ConfigSectionDeclaration } from '../config/module-sections.js';
 import type { McpTool } from '../mcp/mcp-tool.js';
 import type { Metrics } from '../metrics.js';
 import type { Backends, Db } from '../store/types.js';
@@ -40,6 +41,9 @@ export interface ModuleContext {
   readonly outbound: OutboundRegistry;
   /** The service of a module this one depends on (listed in `dependsOn`). */
   use<T>(moduleName: string): T;
+  // Declarations: the module's own config section.
+  /** This module's config section (its `config` declaration), validated and with its defaults filled in. */
+  section<T>(): T;
 }
 
 /** What `create` returns: the running parts of a module. */
@@ -73,11 +77,12 @@ export interface ChannelModule<S = unknown> {
   readonly scopes: readonly Scope[];
   /** Its webhook event types (`<product>.<event>`) with their descriptions; they join the one catalogue. */
   readonly events?: Readonly<Record<string, string>>;
-  /** Its key in the config (a section of the one JSON schema, src/config/schema.ts), if it has one. */
-  readonly configKey?: keyof FerryConfig;
   /** A folder of its own SQL migrations (NNNN_name.sql, numbered in the one sequence), if it has one. */
   readonly migrations?: string;
   /** Modules whose service it uses; they boot before it and stop after it. */
   readonly dependsOn?: readonly string[];
+  // Declarations merged by the core at boot: config section.
+  /** Its config section: a top-level key (its name, by convention) and the section's JSON schema with defaults. */
+  readonly config?: ConfigSectionDeclaration;
   create(ctx: ModuleContext): Promise<ModuleInstance<S>>;
 }

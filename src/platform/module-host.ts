@@ -1,12 +1,13 @@
 import type { FastifyInstance } from 'fastify';
 import { isScope } from '../accounts/scopes.js';
 import { registerEventTypes } from '../events/catalogue.js';
+import type { FerryConfig } from '../config/schema.js';
 import type { McpTool } from '../mcp/mcp-tool.js';
 import type { ChannelModule, ModuleContext, ModuleInstance } from './channel-module.js';
 import { bootOrder, migrationFolders } from './module-order.js';
 
 /** The core's part of every module's context; the host adds the module's own logger and `use`. */
-export type CoreContext = Omit<ModuleContext, 'log' | 'use'>;
+export type CoreContext = Omit<ModuleContext, 'log' | 'use' | 'section'>;
 
 /**
  * Boots a list of modules in dependency order, mounts their routes, and stops them in reverse. A module reaches
@@ -38,6 +39,7 @@ export class ModuleHost {
           if (!allowed.has(name)) throw new Error(`module ${m.name} uses ${name} without declaring it in dependsOn`);
           return this.service<T>(name);
         },
+        section: <T>(): T => moduleSection<T>(core.config, m),
       };
       this.instances.set(m.name, await m.create(ctx));
     }
@@ -110,4 +112,12 @@ export class ModuleHost {
   migrationFolders(): string[] {
     return migrationFolders(this.order);
   }
+}
+
+/** A module's validated config section; absent when the config was loaded without this module in its list. */
+function moduleSection<T>(config: FerryConfig, m: ChannelModule): T {
+  if (!m.config) throw new Error(`module ${m.name} reads a config section but declares none`);
+  const section = config[m.config.key];
+  if (section === undefined) throw new Error(`the config has no ${m.config.key} section: it was loaded without module ${m.name} in its module list`);
+  return section as T;
 }

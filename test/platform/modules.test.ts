@@ -106,7 +106,7 @@ t.test('a product added by one entry in the list: booted after its dependency, r
     }),
   );
   const { env, store } = await testEnv();
-  const daemon = await Daemon.start(loadConfig({ env }).config, createLogger('silent'), [...recorded, echo]);
+  const daemon = await Daemon.start(loadConfig({ env, modules: CHANNEL_MODULES }).config, createLogger('silent'), [...recorded, echo]);
   t.teardown(() => store.cleanup());
   t.same(daemon.modules.order.map((m) => m.name), ['sms', 'webhooks', 'otp', 'messenger', 'email', 'ussd', 'shortlink', 'logs', 'echo']);
   const d = { adminCall: async (method: string, path: string, body?: unknown) => (await call(daemon.addresses.admin, method, path, { body, headers: { authorization: `Bearer ${(await import('node:fs')).readFileSync(join(store.dataDir, 'admin.token'), 'utf8').trim()}` } })).json.data };

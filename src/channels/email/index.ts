@@ -1,5 +1,6 @@
 import { promises as dns } from 'node:dns';
 import { EMAIL_MCP_TOOLS } from './email-mcp-tools.js';
+import { emailConfigSchema, type EmailConfig } from './config.js';
 import { IdempotencyStore } from '../../http/idempotency.js';
 import type { ChannelModule } from '../../platform/channel-module.js';
 import { SecretCipher } from '../../security/cipher.js';
@@ -50,10 +51,10 @@ export const emailModule: ChannelModule<EmailModuleService> = {
   maturity: 'beta',
   tag: { name: 'email', description: 'Email over SMTP: send and bulk, DKIM sending domains, templates, suppressions, bounces and complaints' },
   scopes: ['email:send', 'email:read', 'email:manage'],
-  configKey: 'email',
+  config: { key: 'email', schema: emailConfigSchema },
   events: EMAIL_EVENTS,
   async create(ctx) {
-    const cfg = ctx.config.email;
+    const cfg = ctx.section<EmailConfig>();
     const key = ctx.deriveKey('email-dkim');
     let resolver: TxtResolver = { resolveTxt: (name) => dns.resolveTxt(name) };
     const domains = new SendingDomains({

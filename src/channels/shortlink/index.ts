@@ -12,6 +12,7 @@ import { LinkStore } from './link-store.js';
 import { buildRedirectServer } from './redirect-server.js';
 import { shortlinkRoutes } from './shortlink-routes.js';
 import { ShortlinkService } from './shortlink-service.js';
+import { shortlinkConfigSchema, type ShortlinkConfig } from './config.js';
 
 declare module '../../events/catalogue.js' {
   interface ProductEventTypes {
@@ -32,14 +33,14 @@ export const shortlinkModule: ChannelModule<ShortlinkService> = {
   maturity: 'beta',
   tag: { name: 'shortlink', description: 'Short links (Beta): UTM parameters, password, expiry, click limits, QR codes and click analytics' },
   scopes: ['shortlink:manage', 'shortlink:read'],
-  configKey: 'shortlink',
+  config: { key: 'shortlink', schema: shortlinkConfigSchema },
   dependsOn: ['webhooks'],
   events: {
     'shortlink.click':
       'a short link was visited with GET (data.outcome redirected or expired; data.bot for bots and link previews; country, device, browser, os, referrer host); written with the click batch, about a second after the visit',
   },
   async create(ctx) {
-    const cfg = ctx.config.shortlink;
+    const cfg = ctx.section<ShortlinkConfig>();
     const webhooks = ctx.use<WebhookService>('webhooks');
     const store = new LinkStore(ctx.db);
     const redisUrl = ctx.config.redis.url;

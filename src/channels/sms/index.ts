@@ -3,6 +3,7 @@ import { IdempotencyStore } from '../../http/idempotency.js';
 import { SMS_MCP_TOOLS } from './sms-mcp-tools.js';
 import { smsRoutes } from './sms-routes.js';
 import { startSmsGateway, type SmsGateway } from './sms-gateway.js';
+import { smsConfigSchema, type SmsConfig } from './config.js';
 
 /**
  * SMS: the SMPP gateway (customer binds, the upstream pool, routing, receipts) and its REST face under /v1/sms.
@@ -13,7 +14,7 @@ export const smsModule: ChannelModule<SmsGateway> = {
   maturity: 'stable',
   tag: { name: 'sms', description: 'SMS over REST: send, bulk, status, resend, inbound' },
   scopes: ['sms:send', 'sms:read'],
-  configKey: 'sms',
+  config: { key: 'sms', schema: smsConfigSchema },
   async create(ctx) {
     const closers: { name: string; close: () => Promise<unknown> }[] = [];
     const sms = await startSmsGateway(ctx, (name, close) => closers.unshift({ name, close }));
@@ -29,8 +30,8 @@ export const smsModule: ChannelModule<SmsGateway> = {
           ledger: gateway.ledger,
           idempotency,
           db: ctx.db,
-          showUpstreams: ctx.config.sms.showUpstreams,
-          scheduleHorizonDays: ctx.config.sms.scheduleHorizonDays,
+          showUpstreams: ctx.section<SmsConfig>().showUpstreams,
+          scheduleHorizonDays: ctx.section<SmsConfig>().scheduleHorizonDays,
         });
       },
       async start() {

@@ -15,6 +15,7 @@ import { USSD_EVENTS } from './ussd-events.js';
 import { UssdMetrics } from './ussd-metrics.js';
 import { ussdRoutes } from './ussd-routes.js';
 import { UssdStore } from './ussd-store.js';
+import { ussdConfigSchema, type UssdConfig } from './config.js';
 import { appSigningSecret, WebhookAppClient } from './webhook-app.js';
 
 /** What other parts (tests, bench, CLI) reach: the core and its stores. */
@@ -38,11 +39,11 @@ export const ussdModule: ChannelModule<UssdService> = {
   maturity: 'beta',
   tag: { name: 'ussd', description: 'USSD: menu trees and webhook apps behind service codes, sessions over SMPP and aggregators, transcripts' },
   scopes: ['ussd:manage', 'ussd:read'],
-  configKey: 'ussd',
+  config: { key: 'ussd', schema: ussdConfigSchema },
   events: USSD_EVENTS,
   dependsOn: ['sms', 'webhooks', 'otp'],
   async create(ctx) {
-    const cfg = ctx.config.ussd;
+    const cfg = ctx.section<UssdConfig>();
     let clock: () => number = Date.now;
     const now = () => clock();
     const webhooks = ctx.use<WebhookService>('webhooks');
@@ -113,7 +114,7 @@ export const ussdModule: ChannelModule<UssdService> = {
           core,
           guard: webhooks.guard,
           reserved: core.reserved,
-          defaultCountry: ctx.config.sms.defaultCountry,
+          defaultCountry: sms.defaultCountry,
           signingSecret: (accountId) => appSigningSecret(signingKey, accountId),
         });
         await app.register(aggregatorRoutes, { core, store, db: ctx.db });

@@ -13,7 +13,7 @@ export function migrateCommand(): Command {
     .option('--status', 'only list applied and pending migrations')
     .option('--json', 'print JSON')
     .action(async (o, cmd: Command) => {
-      const { config } = loadConfig({ path: cmd.parent?.opts().config ?? null });
+      const { config } = loadConfig({ path: cmd.parent?.opts().config ?? null, modules: CHANNEL_MODULES });
       // The embedded database allows one process at a time.
       const unlock = config.database.url ? () => {} : lockDataDir(config.dataDir);
       const db = await openDb({ url: config.database.url, dataDir: config.dataDir, poolSize: 1 });
