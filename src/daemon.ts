@@ -50,7 +50,8 @@ export interface Readiness {
   upstreams: ReturnType<Gateway['upstreamKinds']>;
 }
 
-const API_DESCRIPTION = `Ferry's REST API: one base address and one authentication scheme for every channel.
+/** Built when the API starts: the scope and error tables hold what the running modules declared. */
+const apiDescription = (): string => `Ferry's REST API: one base address and one authentication scheme for every channel.
 
 Every response, success or error, is the envelope { success, code, message, data, requestId }; the request id
 (prefix req_) is also in the X-Request-Id header. Authenticate with \`Authorization: Basic base64(keyId:secret)\`
@@ -287,7 +288,7 @@ export class Daemon {
       openapi: {
         version: VERSION,
         title: 'Ferry messaging API',
-        description: API_DESCRIPTION,
+        description: apiDescription(),
         publicUrl: config.http.publicUrl,
         tags: [{ name: 'account', description: 'Credentials check and the account balance', 'x-maturity': 'stable' }, ...this.modules.tags()],
       },

@@ -4,6 +4,7 @@ import type { AccountService } from '../accounts/account-service.js';
 import type { Scope } from '../accounts/scopes.js';
 import type { FerryConfig } from '../config/schema.js';
 import type { ConfigSectionDeclaration } from '../config/module-sections.js';
+import type { ModuleErrors } from '../http/errors.js';
 import type { McpTool } from '../mcp/mcp-tool.js';
 import type { Metrics } from '../metrics.js';
 import type { Backends, Db } from '../store/types.js';
@@ -81,8 +82,10 @@ export interface ChannelModule<S = unknown> {
   readonly migrations?: string;
   /** Modules whose service it uses; they boot before it and stop after it. */
   readonly dependsOn?: readonly string[];
-  // Declarations merged by the core at boot: config section.
+  // Declarations merged by the core at boot: config section, error codes.
   /** Its config section: a top-level key (its name, by convention) and the section's JSON schema with defaults. */
   readonly config?: ConfigSectionDeclaration;
+  /** Its error codes with their HTTP status and default message (its errors.ts); unique across the core and every module. */
+  readonly errors?: ModuleErrors;
   create(ctx: ModuleContext): Promise<ModuleInstance<S>>;
 }

@@ -1,6 +1,8 @@
 import type { FastifyInstance } from 'fastify';
 import { isScope } from '../accounts/scopes.js';
 import { registerEventTypes } from '../events/catalogue.js';
+import { buildConfigSchema } from '../config/module-sections.js';
+import { installModuleErrors } from '../http/errors.js';
 import type { FerryConfig } from '../config/schema.js';
 import type { McpTool } from '../mcp/mcp-tool.js';
 import type { ChannelModule, ModuleContext, ModuleInstance } from './channel-module.js';
@@ -20,6 +22,9 @@ export class ModuleHost {
 
   constructor(modules: readonly ChannelModule[]) {
     this.order = bootOrder(modules);
+    // Declarations: a config section or an error code declared twice stops the boot here, naming both.
+    buildConfigSchema(this.order);
+    installModuleErrors(this.order);
     for (const m of this.order) {
       const unknown = m.scopes.filter((s) => !isScope(s));
       if (unknown.length) throw new Error(`module ${m.name} declares unknown scopes: ${unknown.join(', ')}`);

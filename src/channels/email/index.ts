@@ -1,6 +1,7 @@
 import { promises as dns } from 'node:dns';
 import { EMAIL_MCP_TOOLS } from './email-mcp-tools.js';
 import { emailConfigSchema, type EmailConfig } from './config.js';
+import { EMAIL_ERRORS } from './errors.js';
 import { IdempotencyStore } from '../../http/idempotency.js';
 import type { ChannelModule } from '../../platform/channel-module.js';
 import { SecretCipher } from '../../security/cipher.js';
@@ -52,6 +53,7 @@ export const emailModule: ChannelModule<EmailModuleService> = {
   tag: { name: 'email', description: 'Email over SMTP: send and bulk, DKIM sending domains, templates, suppressions, bounces and complaints' },
   scopes: ['email:send', 'email:read', 'email:manage'],
   config: { key: 'email', schema: emailConfigSchema },
+  errors: EMAIL_ERRORS,
   events: EMAIL_EVENTS,
   async create(ctx) {
     const cfg = ctx.section<EmailConfig>();

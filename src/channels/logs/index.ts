@@ -7,6 +7,7 @@ import { LogsService } from './logs-service.js';
 import { RequestLogStore } from './request-log-store.js';
 import { RequestLogWriter } from './request-log-writer.js';
 import { logsConfigSchema, type LogsConfig } from './config.js';
+import { LOGS_ERRORS } from './errors.js';
 import type { OtpService } from '../otp/otp-service.js';
 
 /**
@@ -19,6 +20,7 @@ export const logsModule: ChannelModule<LogsService> = {
   tag: { name: 'logs', description: 'Request logs of the account and the usage of its keys' },
   scopes: ['logs:read'],
   config: { key: 'logs', schema: logsConfigSchema },
+  errors: LOGS_ERRORS,
   // The OTP endpoints' limits are among the rate rules it lists with the key statistics.
   dependsOn: ['otp'],
   async create(ctx) {

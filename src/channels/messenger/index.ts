@@ -17,6 +17,7 @@ import { messengerWebhookRoutes } from './messenger-webhook-routes.js';
 import { MetaCloudAdapter, type MessengerJobPayload } from './providers/meta-cloud.js';
 import { MetaGraphClient } from './providers/meta-graph.js';
 import { messengerConfigSchema, type MessengerConfig } from './config.js';
+import { MESSENGER_ERRORS } from './errors.js';
 
 /** What the module exposes (tests, the CLI, the bench): the service and the embedded simulator when it runs. */
 export interface MessengerModuleService {
@@ -33,6 +34,7 @@ export const messengerModule: ChannelModule<MessengerModuleService> = {
   tag: { name: 'messenger', description: 'Chat-app messages (Cloud API shaped): text, media, interactive, templates; statuses, number checks, quality' },
   scopes: ['messenger:send', 'messenger:read', 'messenger:templates', 'numbers:read'],
   config: { key: 'messenger', schema: messengerConfigSchema },
+  errors: MESSENGER_ERRORS,
   dependsOn: ['webhooks'],
   async create(ctx) {
     const c = ctx.section<MessengerConfig>();

@@ -6,6 +6,7 @@ import { OTP_MCP_TOOLS } from './otp-mcp-tools.js';
 import { otpRoutes } from './otp-routes.js';
 import { OtpService } from './otp-service.js';
 import { otpConfigSchema, type OtpConfig } from './config.js';
+import { OTP_ERRORS } from './errors.js';
 import { publishUssdFallback, UssdOtpFallback } from './ussd-otp-fallback.js';
 
 /** OTP: codes sent as SMS on the priority lane, verify and resend under /v1/otp, and the USSD fallback. */
@@ -15,6 +16,7 @@ export const otpModule: ChannelModule<OtpService> = {
   tag: { name: 'otp', description: 'One-time passwords: request, verify, resend (SMS, with a USSD fallback)' },
   scopes: ['otp:send', 'otp:verify'],
   config: { key: 'otp', schema: otpConfigSchema },
+  errors: OTP_ERRORS,
   dependsOn: ['sms', 'webhooks'],
   async create(ctx) {
     const config = { otp: ctx.section<OtpConfig>() };

@@ -13,6 +13,7 @@ import { buildRedirectServer } from './redirect-server.js';
 import { shortlinkRoutes } from './shortlink-routes.js';
 import { ShortlinkService } from './shortlink-service.js';
 import { shortlinkConfigSchema, type ShortlinkConfig } from './config.js';
+import { SHORTLINK_ERRORS } from './errors.js';
 
 declare module '../../events/catalogue.js' {
   interface ProductEventTypes {
@@ -34,6 +35,7 @@ export const shortlinkModule: ChannelModule<ShortlinkService> = {
   tag: { name: 'shortlink', description: 'Short links (Beta): UTM parameters, password, expiry, click limits, QR codes and click analytics' },
   scopes: ['shortlink:manage', 'shortlink:read'],
   config: { key: 'shortlink', schema: shortlinkConfigSchema },
+  errors: SHORTLINK_ERRORS,
   dependsOn: ['webhooks'],
   events: {
     'shortlink.click':

@@ -4,6 +4,7 @@ import { SMS_MCP_TOOLS } from './sms-mcp-tools.js';
 import { smsRoutes } from './sms-routes.js';
 import { startSmsGateway, type SmsGateway } from './sms-gateway.js';
 import { smsConfigSchema, type SmsConfig } from './config.js';
+import { SMS_ERRORS } from './errors.js';
 
 /**
  * SMS: the SMPP gateway (customer binds, the upstream pool, routing, receipts) and its REST face under /v1/sms.
@@ -15,6 +16,7 @@ export const smsModule: ChannelModule<SmsGateway> = {
   tag: { name: 'sms', description: 'SMS over REST: send, bulk, status, resend, inbound' },
   scopes: ['sms:send', 'sms:read'],
   config: { key: 'sms', schema: smsConfigSchema },
+  errors: SMS_ERRORS,
   async create(ctx) {
     const closers: { name: string; close: () => Promise<unknown> }[] = [];
     const sms = await startSmsGateway(ctx, (name, close) => closers.unshift({ name, close }));

@@ -16,6 +16,7 @@ import { UssdMetrics } from './ussd-metrics.js';
 import { ussdRoutes } from './ussd-routes.js';
 import { UssdStore } from './ussd-store.js';
 import { ussdConfigSchema, type UssdConfig } from './config.js';
+import { USSD_ERRORS } from './errors.js';
 import { appSigningSecret, WebhookAppClient } from './webhook-app.js';
 
 /** What other parts (tests, bench, CLI) reach: the core and its stores. */
@@ -40,6 +41,7 @@ export const ussdModule: ChannelModule<UssdService> = {
   tag: { name: 'ussd', description: 'USSD: menu trees and webhook apps behind service codes, sessions over SMPP and aggregators, transcripts' },
   scopes: ['ussd:manage', 'ussd:read'],
   config: { key: 'ussd', schema: ussdConfigSchema },
+  errors: USSD_ERRORS,
   events: USSD_EVENTS,
   dependsOn: ['sms', 'webhooks', 'otp'],
   async create(ctx) {

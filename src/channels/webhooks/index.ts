@@ -5,6 +5,7 @@ import { WebhookService } from './webhook-service.js';
 import { privateTargetsAllowed } from './target-guard.js';
 import { WEBHOOK_MCP_TOOLS } from './webhook-mcp-tools.js';
 import { webhooksConfigSchema, type WebhooksConfig } from './config.js';
+import { WEBHOOKS_ERRORS } from './errors.js';
 
 /** Webhooks: endpoints under /v1/webhooks, and the fan-out and sender that deliver every product's events. */
 export const webhooksModule: ChannelModule<WebhookService> = {
@@ -13,6 +14,7 @@ export const webhooksModule: ChannelModule<WebhookService> = {
   tag: { name: 'webhooks', description: 'Webhook endpoints, signing secrets, deliveries and replay' },
   scopes: ['webhooks:manage'],
   config: { key: 'webhooks', schema: webhooksConfigSchema },
+  errors: WEBHOOKS_ERRORS,
   async create(ctx) {
     const { config } = ctx;
     const section = ctx.section<WebhooksConfig>();
