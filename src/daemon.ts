@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import { AccountService } from './accounts/account-service.js';
 import { KeyService } from './accounts/key-service.js';
-import { SCOPE_DESCRIPTIONS } from './accounts/scopes.js';
+import { scopeCatalogue } from './accounts/scopes.js';
 import { adminRoutes } from './admin/admin-routes.js';
 import { CHANNEL_MODULES } from './channels/index.js';
 import type { LogsService } from './channels/logs/logs-service.js';
@@ -71,7 +71,7 @@ ${errorCatalogueMarkdown()}
 `;
 
 function scopeTableMarkdown(): string {
-  return ['| scope | grants |', '|---|---|', ...Object.entries(SCOPE_DESCRIPTIONS).map(([scope, what]) => `| \`${scope}\` | ${what} |`)].join('\n');
+  return ['| scope | grants |', '|---|---|', ...Object.entries(scopeCatalogue()).map(([scope, what]) => `| \`${scope}\` | ${what} |`)].join('\n');
 }
 
 async function listen(app: FastifyInstance, name: string, host: string, port: number): Promise<string> {

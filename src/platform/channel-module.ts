@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import type { AccountService } from '../accounts/account-service.js';
-import type { Scope } from '../accounts/scopes.js';
+import type { ModuleScopes } from '../accounts/scopes.js';
 import type { FerryConfig } from '../config/schema.js';
 import type { ConfigSectionDeclaration } from '../config/module-sections.js';
 import type { ModuleErrors } from '../http/errors.js';
@@ -74,18 +74,20 @@ export interface ChannelModule<S = unknown> {
   readonly maturity: Maturity;
   /** The OpenAPI tag its operations carry. */
   readonly tag: { name: string; description: string };
-  /** The key scopes its endpoints require (each must be in the scope catalogue, src/accounts/scopes.ts). */
-  readonly scopes: readonly Scope[];
+  /** The key scopes it declares (its scopes.ts), each with what it grants, in its namespace (`<name>:…`); merged at boot. */
+  readonly scopes?: ModuleScopes;
   /** Its webhook event types (`<product>.<event>`) with their descriptions; they join the one catalogue. */
   readonly events?: Readonly<Record<string, string>>;
   /** A folder of its own SQL migrations (NNNN_name.sql, numbered in the one sequence), if it has one. */
   readonly migrations?: string;
   /** Modules whose service it uses; they boot before it and stop after it. */
   readonly dependsOn?: readonly string[];
-  // Declarations merged by the core at boot: config section, error codes.
+  // Declarations merged by the core at boot: config section, error codes, scope namespaces.
   /** Its config section: a top-level key (its name, by convention) and the section's JSON schema with defaults. */
   readonly config?: ConfigSectionDeclaration;
   /** Its error codes with their HTTP status and default message (its errors.ts); unique across the core and every module. */
   readonly errors?: ModuleErrors;
+  /** Namespaces its scopes may use besides its name (e.g. a product named `messenger` owning `whatsapp:…`). */
+  readonly scopeNamespaces?: readonly string[];
   create(ctx: ModuleContext): Promise<ModuleInstance<S>>;
 }

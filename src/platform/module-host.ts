@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify';
-import { isScope } from '../accounts/scopes.js';
+import { installModuleScopes } from '../accounts/scopes.js';
 import { registerEventTypes } from '../events/catalogue.js';
 import { buildConfigSchema } from '../config/module-sections.js';
 import { installModuleErrors } from '../http/errors.js';
@@ -22,12 +22,12 @@ export class ModuleHost {
 
   constructor(modules: readonly ChannelModule[]) {
     this.order = bootOrder(modules);
-    // Declarations: a config section or an error code declared twice stops the boot here, naming both.
+    // Declarations: a config section, an error code or a scope declared twice (or a scope outside the module's
+    // namespace) stops the boot here, naming the module.
     buildConfigSchema(this.order);
     installModuleErrors(this.order);
+    installModuleScopes(this.order);
     for (const m of this.order) {
-      const unknown = m.scopes.filter((s) => !isScope(s));
-      if (unknown.length) throw new Error(`module ${m.name} declares unknown scopes: ${unknown.join(', ')}`);
       // Before any route is registered, so the OpenAPI document and the endpoint validation know them.
       if (m.events) registerEventTypes(m.events);
     }

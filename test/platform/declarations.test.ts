@@ -1,6 +1,7 @@
 // What a module declares besides its code (config section, error codes, scopes) is merged by the core at boot; a
 // declaration that clashes stops the boot with a message naming both sides.
 import t from 'tap';
+import { parseScopes, scopeCatalogue, SCOPES } from '../../src/accounts/scopes.js';
 import { ApiError, errorCatalogue, errorEntry, type ErrorCode } from '../../src/http/errors.js';
 import type { ChannelModule } from '../../src/platform/channel-module.js';
 import { ModuleHost } from '../../src/platform/module-host.js';
@@ -11,7 +12,6 @@ function testModule(name: string, extra: Partial<ChannelModule> = {}): ChannelMo
     name,
     maturity: 'alpha',
     tag: { name, description: `${name} (test)` },
-    scopes: [],
     async create() {
       return { service: null };
     },
@@ -48,4 +48,33 @@ t.test('a config section declared by two modules stops the boot, naming both', a
     () => new ModuleHost([testModule('declcfg-a', { config: { key: 'declcfg', schema } }), testModule('declcfg-b', { config: { key: 'declcfg', schema } })]),
     /the config section declcfg is declared by two modules: declcfg-a and declcfg-b/,
   );
+});
+
+t.test("scopes: a module's join the catalogue at boot, and keys accept them", async (t) => {
+  t.throws(() => parseScopes('declscope:use'), /unknown scope: declscope:use/, 'unknown before its module boots');
+  new ModuleHost([testModule('declscope', { scopes: { 'declscope:use': 'use the test thing' }, scopeNamespaces: ['declalias'] })]);
+  t.ok(SCOPES.includes('declscope:use' as never), 'in the merged list');
+  t.equal(scopeCatalogue()['declscope:use'], 'use the test thing', 'with its description, for the API description');
+  t.same(parseScopes('declscope:use, account:read'), ['declscope:use', 'account:read'], 'a key may be made with it');
+  t.ok(SCOPES.includes('push:send' as never), 'planned scopes stay accepted');
+});
+
+t.test('a scope outside the module namespace stops the boot', async (t) => {
+  t.throws(() => new ModuleHost([testModule('declns', { scopes: { 'email:send': 'send email' } })]), /module declns declares the scope email:send outside its namespace \(declns:…\)/);
+  t.throws(() => new ModuleHost([testModule('declns', { scopes: { declns: 'no colon' } })]), /outside its namespace/);
+  t.throws(() => new ModuleHost([testModule('declns', { scopes: { 'declns:': 'no action' } })]), /outside its namespace/);
+  t.doesNotThrow(() => new ModuleHost([testModule('declns', { scopes: { 'declother:read': 'read' }, scopeNamespaces: ['declother'] })]), 'a namespace it declares');
+  t.throws(() => new ModuleHost([testModule('account', { scopes: { 'account:read': 'mine' } })]), /module account declares the scope account:read, which is a scope of the core/);
+  t.throws(
+    () => new ModuleHost([testModule('decldup-a', { scopes: { 'decldup:x': 'a' } }), testModule('decldup-b', { scopes: { 'decldup:x': 'b' }, scopeNamespaces: ['decldup'] })]),
+    /module decldup-a declares the scope decldup:x outside its namespace/,
+  );
+  new ModuleHost([testModule('decldup', { scopes: { 'decldup:x': 'a' } })]);
+  t.throws(() => new ModuleHost([testModule('decldup-b', { scopes: { 'decldup:x': 'b' }, scopeNamespaces: ['decldup'] })]), /the scope decldup:x is declared twice: by module decldup and by module decldup-b/);
+});
+
+t.test('a planned scope is taken over by the module that arrives for it', async (t) => {
+  new ModuleHost([testModule('push', { scopes: { 'push:send': 'send push notifications' } })]);
+  t.equal(scopeCatalogue()['push:send'], 'send push notifications');
+  t.equal(SCOPES.filter((s) => s === 'push:send').length, 1, 'listed once');
 });

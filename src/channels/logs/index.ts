@@ -8,6 +8,7 @@ import { RequestLogStore } from './request-log-store.js';
 import { RequestLogWriter } from './request-log-writer.js';
 import { logsConfigSchema, type LogsConfig } from './config.js';
 import { LOGS_ERRORS } from './errors.js';
+import { LOGS_SCOPES } from './scopes.js';
 import type { OtpService } from '../otp/otp-service.js';
 
 /**
@@ -18,7 +19,7 @@ export const logsModule: ChannelModule<LogsService> = {
   name: 'logs',
   maturity: 'beta',
   tag: { name: 'logs', description: 'Request logs of the account and the usage of its keys' },
-  scopes: ['logs:read'],
+  scopes: LOGS_SCOPES,
   config: { key: 'logs', schema: logsConfigSchema },
   errors: LOGS_ERRORS,
   // The OTP endpoints' limits are among the rate rules it lists with the key statistics.

@@ -18,6 +18,7 @@ import { MetaCloudAdapter, type MessengerJobPayload } from './providers/meta-clo
 import { MetaGraphClient } from './providers/meta-graph.js';
 import { messengerConfigSchema, type MessengerConfig } from './config.js';
 import { MESSENGER_ERRORS } from './errors.js';
+import { MESSENGER_SCOPES } from './scopes.js';
 
 /** What the module exposes (tests, the CLI, the bench): the service and the embedded simulator when it runs. */
 export interface MessengerModuleService {
@@ -32,7 +33,7 @@ export const messengerModule: ChannelModule<MessengerModuleService> = {
   name: 'messenger',
   maturity: 'beta',
   tag: { name: 'messenger', description: 'Chat-app messages (Cloud API shaped): text, media, interactive, templates; statuses, number checks, quality' },
-  scopes: ['messenger:send', 'messenger:read', 'messenger:templates', 'numbers:read'],
+  scopes: MESSENGER_SCOPES,
   config: { key: 'messenger', schema: messengerConfigSchema },
   errors: MESSENGER_ERRORS,
   dependsOn: ['webhooks'],

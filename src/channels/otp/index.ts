@@ -7,6 +7,7 @@ import { otpRoutes } from './otp-routes.js';
 import { OtpService } from './otp-service.js';
 import { otpConfigSchema, type OtpConfig } from './config.js';
 import { OTP_ERRORS } from './errors.js';
+import { OTP_SCOPES } from './scopes.js';
 import { publishUssdFallback, UssdOtpFallback } from './ussd-otp-fallback.js';
 
 /** OTP: codes sent as SMS on the priority lane, verify and resend under /v1/otp, and the USSD fallback. */
@@ -14,7 +15,7 @@ export const otpModule: ChannelModule<OtpService> = {
   name: 'otp',
   maturity: 'stable',
   tag: { name: 'otp', description: 'One-time passwords: request, verify, resend (SMS, with a USSD fallback)' },
-  scopes: ['otp:send', 'otp:verify'],
+  scopes: OTP_SCOPES,
   config: { key: 'otp', schema: otpConfigSchema },
   errors: OTP_ERRORS,
   dependsOn: ['sms', 'webhooks'],

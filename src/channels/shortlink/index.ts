@@ -14,6 +14,7 @@ import { shortlinkRoutes } from './shortlink-routes.js';
 import { ShortlinkService } from './shortlink-service.js';
 import { shortlinkConfigSchema, type ShortlinkConfig } from './config.js';
 import { SHORTLINK_ERRORS } from './errors.js';
+import { SHORTLINK_SCOPES } from './scopes.js';
 
 declare module '../../events/catalogue.js' {
   interface ProductEventTypes {
@@ -33,7 +34,7 @@ export const shortlinkModule: ChannelModule<ShortlinkService> = {
   name: 'shortlink',
   maturity: 'beta',
   tag: { name: 'shortlink', description: 'Short links (Beta): UTM parameters, password, expiry, click limits, QR codes and click analytics' },
-  scopes: ['shortlink:manage', 'shortlink:read'],
+  scopes: SHORTLINK_SCOPES,
   config: { key: 'shortlink', schema: shortlinkConfigSchema },
   errors: SHORTLINK_ERRORS,
   dependsOn: ['webhooks'],

@@ -5,6 +5,7 @@ import { smsRoutes } from './sms-routes.js';
 import { startSmsGateway, type SmsGateway } from './sms-gateway.js';
 import { smsConfigSchema, type SmsConfig } from './config.js';
 import { SMS_ERRORS } from './errors.js';
+import { SMS_SCOPES } from './scopes.js';
 
 /**
  * SMS: the SMPP gateway (customer binds, the upstream pool, routing, receipts) and its REST face under /v1/sms.
@@ -14,7 +15,7 @@ export const smsModule: ChannelModule<SmsGateway> = {
   name: 'sms',
   maturity: 'stable',
   tag: { name: 'sms', description: 'SMS over REST: send, bulk, status, resend, inbound' },
-  scopes: ['sms:send', 'sms:read'],
+  scopes: SMS_SCOPES,
   config: { key: 'sms', schema: smsConfigSchema },
   errors: SMS_ERRORS,
   async create(ctx) {

@@ -17,6 +17,7 @@ import { ussdRoutes } from './ussd-routes.js';
 import { UssdStore } from './ussd-store.js';
 import { ussdConfigSchema, type UssdConfig } from './config.js';
 import { USSD_ERRORS } from './errors.js';
+import { USSD_SCOPES } from './scopes.js';
 import { appSigningSecret, WebhookAppClient } from './webhook-app.js';
 
 /** What other parts (tests, bench, CLI) reach: the core and its stores. */
@@ -39,7 +40,7 @@ export const ussdModule: ChannelModule<UssdService> = {
   name: 'ussd',
   maturity: 'beta',
   tag: { name: 'ussd', description: 'USSD: menu trees and webhook apps behind service codes, sessions over SMPP and aggregators, transcripts' },
-  scopes: ['ussd:manage', 'ussd:read'],
+  scopes: USSD_SCOPES,
   config: { key: 'ussd', schema: ussdConfigSchema },
   errors: USSD_ERRORS,
   events: USSD_EVENTS,

@@ -6,13 +6,14 @@ import { privateTargetsAllowed } from './target-guard.js';
 import { WEBHOOK_MCP_TOOLS } from './webhook-mcp-tools.js';
 import { webhooksConfigSchema, type WebhooksConfig } from './config.js';
 import { WEBHOOKS_ERRORS } from './errors.js';
+import { WEBHOOKS_SCOPES } from './scopes.js';
 
 /** Webhooks: endpoints under /v1/webhooks, and the fan-out and sender that deliver every product's events. */
 export const webhooksModule: ChannelModule<WebhookService> = {
   name: 'webhooks',
   maturity: 'stable',
   tag: { name: 'webhooks', description: 'Webhook endpoints, signing secrets, deliveries and replay' },
-  scopes: ['webhooks:manage'],
+  scopes: WEBHOOKS_SCOPES,
   config: { key: 'webhooks', schema: webhooksConfigSchema },
   errors: WEBHOOKS_ERRORS,
   async create(ctx) {
