@@ -5,7 +5,8 @@
 import { parse as parseYaml } from 'yaml';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { configSchema } from '../src/config/schema.js';
+import { CHANNEL_MODULES } from '../src/channels/index.js';
+import { buildConfigSchema } from '../src/config/module-sections.js';
 import { envKeys } from '../src/config/load.js';
 import { packageRoot } from '../src/util/paths.js';
 
@@ -20,7 +21,7 @@ interface Node {
 }
 
 const aliases = new Map<string, string[]>();
-for (const e of envKeys()) aliases.set(e.path, [...(aliases.get(e.path) ?? []), e.env]);
+for (const e of envKeys(CHANNEL_MODULES)) aliases.set(e.path, [...(aliases.get(e.path) ?? []), e.env]);
 
 function scalar(v: unknown): string {
   if (v === null || v === undefined) return 'null';
@@ -61,10 +62,10 @@ export function exampleConfig(): string {
     '# Ferry configuration: every key with its default.',
     '# Pass the file with `ferry start --config PATH` or FERRY_CONFIG=PATH. Every scalar key can also be',
     '# set from the environment (named beside it), which wins over the file.',
-    '# Generated from src/config/schema.ts by `npm run config:example`; do not edit by hand.',
+    "# Generated from src/config/schema.ts and each module's config section by `npm run config:example`; do not edit by hand.",
     '',
   ];
-  render(configSchema as unknown as Node, [], '', out);
+  render(buildConfigSchema(CHANNEL_MODULES) as unknown as Node, [], '', out);
   return out.join('\n') + '\n';
 }
 

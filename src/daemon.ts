@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import { AccountService } from './accounts/account-service.js';
 import { KeyService } from './accounts/key-service.js';
-import { SCOPE_DESCRIPTIONS } from './accounts/scopes.js';
+import { scopeCatalogue } from './accounts/scopes.js';
 import { adminRoutes } from './admin/admin-routes.js';
 import { CHANNEL_MODULES } from './channels/index.js';
 import type { LogsService } from './channels/logs/logs-service.js';
@@ -50,7 +50,8 @@ export interface Readiness {
   upstreams: ReturnType<Gateway['upstreamKinds']>;
 }
 
-const API_DESCRIPTION = `Ferry's REST API: one base address and one authentication scheme for every channel.
+/** Built when the API starts: the scope and error tables hold what the running modules declared. */
+const apiDescription = (): string => `Ferry's REST API: one base address and one authentication scheme for every channel.
 
 Every response, success or error, is the envelope { success, code, message, data, requestId }; the request id
 (prefix req_) is also in the X-Request-Id header. Authenticate with \`Authorization: Basic base64(keyId:secret)\`
@@ -70,7 +71,7 @@ ${errorCatalogueMarkdown()}
 `;
 
 function scopeTableMarkdown(): string {
-  return ['| scope | grants |', '|---|---|', ...Object.entries(SCOPE_DESCRIPTIONS).map(([scope, what]) => `| \`${scope}\` | ${what} |`)].join('\n');
+  return ['| scope | grants |', '|---|---|', ...Object.entries(scopeCatalogue()).map(([scope, what]) => `| \`${scope}\` | ${what} |`)].join('\n');
 }
 
 async function listen(app: FastifyInstance, name: string, host: string, port: number): Promise<string> {
@@ -289,7 +290,7 @@ export class Daemon {
       openapi: {
         version: VERSION,
         title: 'Ferry messaging API',
-        description: API_DESCRIPTION,
+        description: apiDescription(),
         publicUrl: config.http.publicUrl,
         tags: [{ name: 'account', description: 'Credentials check and the account balance', 'x-maturity': 'stable' }, ...this.modules.tags()],
       },

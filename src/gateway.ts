@@ -3,6 +3,7 @@ import { AccountPolicies } from './accounts/account-policies.js';
 import type { AccountService } from './accounts/account-service.js';
 import { SmsService } from './channels/sms/sms-service.js';
 import type { DispatchPayload } from './channels/sms/types.js';
+import type { SmsConfig } from './channels/sms/config.js';
 import type { FerryConfig, RouteRuleConfig, UpstreamConfig } from './config/schema.js';
 import { Billing } from './billing/billing.js';
 import { PriceBook } from './billing/price-book.js';
@@ -32,6 +33,8 @@ import type { Backends, Queue } from './store/types.js';
 
 export interface GatewayDeps {
   config: FerryConfig;
+  /** The SMS module's config section: the ingress defaults of number reading. */
+  sms: Pick<SmsConfig, 'defaultCountry' | 'numberValidation'>;
   log: Logger;
   metrics: Metrics;
   backends: Backends;
@@ -188,8 +191,8 @@ export class Gateway {
       prices: this.prices,
       billing: this.billing,
       sealer: d.sealer,
-      defaultCountry: config.sms.defaultCountry,
-      numberValidation: config.sms.numberValidation,
+      defaultCountry: d.sms.defaultCountry,
+      numberValidation: d.sms.numberValidation,
       defaultAccountTps: config.messages.defaultAccountTps,
       maxAttempts: config.messages.maxAttempts,
       isBusy: () => this.busy,

@@ -13,6 +13,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { loadConfig } from '../../src/config/load.js';
+import { CHANNEL_MODULES } from '../../src/channels/index.js';
 import { Daemon } from '../../src/daemon.js';
 import { createLogger } from '../../src/log.js';
 import { packageRoot } from '../../src/util/paths.js';
@@ -65,7 +66,7 @@ const env: Record<string, string> = {
   ...(process.env.DATABASE_URL ? { DATABASE_URL: process.env.DATABASE_URL } : {}),
   ...(process.env.REDIS_URL ? { REDIS_URL: process.env.REDIS_URL, FERRY_REDIS_KEY_PREFIX: `bench-email-${process.pid}:` } : {}),
 };
-const { config } = loadConfig({ env });
+const { config } = loadConfig({ env, modules: CHANNEL_MODULES });
 const daemon = await Daemon.start(config, createLogger('warn'));
 const adminToken = readFileSync(join(dataDir, 'admin.token'), 'utf8').trim();
 const call = async (base: string, method: string, path: string, token: string, body?: unknown) => {

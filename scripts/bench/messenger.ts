@@ -11,6 +11,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loadConfig } from '../../src/config/load.js';
+import { CHANNEL_MODULES } from '../../src/channels/index.js';
 import { Daemon } from '../../src/daemon.js';
 import { createLogger } from '../../src/log.js';
 
@@ -33,7 +34,7 @@ const env: Record<string, string> = {
   ...(process.env.DATABASE_URL ? { DATABASE_URL: process.env.DATABASE_URL } : {}),
   ...(process.env.REDIS_URL ? { REDIS_URL: process.env.REDIS_URL, FERRY_REDIS_KEY_PREFIX: `bench-messenger-${process.pid}:` } : {}),
 };
-const daemon = await Daemon.start(loadConfig({ env }).config, createLogger('silent'));
+const daemon = await Daemon.start(loadConfig({ env, modules: CHANNEL_MODULES }).config, createLogger('silent'));
 try {
   const adminToken = (await import('node:fs')).readFileSync(join(dataDir, 'admin.token'), 'utf8').trim();
   const admin = async (path: string, body: unknown) => {

@@ -15,6 +15,7 @@ import { join } from 'node:path';
 import Fastify from 'fastify';
 import type { ShortlinkService } from '../../src/channels/shortlink/shortlink-service.js';
 import { loadConfig } from '../../src/config/load.js';
+import { CHANNEL_MODULES } from '../../src/channels/index.js';
 import { Daemon } from '../../src/daemon.js';
 import { createLogger } from '../../src/log.js';
 import { packageRoot } from '../../src/util/paths.js';
@@ -74,7 +75,7 @@ const env: Record<string, string> = {
   ...(process.env.DATABASE_URL ? { DATABASE_URL: process.env.DATABASE_URL } : {}),
   ...(process.env.REDIS_URL ? { REDIS_URL: process.env.REDIS_URL, FERRY_REDIS_KEY_PREFIX: `ferry-bench-${process.pid}:` } : {}),
 };
-const daemon = await Daemon.start(loadConfig({ env }).config, createLogger('warn'));
+const daemon = await Daemon.start(loadConfig({ env, modules: CHANNEL_MODULES }).config, createLogger('warn'));
 const bare = Fastify({ logger: false });
 try {
   const service = daemon.modules.service<ShortlinkService>('shortlink');

@@ -13,6 +13,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { loadConfig } from '../../src/config/load.js';
+import { CHANNEL_MODULES } from '../../src/channels/index.js';
 import { Daemon } from '../../src/daemon.js';
 import { createLogger } from '../../src/log.js';
 import { Args, UsageError } from './harness/args.js';
@@ -71,7 +72,7 @@ const env: Record<string, string> = {
   ...(databaseUrl ? { DATABASE_URL: databaseUrl } : {}),
   ...(redisUrl ? { REDIS_URL: redisUrl, FERRY_REDIS_KEY_PREFIX: `bench-ussd-${process.pid}:` } : {}),
 };
-const { config } = loadConfig({ env });
+const { config } = loadConfig({ env, modules: CHANNEL_MODULES });
 const daemon = await Daemon.start(config, createLogger('silent'));
 const app = spawn(process.execPath, ['--input-type=module', '-e', APP_SOURCE], { stdio: ['ignore', 'pipe', 'inherit'] });
 const appPort = await new Promise<number>((resolve, reject) => {

@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { PriceBook, PriceTable } from '../billing/price-book.js';
 import type { PricingStore } from '../billing/pricing-store.js';
-import { configSchema } from '../config/schema.js';
+import { coreConfigSchema } from '../config/schema.js';
 import { ok } from '../http/envelope.js';
 import { audit } from './audit.js';
 
@@ -11,7 +11,7 @@ export interface PricingAdminDeps {
 }
 
 // The config file's schema for the table, without the defaults and description that only make sense there.
-const { default: _default, description: _description, ...pricingSchema } = configSchema.properties.pricing;
+const { default: _default, description: _description, ...pricingSchema } = coreConfigSchema.properties.pricing;
 const bodySchema = { ...pricingSchema, required: ['entries'] };
 
 /** GET/PUT /admin/pricing: the SMS price table (same shape as `pricing` in the config file). */

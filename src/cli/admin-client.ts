@@ -1,6 +1,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { userInfo } from 'node:os';
 import { loadConfig } from '../config/load.js';
+import { CHANNEL_MODULES } from '../channels/index.js';
 import { adminTokenPath } from '../security/secrets.js';
 
 export class CliError extends Error {
@@ -9,7 +10,7 @@ export class CliError extends Error {
 
 /** Where the daemon's admin API is and the token to use: FERRY_ADMIN_URL / FERRY_ADMIN_TOKEN, else from config and the data folder. */
 export function adminTarget(configPath?: string): { url: string; token: string } {
-  const { config } = loadConfig({ path: configPath ?? null });
+  const { config } = loadConfig({ path: configPath ?? null, modules: CHANNEL_MODULES });
   const host = config.admin.host === '0.0.0.0' ? '127.0.0.1' : config.admin.host;
   const url = (process.env.FERRY_ADMIN_URL ?? `http://${host.includes(':') ? `[${host}]` : host}:${config.admin.port}`).replace(/\/+$/, '');
   let token = config.admin.token;

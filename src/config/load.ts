@@ -2,7 +2,8 @@ import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import AjvModule, { type ErrorObject } from 'ajv';
 import { parse as parseYaml } from 'yaml';
-import { configSchema, type FerryConfig } from './schema.js';
+import type { FerryConfig } from './schema.js';
+import { buildConfigSchema, type ConfigSchema, type ConfigSectionOwner } from './module-sections.js';
 import { SIMULATOR_UPSTREAM_ID } from '../sim/smpp/simulator-record.js';
 import { normalizeTrustProxy } from '../http/client-address.js';
 
@@ -28,8 +29,15 @@ interface SchemaNode {
   properties?: Record<string, SchemaNode>;
 }
 
-/** Every scalar key of the schema with its FERRY_* environment name: http.bodyLimitBytes → FERRY_HTTP_BODY_LIMIT_BYTES. */
-export function envKeys(): { env: string; path: string; node: SchemaNode }[] {
+/**
+ * Every scalar key of the schema (the core's and the given modules' sections) with its FERRY_* environment name:
+ * http.bodyLimitBytes → FERRY_HTTP_BODY_LIMIT_BYTES, email.smtp.url → FERRY_EMAIL_SMTP_URL.
+ */
+export function envKeys(modules: readonly ConfigSectionOwner[]): { env: string; path: string; node: SchemaNode }[] {
+  return envKeysOf(buildConfigSchema(modules));
+}
+
+function envKeysOf(schema: ConfigSchema): { env: string; path: string; node: SchemaNode }[] {
   const out: { env: string; path: string; node: SchemaNode }[] = [];
   const walk = (node: SchemaNode, path: string[]) => {
     if (node.properties) {
@@ -42,7 +50,7 @@ export function envKeys(): { env: string; path: string; node: SchemaNode }[] {
     const env = 'FERRY_' + path.map((p) => p.replace(/([a-z0-9])([A-Z])/g, '$1_$2').toUpperCase()).join('_');
     out.push({ env, path: path.join('.'), node });
   };
-  walk(configSchema as unknown as SchemaNode, []);
+  walk(schema as unknown as SchemaNode, []);
   for (const [env, path] of Object.entries(ENV_ALIASES)) {
     const entry = out.find((e) => e.path === path)!;
     out.push({ env, path, node: entry.node });
@@ -89,12 +97,30 @@ function describe(err: ErrorObject): string {
   }
 }
 
-const validate = new Ajv({ allErrors: true, useDefaults: true, strict: false }).compile(configSchema);
+type Validator = ReturnType<InstanceType<typeof Ajv>['compile']>;
+
+/** The schema and its compiled validator per module list: a list is usually the one constant of the composition root. */
+const compiled = new WeakMap<readonly ConfigSectionOwner[], { schema: ConfigSchema; validate: Validator }>();
+
+function compile(modules: readonly ConfigSectionOwner[]): { schema: ConfigSchema; validate: Validator } {
+  let c = compiled.get(modules);
+  if (!c) {
+    const schema = buildConfigSchema(modules);
+    c = { schema, validate: new Ajv({ allErrors: true, useDefaults: true, strict: false }).compile(schema) };
+    compiled.set(modules, c);
+  }
+  return c;
+}
 
 export interface LoadOptions {
   /** Config file; else FERRY_CONFIG; else none (defaults + environment). */
   path?: string | null;
   env?: NodeJS.ProcessEnv;
+  /**
+   * The modules whose sections the config may hold (from the composition root, e.g. CHANNEL_MODULES); a key of a
+   * module not in the list is an unknown key.
+   */
+  modules: readonly ConfigSectionOwner[];
 }
 
 export interface LoadedConfig {
@@ -104,8 +130,9 @@ export interface LoadedConfig {
 }
 
 /** Reads YAML, applies the environment on top, fills defaults and validates. Throws ConfigError listing every problem. */
-export function loadConfig(opts: LoadOptions = {}): LoadedConfig {
+export function loadConfig(opts: LoadOptions): LoadedConfig {
   const env = opts.env ?? process.env;
+  const { schema, validate } = compile(opts.modules);
   const file = opts.path ?? env.FERRY_CONFIG ?? null;
   const problems: string[] = [];
   let raw: Record<string, unknown> = {};
@@ -127,7 +154,7 @@ export function loadConfig(opts: LoadOptions = {}): LoadedConfig {
     }
   }
 
-  for (const { env: name, path, node } of envKeys()) {
+  for (const { env: name, path, node } of envKeysOf(schema)) {
     const v = env[name];
     if (v === undefined) continue;
     const value = coerceEnv(v, node);

@@ -1,19 +1,11 @@
 /**
- * The configuration schema: one JSON schema with defaults. It drives validation (every bad key
- * reported at once, with its path), the environment overrides (FERRY_<PATH> for every scalar key)
- * and the documentation in config/ferry.example.yaml.
+ * The core's configuration schema: one JSON schema with defaults. With the sections the modules declare
+ * (buildConfigSchema, module-sections.ts) it drives validation (every bad key reported at once, with its path), the
+ * environment overrides (FERRY_<PATH> for every scalar key) and the documentation in config/ferry.example.yaml.
  */
 
-import { otpConfigSchema, type OtpConfig } from '../channels/otp/config.js';
-import { ussdConfigSchema, type UssdConfig } from '../channels/ussd/config.js';
-import { logsConfigSchema, type LogsConfig } from '../channels/logs/config.js';
 import { mcpConfigSchema, type McpConfig } from '../mcp/config.js';
-import { shortlinkConfigSchema, type ShortlinkConfig } from '../channels/shortlink/config.js';
-import { messengerConfigSchema, type MessengerConfig } from '../channels/messenger/config.js';
-import { emailConfigSchema, type EmailConfig } from '../channels/email/config.js';
-import { smsConfigSchema, type SmsConfig } from '../channels/sms/config.js';
 import { NUMBER_VALIDATIONS, type NumberValidation } from '../channels/sms/number-validation.js';
-import { webhooksConfigSchema, type WebhooksConfig } from '../channels/webhooks/config.js';
 
 const port = (def: number) => ({ type: 'integer', minimum: 0, maximum: 65535, default: def }) as const;
 const host = { type: 'string', minLength: 1, default: '127.0.0.1' } as const;
@@ -95,7 +87,8 @@ const routeRule = {
   },
 } as const;
 
-export const configSchema = {
+/** The core's sections; a product's section is declared by its module (ChannelModule.config). */
+export const coreConfigSchema = {
   type: 'object',
   additionalProperties: false,
   properties: {
@@ -253,14 +246,7 @@ export const configSchema = {
         refundOnFailure: { type: 'boolean', default: true, description: 'credit back messages that end failed or rejected (never delivered upstream)' },
       },
     },
-    sms: smsConfigSchema,
-    otp: otpConfigSchema,
-    ussd: ussdConfigSchema,
-    logs: logsConfigSchema,
     mcp: mcpConfigSchema,
-    shortlink: shortlinkConfigSchema,
-    messenger: messengerConfigSchema,
-    email: emailConfigSchema,
     dispatch: {
       type: 'object',
       additionalProperties: false,
@@ -373,7 +359,6 @@ export const configSchema = {
         drainTimeoutMs: { type: 'integer', minimum: 0, default: 10000 },
       },
     },
-    webhooks: webhooksConfigSchema,
   },
 } as const;
 
@@ -424,7 +409,12 @@ export interface RouteRuleConfig {
   numberValidation?: NumberValidation;
 }
 
+/**
+ * The loaded configuration: the core's sections, typed, and the sections of the modules (each module reads its own,
+ * typed, through `ctx.section<T>()`), unknown here.
+ */
 export interface FerryConfig {
+  readonly [moduleSection: string]: unknown;
   dataDir: string;
   log: { level: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent' };
   http: {
@@ -454,16 +444,9 @@ export interface FerryConfig {
   routing: { rules: RouteRuleConfig[] };
   messages: { defaultAccountTps: number; maxAttempts: number; maxQueueHours: number; receiptTimeoutHours: number; maxBacklog: number };
   dispatch: { batch: number; leaseSeconds: number; reconcileSeconds: number; reconcileStaleSeconds: number };
-  otp: OtpConfig;
-  ussd: UssdConfig;
-  logs: LogsConfig;
   mcp: McpConfig;
-  shortlink: ShortlinkConfig;
-  messenger: MessengerConfig;
-  email: EmailConfig;
   pricing: { defaultPrice: number | null; entries: Array<{ prefix: string; price: number; route?: string }> };
   billing: { refundOnFailure: boolean };
-  sms: SmsConfig;
   outbound: { reconcileIntervalSeconds: number; staleSeconds: number };
   retention: RetentionConfig;
   database: { url: string | null; poolSize: number; commitsInFlight: number; preparedStatements: boolean; pipeline: boolean; maintenanceSeconds: number };
@@ -471,5 +454,4 @@ export interface FerryConfig {
   security: { secretKey: string | null };
   auth: { failureLimit: number; failureWindowSeconds: number; rotationGraceSeconds: number; cacheSeconds: number };
   shutdown: { drainTimeoutMs: number };
-  webhooks: WebhooksConfig;
 }

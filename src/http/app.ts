@@ -16,7 +16,7 @@ import type { AuthContext } from '../accounts/key-service.js';
 import { isConnectionError, isDataError, StorageUnavailableError } from '../store/sql/db.js';
 import { newId } from '../util/ids.js';
 import { ClientAddresses } from './client-address.js';
-import { ApiError, ERROR_CATALOGUE, invalidField, type ErrorCode, type FieldError } from './errors.js';
+import { ApiError, CORE_ERRORS, errorCatalogue, errorEntry, invalidField, type ErrorCode, type FieldError } from './errors.js';
 import { errorEnvelopeSchema } from './envelope.js';
 import { guardText } from './text-guard.js';
 import type { Metrics } from '../metrics.js';
@@ -89,6 +89,7 @@ declare module 'fastify' {
 function send(reply: FastifyReply, req: FastifyRequest, e: ApiError): FastifyReply {
   if (e.headers) reply.headers(e.headers);
   req.errorCode = e.code;
+  if (!errorEntry(e.code)) req.log.error({ code: e.code }, 'an error code no running module declares: answered 500');
   const body: Record<string, unknown> = { success: false, code: e.code, message: e.message, requestId: req.id };
   if (e.data) body.data = e.data;
   return reply.code(e.status).header('x-request-id', req.id).type('application/json; charset=utf-8').send(body);
@@ -145,8 +146,8 @@ function frameworkError(err: FastifyError, log: Logger, req: FastifyRequest): Ap
  * and Connection: close.
  */
 export function clientErrorResponse(errCode: string | undefined): { status: number; code: ErrorCode; requestId: string; raw: string } {
-  const code: ErrorCode = errCode === 'HPE_HEADER_OVERFLOW' ? 'HEADERS_TOO_LARGE' : errCode === 'ERR_HTTP_REQUEST_TIMEOUT' ? 'REQUEST_TIMEOUT' : 'MALFORMED_REQUEST';
-  const { status, message } = ERROR_CATALOGUE[code];
+  const code: keyof typeof CORE_ERRORS = errCode === 'HPE_HEADER_OVERFLOW' ? 'HEADERS_TOO_LARGE' : errCode === 'ERR_HTTP_REQUEST_TIMEOUT' ? 'REQUEST_TIMEOUT' : 'MALFORMED_REQUEST';
+  const { status, message } = CORE_ERRORS[code];
   const requestId = newId('req_');
   const body = JSON.stringify({ success: false, code, message, requestId });
   const raw =
@@ -392,8 +393,8 @@ export async function createApp(opts: AppOptions): Promise<FastifyInstance> {
   return app;
 }
 
-/** The error catalogue as a Markdown table, for the OpenAPI description. */
+/** The error catalogue (the core's codes and the running modules'), as a Markdown table for the OpenAPI description. */
 export function errorCatalogueMarkdown(): string {
-  const rows = Object.entries(ERROR_CATALOGUE).map(([code, e]) => `| ${code} | ${e.status} | ${e.message} |`);
+  const rows = Object.entries(errorCatalogue()).map(([code, e]) => `| ${code} | ${e.status} | ${e.message} |`);
   return ['| code | HTTP status | meaning |', '|---|---|---|', ...rows].join('\n');
 }

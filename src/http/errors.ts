@@ -1,10 +1,11 @@
 import { SENDER_RULE } from '../channels/sms/sender.js';
 
 /**
- * The one error catalogue: code → HTTP status → default message. Every error response of the
- * API (and the admin API) uses a code from here; the OpenAPI document lists them all.
+ * The core's error codes: code → HTTP status → default message. With the codes each module declares (its
+ * `errors`, merged at boot by installModuleErrors) they are the one catalogue: every error response of the API (and
+ * the admin API) uses a code from it; the OpenAPI document lists them all.
  */
-export const ERROR_CATALOGUE = {
+export const CORE_ERRORS = {
   // request shape
   VALIDATION_ERROR: { status: 400, message: 'The request is not valid; see data.errors for each field' },
   INVALID_JSON: { status: 400, message: 'The request body is not valid JSON' },
@@ -34,41 +35,8 @@ export const ERROR_CATALOGUE = {
   IDEMPOTENCY_KEY_REUSED: { status: 422, message: 'This Idempotency-Key was used with a different request' },
   IDEMPOTENCY_IN_PROGRESS: { status: 409, message: 'A request with this Idempotency-Key is still being processed; retry shortly' },
   NO_ROUTE: { status: 422, message: 'No route can deliver to this recipient' },
-  BATCH_NOT_FOUND: { status: 404, message: 'No such batch' },
-  BULK_REJECTED: { status: 422, message: 'No message of the bulk request was accepted; data.results gives the reason of each' },
-  // OTP (spec §7.1)
-  ACTIVE_OTP_EXISTS: { status: 409, message: 'An unexpired OTP is already active for this phone' },
-  OTP_EXPIRED: { status: 410, message: 'The OTP has expired' },
-  INVALID_PIN: { status: 400, message: 'The code is wrong' },
-  OTP_NOT_FOUND: { status: 404, message: 'No such OTP, or it was already verified' },
-  OTP_LOCKED: { status: 423, message: 'No verification attempts left; request a new OTP' },
-  RESEND_COOLDOWN: { status: 429, message: 'Wait for the resend cooldown to pass' },
-  // shortlink
-  SHORTLINK_NOT_FOUND: { status: 404, message: 'No such short link' },
-  SLUG_TAKEN: { status: 409, message: 'That slug is already in use; choose another' },
-  EXTERNAL_ID_TAKEN: { status: 409, message: 'Another short link of the account has that externalId' },
-  DESTINATION_DENIED: { status: 422, message: 'The destination URL is refused by the deny-list' },
-  // messenger (spec §7.2)
-  WA001: { status: 400, message: 'Invalid phone number (use E.164)' },
-  WA002: { status: 422, message: 'The number is not on the messenger platform (check with /numbers/check)' },
-  WA003: { status: 422, message: 'The conversation window is closed (send an approved template first)' },
-  WA004: { status: 422, message: 'Media download failed (the media URL must be public HTTPS, of an allowed type and size)' },
-  WA005: { status: 429, message: 'Rate limit hit (back off and retry)' },
+  // templates (messenger and email)
   TEMPLATE_NOT_FOUND: { status: 404, message: 'No such template' },
-  TEMPLATE_EXISTS: { status: 409, message: 'A template with that name and language exists' },
-  MESSENGER_PROVIDER_ERROR: { status: 502, message: 'The messenger platform refused or failed the request' },
-  MESSENGER_NO_NUMBER: { status: 422, message: 'The account has no messenger business number to send from (or `from` is not one of its numbers)' },
-  MESSENGER_NUMBER_NOT_FOUND: { status: 404, message: 'No such messenger business number' },
-  MESSENGER_NUMBER_EXISTS: { status: 409, message: 'This messenger business number (phone number id) exists already' },
-  // email
-  SENDER_DOMAIN_UNKNOWN: { status: 422, message: 'from is not an address of a sending domain of this account (POST /v1/email/domains)' },
-  SENDER_DOMAIN_NOT_VERIFIED: { status: 422, message: "The sending domain's DKIM record is not published yet (GET /v1/email/domains/{id})" },
-  EMAIL_DOMAIN_NOT_FOUND: { status: 404, message: 'No such sending domain' },
-  TEMPLATE_RENDER_ERROR: { status: 422, message: 'The template could not be rendered: a variable is missing from data, or the template is malformed' },
-  ATTACHMENTS_TOO_LARGE: { status: 413, message: 'The attachments exceed 10 MB after decoding' },
-  SUPPRESSION_NOT_FOUND: { status: 404, message: 'The address is not suppressed' },
-  EMAIL_NOT_FOUND: { status: 404, message: 'No such email message' },
-  SCHEDULE_NOT_FOUND: { status: 404, message: 'No such email schedule' },
   // operator / admin
   ADMIN_UNAUTHORIZED: { status: 401, message: 'The admin token is missing or wrong' },
   ACCOUNT_NOT_FOUND: { status: 404, message: 'No such account' },
@@ -85,57 +53,92 @@ export const ERROR_CATALOGUE = {
   SIMULATOR_NOT_RUNNING: { status: 404, message: 'The embedded simulator is not running in this daemon' },
   INVALID_AMOUNT: { status: 400, message: 'The amount is not valid: a positive decimal within the money range, with no more decimal places than the currency has' },
   CREDIT_LIMIT_EXCEEDED: { status: 409, message: 'The debit would take the balance below the credit limit of the account (below zero when it has none)' },
-  // webhooks
-  WEBHOOK_NOT_FOUND: { status: 404, message: 'No such webhook endpoint' },
-  INVALID_WEBHOOK_URL: { status: 400, message: 'The webhook URL is not accepted (https and a public address are required)' },
-  DELIVERY_NOT_FOUND: { status: 404, message: 'No such webhook delivery' },
-  // ussd
-  USSD_MENU_NOT_FOUND: { status: 404, message: 'No such USSD menu' },
-  INVALID_MENU_TREE: { status: 400, message: 'The menu tree is not valid; see data.errors for each problem' },
-  USSD_MENU_IN_USE: { status: 409, message: 'A service code is answered by this menu; release or change the code first' },
-  USSD_SERVICE_CODE_TAKEN: { status: 409, message: 'That service code is already claimed' },
-  USSD_SERVICE_CODE_RESERVED: { status: 409, message: 'That service code is reserved (the OTP fallback)' },
-  USSD_SERVICE_CODE_NOT_FOUND: { status: 404, message: 'No such service code claim' },
-  USSD_SESSION_NOT_FOUND: { status: 404, message: 'No such USSD session' },
-  USSD_CONNECTOR_NOT_FOUND: { status: 404, message: 'No such USSD aggregator connector' },
-  INVALID_APP_URL: { status: 400, message: 'The app URL is not accepted (https and a public address are required)' },
-  // logs
-  LOG_NOT_FOUND: { status: 404, message: 'No such request in the logs of this account' },
-  LOGS_SESSION_REQUIRED: { status: 401, message: 'Sign in to the logs page with an API key holding logs:read' },
-  CSRF_TOKEN_INVALID: { status: 403, message: 'The X-CSRF-Token header is missing or does not belong to this session' },
   // mcp
   MCP_HOST_NOT_ALLOWED: { status: 403, message: 'The Host or Origin header is not allowed for /mcp (DNS-rebinding guard; see mcp.allowedHosts)' },
   // server side
   SERVICE_UNAVAILABLE: { status: 503, message: 'A storage backend is unavailable; retry shortly' },
   SHUTTING_DOWN: { status: 503, message: 'The server is shutting down; retry shortly' },
   INTERNAL_ERROR: { status: 500, message: 'Internal error' },
-} as const satisfies Record<string, { status: number; message: string }>;
+} as const satisfies Record<string, ErrorDeclaration>;
 
-export type ErrorCode = keyof typeof ERROR_CATALOGUE;
+/** One code of the catalogue: the HTTP status it answers with and its default message (also its documentation). */
+export interface ErrorDeclaration {
+  readonly status: number;
+  readonly message: string;
+}
+
+/** The codes a module declares (`ChannelModule.errors`, in its own errors.ts). */
+export type ModuleErrors = Readonly<Record<string, ErrorDeclaration>>;
+
+/**
+ * The codes of the products, filled in by each product's errors.ts (declaration merging) so that a code is checked
+ * where it is thrown without the core importing the product.
+ */
+// eslint-disable-next-line @typescript-eslint/no-empty-object-type
+export interface ProductErrorCodes {}
+
+export type ErrorCode = keyof typeof CORE_ERRORS | keyof ProductErrorCodes;
+
+/** The one catalogue: the core's codes, then those of the modules installed at boot. Owner 'core' or a module name. */
+const catalogue = new Map<string, ErrorDeclaration & { owner: string }>(Object.entries(CORE_ERRORS).map(([code, e]) => [code, { ...e, owner: 'core' }]));
+
+/**
+ * Merges the modules' codes into the catalogue, all or none: a code declared twice (by two modules, or by a module
+ * and the core) stops the boot naming both. A module installed again (another daemon in this process) keeps its codes.
+ */
+export function installModuleErrors(modules: readonly { name: string; errors?: ModuleErrors }[]): void {
+  const adding = new Map<string, ErrorDeclaration & { owner: string }>();
+  for (const m of modules) {
+    for (const [code, e] of Object.entries(m.errors ?? {})) {
+      const other = adding.get(code)?.owner ?? catalogue.get(code)?.owner;
+      if (other !== undefined && other !== m.name) {
+        throw new Error(`error code ${code} is declared twice: by ${other === 'core' ? 'the core' : `module ${other}`} and by module ${m.name}`);
+      }
+      adding.set(code, { status: e.status, message: e.message, owner: m.name });
+    }
+  }
+  for (const [code, e] of adding) catalogue.set(code, e);
+}
+
+/** The merged catalogue, in order (core first), for the OpenAPI description, the docs and tests. */
+export function errorCatalogue(): Readonly<Record<string, ErrorDeclaration>> {
+  return Object.fromEntries([...catalogue].map(([code, { status, message }]) => [code, { status, message }]));
+}
+
+/** A code's status and default message; undefined for a code no running module declared. */
+export function errorEntry(code: string): ErrorDeclaration | undefined {
+  const e = catalogue.get(code);
+  return e && { status: e.status, message: e.message };
+}
 
 export interface FieldError {
   field: string;
   message: string;
 }
 
-/** An error the API reports to its caller, with a catalogue code. */
+/**
+ * An error reported to the API's caller, with a catalogue code: thrown by services and routes alike, it carries no
+ * HTTP status of its own; the status (and the default message) are the catalogue's for its code.
+ */
 export class ApiError extends Error {
   override readonly name = 'ApiError';
-  readonly status: number;
   constructor(
     readonly code: ErrorCode,
     opts: { message?: string; data?: Record<string, unknown>; headers?: Record<string, string> } = {},
   ) {
-    super(opts.message ?? ERROR_CATALOGUE[code].message);
-    this.status = ERROR_CATALOGUE[code].status;
+    super(opts.message ?? errorEntry(code)?.message ?? code);
     this.data = opts.data;
     this.headers = opts.headers;
+  }
+  /** The catalogue's status for the code; 500 for a code no running module declared (a defect, logged by the HTTP layer). */
+  get status(): number {
+    return errorEntry(this.code)?.status ?? 500;
   }
   readonly data: Record<string, unknown> | undefined;
   readonly headers: Record<string, string> | undefined;
 }
 
-export function rateLimited(code: 'RATE_LIMIT_EXCEEDED' | 'TOO_MANY_AUTH_FAILURES' | 'RESEND_COOLDOWN', retryAfterMs: number, extra: Record<string, unknown> = {}): ApiError {
+export function rateLimited(code: ErrorCode, retryAfterMs: number, extra: Record<string, unknown> = {}): ApiError {
   const seconds = Math.max(1, Math.ceil(retryAfterMs / 1000));
   return new ApiError(code, { data: { retryAfter: seconds, ...extra }, headers: { 'retry-after': String(seconds) } });
 }

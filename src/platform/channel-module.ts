@@ -1,8 +1,10 @@
 import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import type { AccountService } from '../accounts/account-service.js';
-import type { Scope } from '../accounts/scopes.js';
+import type { ModuleScopes } from '../accounts/scopes.js';
 import type { FerryConfig } from '../config/schema.js';
+import type { ConfigSectionDeclaration } from '../config/module-sections.js';
+import type { ModuleErrors } from '../http/errors.js';
 import type { McpTool } from '../mcp/mcp-tool.js';
 import type { Metrics } from '../metrics.js';
 import type { TableDeclaration } from '../store/sql/table-declaration.js';
@@ -41,6 +43,9 @@ export interface ModuleContext {
   readonly outbound: OutboundRegistry;
   /** The service of a module this one depends on (listed in `dependsOn`). */
   use<T>(moduleName: string): T;
+  // Declarations: the module's own config section.
+  /** This module's config section (its `config` declaration), validated and with its defaults filled in. */
+  section<T>(): T;
 }
 
 /** What `create` returns: the running parts of a module. */
@@ -70,12 +75,10 @@ export interface ChannelModule<S = unknown> {
   readonly maturity: Maturity;
   /** The OpenAPI tag its operations carry. */
   readonly tag: { name: string; description: string };
-  /** The key scopes its endpoints require (each must be in the scope catalogue, src/accounts/scopes.ts). */
-  readonly scopes: readonly Scope[];
+  /** The key scopes it declares (its scopes.ts), each with what it grants, in its namespace (`<name>:…`); merged at boot. */
+  readonly scopes?: ModuleScopes;
   /** Its webhook event types (`<product>.<event>`) with their descriptions; they join the one catalogue. */
   readonly events?: Readonly<Record<string, string>>;
-  /** Its key in the config (a section of the one JSON schema, src/config/schema.ts), if it has one. */
-  readonly configKey?: keyof FerryConfig;
   /** A folder of its own SQL migrations (NNNN_name.sql, numbered in the one sequence), if it has one. */
   readonly migrations?: string;
   // Storage (issue 43, tables): what the core maintains for the tables its migrations create.
@@ -83,5 +86,12 @@ export interface ChannelModule<S = unknown> {
   readonly tables?: readonly TableDeclaration[];
   /** Modules whose service it uses; they boot before it and stop after it. */
   readonly dependsOn?: readonly string[];
+  // Declarations merged by the core at boot: config section, error codes, scope namespaces.
+  /** Its config section: a top-level key (its name, by convention) and the section's JSON schema with defaults. */
+  readonly config?: ConfigSectionDeclaration;
+  /** Its error codes with their HTTP status and default message (its errors.ts); unique across the core and every module. */
+  readonly errors?: ModuleErrors;
+  /** Namespaces its scopes may use besides its name (e.g. a product named `messenger` owning `whatsapp:…`). */
+  readonly scopeNamespaces?: readonly string[];
   create(ctx: ModuleContext): Promise<ModuleInstance<S>>;
 }

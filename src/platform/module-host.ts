@@ -1,13 +1,16 @@
 import type { FastifyInstance } from 'fastify';
-import { isScope } from '../accounts/scopes.js';
+import { installModuleScopes } from '../accounts/scopes.js';
 import { registerEventTypes } from '../events/catalogue.js';
+import { buildConfigSchema } from '../config/module-sections.js';
+import { installModuleErrors } from '../http/errors.js';
+import type { FerryConfig } from '../config/schema.js';
 import type { McpTool } from '../mcp/mcp-tool.js';
 import type { TableDeclaration } from '../store/sql/table-declaration.js';
 import type { ChannelModule, ModuleContext, ModuleInstance } from './channel-module.js';
 import { bootOrder, declaredTables, migrationFolders } from './module-order.js';
 
 /** The core's part of every module's context; the host adds the module's own logger and `use`. */
-export type CoreContext = Omit<ModuleContext, 'log' | 'use'>;
+export type CoreContext = Omit<ModuleContext, 'log' | 'use' | 'section'>;
 
 /**
  * Boots a list of modules in dependency order, mounts their routes, and stops them in reverse. A module reaches
@@ -20,9 +23,12 @@ export class ModuleHost {
 
   constructor(modules: readonly ChannelModule[]) {
     this.order = bootOrder(modules);
+    // Declarations: a config section, an error code or a scope declared twice (or a scope outside the module's
+    // namespace) stops the boot here, naming the module.
+    buildConfigSchema(this.order);
+    installModuleErrors(this.order);
+    installModuleScopes(this.order);
     for (const m of this.order) {
-      const unknown = m.scopes.filter((s) => !isScope(s));
-      if (unknown.length) throw new Error(`module ${m.name} declares unknown scopes: ${unknown.join(', ')}`);
       // Before any route is registered, so the OpenAPI document and the endpoint validation know them.
       if (m.events) registerEventTypes(m.events);
     }
@@ -39,6 +45,7 @@ export class ModuleHost {
           if (!allowed.has(name)) throw new Error(`module ${m.name} uses ${name} without declaring it in dependsOn`);
           return this.service<T>(name);
         },
+        section: <T>(): T => moduleSection<T>(core.config, m),
       };
       this.instances.set(m.name, await m.create(ctx));
     }
@@ -117,4 +124,12 @@ export class ModuleHost {
   tables(): readonly TableDeclaration[] {
     return declaredTables(this.order);
   }
+}
+
+/** A module's validated config section; absent when the config was loaded without this module in its list. */
+function moduleSection<T>(config: FerryConfig, m: ChannelModule): T {
+  if (!m.config) throw new Error(`module ${m.name} reads a config section but declares none`);
+  const section = config[m.config.key];
+  if (section === undefined) throw new Error(`the config has no ${m.config.key} section: it was loaded without module ${m.name} in its module list`);
+  return section as T;
 }

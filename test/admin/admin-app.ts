@@ -6,6 +6,8 @@ import type { Test } from 'tap';
 import type { Logger } from 'pino';
 import { AccountService } from '../../src/accounts/account-service.js';
 import { KeyService } from '../../src/accounts/key-service.js';
+import { installModuleScopes } from '../../src/accounts/scopes.js';
+import { CHANNEL_MODULES } from '../../src/channels/index.js';
 import { adminRoutes } from '../../src/admin/admin-routes.js';
 import { PriceBook } from '../../src/billing/price-book.js';
 import { PricingStore } from '../../src/billing/pricing-store.js';
@@ -23,6 +25,8 @@ import type { Db } from '../../src/store/types.js';
 import { upstreamConfig } from '../upstream/upstream-helpers.js';
 
 export async function startAdminApp(t: Test, db: Db, smscPort: number, opts: { log: Logger; onOwed?: () => void; pricing?: boolean }) {
+  // Keys carry the products' scopes, which join the catalogue when the modules boot (the daemon does it; here, without one).
+  installModuleScopes(CHANNEL_MODULES);
   const accounts = new AccountService(db);
   const keys = new KeyService(db, accounts, deriveKey(randomBytes(32), 'api-secret'), { rotationGraceSeconds: 60, cacheSeconds: 0 });
   const fileUpstreams = [upstreamConfig('a', smscPort), upstreamConfig('b', smscPort)];

@@ -1,6 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
 import { loadConfig } from '../../src/config/load.js';
+import { CHANNEL_MODULES } from '../../src/channels/index.js';
 import { Daemon } from '../../src/daemon.js';
 import type { DestinationStream } from 'pino';
 import { createLogger } from '../../src/log.js';
@@ -47,7 +48,7 @@ export async function testEnv(extra: Record<string, string> = {}) {
  */
 export async function startDaemon(extra: Record<string, string> = {}, reuse?: TestDaemon['reuse'], logTo?: DestinationStream): Promise<TestDaemon> {
   const { env, store } = reuse ? { env: { ...reuse.env, ...extra }, store: reuse.store } : await testEnv(extra);
-  const { config } = loadConfig({ env });
+  const { config } = loadConfig({ env, modules: CHANNEL_MODULES });
   const daemon = await Daemon.start(config, createLogger(env.FERRY_LOG_LEVEL, logTo));
   const adminToken = (await import('node:fs')).readFileSync(join(store.dataDir, 'admin.token'), 'utf8').trim();
   const admin = daemon.addresses.admin;

@@ -4,6 +4,7 @@
 import t from 'tap';
 import type { LogsService } from '../../src/channels/logs/logs-service.js';
 import { loadConfig, ConfigError } from '../../src/config/load.js';
+import { CHANNEL_MODULES } from '../../src/channels/index.js';
 import { ClientAddresses, hopAddress, LEGACY_TRUST_PROXY, normalizeTrustProxy } from '../../src/http/client-address.js';
 import { accountWithKey, call, LogLines, startDaemon, type TestDaemon } from '../helpers/daemon.js';
 import { backendLabel } from '../helpers/env.js';
@@ -58,7 +59,7 @@ t.test('http.trustProxy in the config: false, a list, a comma-separated variable
   t.same(normalizeTrustProxy(['10.0.0.0/8', ' 192.0.2.1 ']).value, ['10.0.0.0/8', '192.0.2.1']);
   t.same(normalizeTrustProxy([]).value, false, 'an empty list trusts no proxy');
   t.equal(normalizeTrustProxy(true).value, LEGACY_TRUST_PROXY);
-  const env = (v: string) => loadConfig({ env: { FERRY_HTTP_TRUST_PROXY: v } }).config.http.trustProxy;
+  const env = (v: string) => loadConfig({ env: { FERRY_HTTP_TRUST_PROXY: v }, modules: CHANNEL_MODULES }).config.http.trustProxy;
   t.same(env('10.0.0.1, 10.0.0.0/8,loopback'), ['10.0.0.1', '10.0.0.0/8', 'loopback']);
   t.equal(env('false'), false);
   t.equal(env('true'), LEGACY_TRUST_PROXY, 'true is read as loopback and private ranges');

@@ -29,12 +29,12 @@ t.test('boot order follows dependsOn, keeps list order otherwise, and refuses wh
   t.throws(() => bootOrder([mod('a'), mod('a')]), /listed twice/);
 });
 
-t.test('a module declares only catalogued scopes and uses only what it depends on', async (t) => {
+t.test('a module declares scopes only in its namespace and uses only what it depends on', async (t) => {
   const base = { maturity: 'beta' as const, tag: { name: 'x', description: 'x' }, create: async () => ({ service: null }) };
-  t.throws(() => new ModuleHost([{ ...base, name: 'x', scopes: ['x:do' as never] }]), /module x declares unknown scopes: x:do/);
+  t.throws(() => new ModuleHost([{ ...base, name: 'x', scopes: { 'y:do': 'do y things' } }]), /module x declares the scope y:do outside its namespace \(x:…\)/);
   const host = new ModuleHost([
-    { ...base, name: 'a', scopes: [], create: async () => ({ service: 'a-service' }) },
-    { ...base, name: 'b', scopes: [], create: async (ctx) => ({ service: ctx.use<string>('a') }) },
+    { ...base, name: 'a', create: async () => ({ service: 'a-service' }) },
+    { ...base, name: 'b', create: async (ctx) => ({ service: ctx.use<string>('a') }) },
   ]);
   const log = createLogger('silent');
   await t.rejects(host.create({ rootLog: log } as never), /module b uses a without declaring it in dependsOn/);
@@ -65,7 +65,7 @@ t.test('a product added by one entry in the list: booted after its dependency, r
     name: 'echo',
     maturity: 'beta',
     tag: { name: 'echo', description: 'a test product' },
-    scopes: ['account:read'],
+    scopes: { 'echo:write': 'write echo notes (a test product)' },
     migrations: join(packageRoot, 'test/platform/fixtures/echo-migrations'),
     events: { 'echo.sent': 'the echo reached its provider', 'echo.failed': 'the echo failed' },
     dependsOn: ['sms'],
@@ -77,7 +77,7 @@ t.test('a product added by one entry in the list: booted after its dependency, r
       return {
         service,
         async routes(app) {
-          app.post<{ Body: { id: string; body: string } }>('/v1/echo/notes', { schema: { tags: ['echo'] } }, async (req) => {
+          app.post<{ Body: { id: string; body: string } }>('/v1/echo/notes', { schema: { tags: ['echo'] }, config: { scope: 'echo:write' as never } }, async (req) => {
             // Accepted means durable: the product's row and its outbound job in one transaction, pushed after commit.
             await ctx.outbound.pipeline.submit([{ product: 'echo', provider: 'echo-http', accountId: req.auth.accountId, messageId: req.body.id, payload: { to: '233241234567', body: req.body.body } satisfies TestPayload }], async (q) => {
               await q.query('INSERT INTO echo_notes (id, body) VALUES ($1, $2)', [req.body.id, req.body.body]);
@@ -106,11 +106,14 @@ t.test('a product added by one entry in the list: booted after its dependency, r
     }),
   );
   const { env, store } = await testEnv();
-  const daemon = await Daemon.start(loadConfig({ env }).config, createLogger('silent'), [...recorded, echo]);
+  const daemon = await Daemon.start(loadConfig({ env, modules: CHANNEL_MODULES }).config, createLogger('silent'), [...recorded, echo]);
   t.teardown(() => store.cleanup());
   t.same(daemon.modules.order.map((m) => m.name), ['sms', 'webhooks', 'otp', 'messenger', 'email', 'ussd', 'shortlink', 'logs', 'echo']);
   const d = { adminCall: async (method: string, path: string, body?: unknown) => (await call(daemon.addresses.admin, method, path, { body, headers: { authorization: `Bearer ${(await import('node:fs')).readFileSync(join(store.dataDir, 'admin.token'), 'utf8').trim()}` } })).json.data };
-  const { token, account } = await accountWithKey(d as never, 'echo-user', ['account:read']);
+  // Its scope joined the catalogue at boot: a key can be made with it, and the route requires it.
+  const { token, account } = await accountWithKey(d as never, 'echo-user', ['echo:write']);
+  const other = await accountWithKey(d as never, 'echo-other', ['account:read']);
+  t.equal((await call(daemon.addresses.http, 'POST', '/v1/echo/notes', { token: other.token, body: { id: 'n0', body: 'x' } })).json.code, 'INSUFFICIENT_SCOPE');
   const r = await call(daemon.addresses.http, 'POST', '/v1/echo/notes', { token, body: { id: 'n1', body: 'hello' } });
   t.equal(r.status, 200);
   t.same(r.json.data, { id: 'n1', account: account.id }, 'behind the same authentication');

@@ -1,5 +1,8 @@
 import { promises as dns } from 'node:dns';
 import { EMAIL_MCP_TOOLS } from './email-mcp-tools.js';
+import { emailConfigSchema, type EmailConfig } from './config.js';
+import { EMAIL_ERRORS } from './errors.js';
+import { EMAIL_SCOPES } from './scopes.js';
 import { IdempotencyStore } from '../../http/idempotency.js';
 import type { ChannelModule } from '../../platform/channel-module.js';
 import { SecretCipher } from '../../security/cipher.js';
@@ -50,13 +53,14 @@ export const emailModule: ChannelModule<EmailModuleService> = {
   name: 'email',
   maturity: 'beta',
   tag: { name: 'email', description: 'Email over SMTP: send and bulk, DKIM sending domains, templates, suppressions, bounces and complaints' },
-  scopes: ['email:send', 'email:read', 'email:manage'],
-  configKey: 'email',
+  scopes: EMAIL_SCOPES,
+  config: { key: 'email', schema: emailConfigSchema },
+  errors: EMAIL_ERRORS,
   events: EMAIL_EVENTS,
   // Storage (issue 43): its migrations and its tables' retention and vacuuming.
   ...emailStorage,
   async create(ctx) {
-    const cfg = ctx.config.email;
+    const cfg = ctx.section<EmailConfig>();
     const key = ctx.deriveKey('email-dkim');
     let resolver: TxtResolver = { resolveTxt: (name) => dns.resolveTxt(name) };
     const domains = new SendingDomains({

@@ -7,6 +7,10 @@ import { LogsService } from './logs-service.js';
 import { RequestLogStore } from './request-log-store.js';
 import { RequestLogWriter } from './request-log-writer.js';
 import { logsStorage } from './storage.js';
+import { logsConfigSchema, type LogsConfig } from './config.js';
+import { LOGS_ERRORS } from './errors.js';
+import { LOGS_SCOPES } from './scopes.js';
+import type { OtpService } from '../otp/otp-service.js';
 
 /**
  * Request logs: every /v1 request recorded (from the HTTP app's response hook, written in batches), searched under
@@ -16,28 +20,32 @@ export const logsModule: ChannelModule<LogsService> = {
   name: 'logs',
   maturity: 'beta',
   tag: { name: 'logs', description: 'Request logs of the account and the usage of its keys' },
-  scopes: ['logs:read'],
-  configKey: 'logs',
   // Storage (issue 43): its migrations and its tables' retention and vacuuming.
   ...logsStorage,
+  scopes: LOGS_SCOPES,
+  config: { key: 'logs', schema: logsConfigSchema },
+  errors: LOGS_ERRORS,
+  // The OTP endpoints' limits are among the rate rules it lists with the key statistics.
+  dependsOn: ['otp'],
   async create(ctx) {
     const { config } = ctx;
+    const section = ctx.section<LogsConfig>();
     const store = new RequestLogStore(ctx.db);
-    const logs = new LogsService({ db: ctx.db, store, accounts: ctx.accounts, config });
+    const logs = new LogsService({ db: ctx.db, store, accounts: ctx.accounts, config, section, otpLimits: ctx.use<OtpService>('otp').limits });
     const writer = new RequestLogWriter({
       store,
       log: ctx.log,
       registry: ctx.metrics.registry,
-      bodyLimitBytes: config.logs.bodyLimitBytes,
-      bufferSize: config.logs.bufferSize,
-      flushMs: config.logs.flushMs,
+      bodyLimitBytes: section.bodyLimitBytes,
+      bufferSize: section.bufferSize,
+      flushMs: section.flushMs,
     });
-    const sessions = new LogSessions({ db: ctx.db, csrfKey: ctx.deriveKey('logs-page-csrf'), ttlMs: config.logs.sessionHours * 3_600_000 });
+    const sessions = new LogSessions({ db: ctx.db, csrfKey: ctx.deriveKey('logs-page-csrf'), ttlMs: section.sessionHours * 3_600_000 });
     let purgeTimer: NodeJS.Timeout | undefined;
     let purging: Promise<unknown> | null = null;
     const purge = () => {
       purging = Promise.all([logs.purgeExpired(), sessions.purgeExpired()])
-        .then(([n]) => n && ctx.log.info({ rows: n, retentionDays: config.logs.retentionDays }, 'request logs past retention deleted'))
+        .then(([n]) => n && ctx.log.info({ rows: n, retentionDays: section.retentionDays }, 'request logs past retention deleted'))
         .catch((err: Error) => ctx.log.warn({ err: err.message }, 'request log retention failed; retried at the next pass'))
         .finally(() => (purging = null));
     };
@@ -45,13 +53,13 @@ export const logsModule: ChannelModule<LogsService> = {
       service: logs,
       mcpTools: LOGS_MCP_TOOLS,
       async routes(app) {
-        if (config.logs.enabled) app.ferryResponseObservers.push(writer.observe);
+        if (section.enabled) app.ferryResponseObservers.push(writer.observe);
         await app.register(logsRoutes, { logs });
         await app.register(logPageRoutes, { logs, sessions });
       },
       async start() {
         purge();
-        purgeTimer = setInterval(purge, config.logs.purgeIntervalSeconds * 1000);
+        purgeTimer = setInterval(purge, section.purgeIntervalSeconds * 1000);
         purgeTimer.unref();
       },
       async stop() {

@@ -1,5 +1,6 @@
 import type { AccountService } from '../../accounts/account-service.js';
 import type { FerryConfig } from '../../config/schema.js';
+import type { LogsConfig } from './config.js';
 import type { Db } from '../../store/types.js';
 import type { LogFilter, RequestLogDetail, RequestLogRow, RequestLogStore } from './request-log-store.js';
 import type { KeyUsage } from './request-log-store.js';
@@ -31,16 +32,20 @@ export class LogsService {
       store: RequestLogStore;
       accounts: AccountService;
       config: FerryConfig;
+      /** Its own config section. */
+      section: LogsConfig;
+      /** The OTP endpoints' limits, listed among the rate rules. */
+      otpLimits: { requestsPerHour: number; resendCooldownSeconds: number };
       now?: () => number;
     },
   ) {}
 
   get retentionDays(): number {
-    return this.o.config.logs.retentionDays;
+    return this.o.section.retentionDays;
   }
 
   get bodyLimitBytes(): number {
-    return this.o.config.logs.bodyLimitBytes;
+    return this.o.section.bodyLimitBytes;
   }
 
   private now(): number {
@@ -101,8 +106,8 @@ export class LogsService {
       { scope: 'key', applies: `every authenticated request of one key (bursts up to ${c.http.rateLimit.burst})`, limit: perKey > 0 ? perKey : null, per: 'second', refusal: 'RATE_LIMIT_EXCEEDED' },
       { scope: 'account', applies: 'messages the account sends to upstreams (SMS over REST and SMPP)', limit: (accountMaxTps ?? c.messages.defaultAccountTps) || null, per: 'second', refusal: 'queued, not refused' },
       { scope: 'address', applies: 'failed authentications from one client address', limit: c.auth.failureLimit, per: `${c.auth.failureWindowSeconds} seconds`, refusal: 'TOO_MANY_AUTH_FAILURES' },
-      { scope: 'endpoint', applies: 'POST /v1/otp/request: new OTPs for one phone', limit: c.otp.requestsPerHour, per: 'hour', refusal: 'RATE_LIMIT_EXCEEDED' },
-      { scope: 'endpoint', applies: 'POST /v1/otp/resend: sends of one OTP', limit: 1, per: `${c.otp.resendCooldownSeconds} seconds`, refusal: 'RESEND_COOLDOWN' },
+      { scope: 'endpoint', applies: 'POST /v1/otp/request: new OTPs for one phone', limit: this.o.otpLimits.requestsPerHour, per: 'hour', refusal: 'RATE_LIMIT_EXCEEDED' },
+      { scope: 'endpoint', applies: 'POST /v1/otp/resend: sends of one OTP', limit: 1, per: `${this.o.otpLimits.resendCooldownSeconds} seconds`, refusal: 'RESEND_COOLDOWN' },
     ];
   }
 }

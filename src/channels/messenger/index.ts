@@ -6,7 +6,7 @@ import type { FastifyInstance } from 'fastify';
 import { IdempotencyStore } from '../../http/idempotency.js';
 import type { ChannelModule } from '../../platform/channel-module.js';
 import { MessengerSimulator } from '../../sim/messenger/messenger-simulator.js';
-import { privateTargetsAllowed, TargetGuard } from '../webhooks/target-guard.js';
+import type { WebhookService } from '../webhooks/webhook-service.js';
 import { BusinessNumbers } from './business-numbers.js';
 import { MediaChecker } from './media-check.js';
 import { messengerAdminRoutes } from './messenger-admin-routes.js';
@@ -17,6 +17,9 @@ import { messengerWebhookRoutes } from './messenger-webhook-routes.js';
 import { MetaCloudAdapter, type MessengerJobPayload } from './providers/meta-cloud.js';
 import { MetaGraphClient } from './providers/meta-graph.js';
 import { messengerStorage } from './storage.js';
+import { messengerConfigSchema, type MessengerConfig } from './config.js';
+import { MESSENGER_ERRORS } from './errors.js';
+import { MESSENGER_SCOPES } from './scopes.js';
 
 /** What the module exposes (tests, the CLI, the bench): the service and the embedded simulator when it runs. */
 export interface MessengerModuleService {
@@ -31,13 +34,14 @@ export const messengerModule: ChannelModule<MessengerModuleService> = {
   name: 'messenger',
   maturity: 'beta',
   tag: { name: 'messenger', description: 'Chat-app messages (Cloud API shaped): text, media, interactive, templates; statuses, number checks, quality' },
-  scopes: ['messenger:send', 'messenger:read', 'messenger:templates', 'numbers:read'],
-  configKey: 'messenger',
+  scopes: MESSENGER_SCOPES,
+  config: { key: 'messenger', schema: messengerConfigSchema },
+  errors: MESSENGER_ERRORS,
   dependsOn: ['webhooks'],
   // Storage (issue 43): its migrations and its tables' retention and vacuuming.
   ...messengerStorage,
   async create(ctx) {
-    const c = ctx.config.messenger;
+    const c = ctx.section<MessengerConfig>();
     const embedded = c.simulator === 'on' || (c.simulator === 'auto' && !c.baseUrl);
     // Without configured credentials the embedded simulator and Ferry share secrets derived from the master key.
     const derived = (purpose: string) => ctx.deriveKey(`messenger-${purpose}`).toString('hex');
@@ -49,13 +53,8 @@ export const messengerModule: ChannelModule<MessengerModuleService> = {
     const verifyToken = opened('verifyToken') ?? derived('verify-token');
     if (!accessToken || !appSecret) throw new Error('messenger: messenger.accessToken and messenger.appSecret are required with messenger.baseUrl');
 
-    const privateTargets = privateTargetsAllowed(ctx.config.webhooks.allowPrivateTargets, {
-      httpHost: ctx.config.http.host,
-      embeddedDatabase: ctx.db.kind !== 'postgres',
-      trustProxy: Boolean(ctx.config.http.trustProxy),
-      publicUrl: ctx.config.http.publicUrl,
-    });
-    const media = new MediaChecker({ guard: new TargetGuard(privateTargets.allowed), ca: c.mediaCaFile ? readFileSync(c.mediaCaFile, 'utf8') : null });
+    // Media URLs meet the webhooks' SSRF guard: private targets are allowed exactly when webhooks allow them.
+    const media = new MediaChecker({ guard: ctx.use<WebhookService>('webhooks').guard, ca: c.mediaCaFile ? readFileSync(c.mediaCaFile, 'utf8') : null });
 
     let api: FastifyInstance | null = null;
     const webhookUrl = () => {

@@ -1,4 +1,4 @@
-/** The `otp` section of the config (one part of the one JSON schema, src/config/schema.ts). */
+/** The `otp` section of the config, declared by the module (index.ts) and merged into the one schema at boot (src/config/module-sections.ts). */
 const nullableString = { type: ['string', 'null'], default: null } as const;
 
 export const otpConfigSchema = {

@@ -5,6 +5,9 @@ import { OtpMetrics } from './otp-metrics.js';
 import { OTP_MCP_TOOLS } from './otp-mcp-tools.js';
 import { otpRoutes } from './otp-routes.js';
 import { OtpService } from './otp-service.js';
+import { otpConfigSchema, type OtpConfig } from './config.js';
+import { OTP_ERRORS } from './errors.js';
+import { OTP_SCOPES } from './scopes.js';
 import { publishUssdFallback, UssdOtpFallback } from './ussd-otp-fallback.js';
 
 /** OTP: codes sent as SMS on the priority lane, verify and resend under /v1/otp, and the USSD fallback. */
@@ -12,11 +15,12 @@ export const otpModule: ChannelModule<OtpService> = {
   name: 'otp',
   maturity: 'stable',
   tag: { name: 'otp', description: 'One-time passwords: request, verify, resend (SMS, with a USSD fallback)' },
-  scopes: ['otp:send', 'otp:verify'],
-  configKey: 'otp',
+  scopes: OTP_SCOPES,
+  config: { key: 'otp', schema: otpConfigSchema },
+  errors: OTP_ERRORS,
   dependsOn: ['sms', 'webhooks'],
   async create(ctx) {
-    const { config } = ctx;
+    const config = { otp: ctx.section<OtpConfig>() };
     const sms = ctx.use<SmsGateway>('sms');
     const metrics = new OtpMetrics(ctx.metrics.registry);
     const otp = new OtpService({
@@ -47,7 +51,7 @@ export const otpModule: ChannelModule<OtpService> = {
       async routes(app) {
         await app.register(otpRoutes, {
           otp,
-          defaultCountry: config.sms.defaultCountry,
+          defaultCountry: sms.defaultCountry,
           defaultSender: config.otp.defaultSender,
           resendCooldownSeconds: config.otp.resendCooldownSeconds,
           requestsPerHour: config.otp.requestsPerHour,

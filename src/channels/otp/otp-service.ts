@@ -350,6 +350,11 @@ export class OtpService {
   private unwatch(id: string): void {
     this.watched.delete(id);
   }
+
+  /** The limits its endpoints enforce, for the rate rules shown with the key statistics (logs module). */
+  get limits(): { requestsPerHour: number; resendCooldownSeconds: number } {
+    return { requestsPerHour: this.o.requestsPerHour, resendCooldownSeconds: this.o.resendCooldownMs / 1000 };
+  }
 }
 
 function metaOf(rec: OtpRecord): OtpMeta {

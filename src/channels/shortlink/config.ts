@@ -1,4 +1,4 @@
-/** The `shortlink` section of the config (one part of the one JSON schema, src/config/schema.ts). */
+/** The `shortlink` section of the config, declared by the module (index.ts) and merged into the one schema at boot (src/config/module-sections.ts). */
 export const shortlinkConfigSchema = {
   type: 'object',
   additionalProperties: false,

@@ -13,6 +13,9 @@ import { buildRedirectServer } from './redirect-server.js';
 import { shortlinkRoutes } from './shortlink-routes.js';
 import { ShortlinkService } from './shortlink-service.js';
 import { shortlinkStorage } from './storage.js';
+import { shortlinkConfigSchema, type ShortlinkConfig } from './config.js';
+import { SHORTLINK_ERRORS } from './errors.js';
+import { SHORTLINK_SCOPES } from './scopes.js';
 
 declare module '../../events/catalogue.js' {
   interface ProductEventTypes {
@@ -32,8 +35,9 @@ export const shortlinkModule: ChannelModule<ShortlinkService> = {
   name: 'shortlink',
   maturity: 'beta',
   tag: { name: 'shortlink', description: 'Short links (Beta): UTM parameters, password, expiry, click limits, QR codes and click analytics' },
-  scopes: ['shortlink:manage', 'shortlink:read'],
-  configKey: 'shortlink',
+  scopes: SHORTLINK_SCOPES,
+  config: { key: 'shortlink', schema: shortlinkConfigSchema },
+  errors: SHORTLINK_ERRORS,
   dependsOn: ['webhooks'],
   events: {
     'shortlink.click':
@@ -42,7 +46,7 @@ export const shortlinkModule: ChannelModule<ShortlinkService> = {
   // Storage (issue 43): its migrations and its tables' retention and vacuuming.
   ...shortlinkStorage,
   async create(ctx) {
-    const cfg = ctx.config.shortlink;
+    const cfg = ctx.section<ShortlinkConfig>();
     const webhooks = ctx.use<WebhookService>('webhooks');
     const store = new LinkStore(ctx.db);
     const redisUrl = ctx.config.redis.url;

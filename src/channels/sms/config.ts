@@ -1,6 +1,6 @@
 import { NUMBER_VALIDATIONS, type NumberValidation } from './number-validation.js';
 
-/** The `sms` section of the config (one part of the one JSON schema, src/config/schema.ts). */
+/** The `sms` section of the config, declared by the module (index.ts) and merged into the one schema at boot (src/config/module-sections.ts). */
 export const smsConfigSchema = {
   type: 'object',
   additionalProperties: false,

@@ -4,6 +4,9 @@ import { SMS_MCP_TOOLS } from './sms-mcp-tools.js';
 import { smsRoutes } from './sms-routes.js';
 import { startSmsGateway, type SmsGateway } from './sms-gateway.js';
 import { smsStorage } from './storage.js';
+import { smsConfigSchema, type SmsConfig } from './config.js';
+import { SMS_ERRORS } from './errors.js';
+import { SMS_SCOPES } from './scopes.js';
 
 /**
  * SMS: the SMPP gateway (customer binds, the upstream pool, routing, receipts) and its REST face under /v1/sms.
@@ -13,10 +16,11 @@ export const smsModule: ChannelModule<SmsGateway> = {
   name: 'sms',
   maturity: 'stable',
   tag: { name: 'sms', description: 'SMS over REST: send, bulk, status, resend, inbound' },
-  scopes: ['sms:send', 'sms:read'],
-  configKey: 'sms',
   // Storage (issue 43): its migrations and its tables' retention and vacuuming.
   ...smsStorage,
+  scopes: SMS_SCOPES,
+  config: { key: 'sms', schema: smsConfigSchema },
+  errors: SMS_ERRORS,
   async create(ctx) {
     const closers: { name: string; close: () => Promise<unknown> }[] = [];
     const sms = await startSmsGateway(ctx, (name, close) => closers.unshift({ name, close }));
@@ -32,8 +36,8 @@ export const smsModule: ChannelModule<SmsGateway> = {
           ledger: gateway.ledger,
           idempotency,
           db: ctx.db,
-          showUpstreams: ctx.config.sms.showUpstreams,
-          scheduleHorizonDays: ctx.config.sms.scheduleHorizonDays,
+          showUpstreams: ctx.section<SmsConfig>().showUpstreams,
+          scheduleHorizonDays: ctx.section<SmsConfig>().scheduleHorizonDays,
         });
       },
       async start() {

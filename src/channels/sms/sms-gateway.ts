@@ -1,4 +1,5 @@
 import type { UpstreamConfig } from '../../config/schema.js';
+import type { SmsConfig } from './config.js';
 import { PricingStore } from '../../billing/pricing-store.js';
 import { Gateway } from '../../gateway.js';
 import { RouteSwitchStore } from '../../routing/route-switch-store.js';
@@ -27,6 +28,8 @@ export interface SmsGateway {
   embeddedUpstream: EmbeddedUpstream | null;
   /** Config-file upstreams by id (the admin API reverts runtime overrides to these). */
   configUpstreams: ReadonlyMap<string, UpstreamConfig>;
+  /** The country local numbers are read in when the account sets none (sms.defaultCountry); OTP and USSD read numbers with it. */
+  defaultCountry: string | null;
   /** Where USSD dialogue messages from upstreams go (the OTP module's fallback); none until one is set. */
   setUssdHandler(handler: (mo: UpstreamMo) => void | Promise<void>): void;
 }
@@ -104,6 +107,7 @@ export async function startSmsGateway(ctx: ModuleContext, onClose: (name: string
     gateway = await Gateway.start(
       {
         config,
+        sms: ctx.section<SmsConfig>(),
         log: ctx.rootLog,
         metrics: ctx.metrics,
         backends: ctx.backends,
@@ -161,6 +165,7 @@ export async function startSmsGateway(ctx: ModuleContext, onClose: (name: string
     routeSwitches,
     embeddedUpstream,
     configUpstreams: new Map(config.smpp.upstreams.map((u) => [u.id, u])),
+    defaultCountry: ctx.section<SmsConfig>().defaultCountry,
     setUssdHandler: (h) => {
       ussdHandler = h;
     },

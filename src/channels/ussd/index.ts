@@ -15,6 +15,9 @@ import { USSD_EVENTS } from './ussd-events.js';
 import { UssdMetrics } from './ussd-metrics.js';
 import { ussdRoutes } from './ussd-routes.js';
 import { UssdStore } from './ussd-store.js';
+import { ussdConfigSchema, type UssdConfig } from './config.js';
+import { USSD_ERRORS } from './errors.js';
+import { USSD_SCOPES } from './scopes.js';
 import { appSigningSecret, WebhookAppClient } from './webhook-app.js';
 import { ussdStorage } from './storage.js';
 
@@ -38,14 +41,15 @@ export const ussdModule: ChannelModule<UssdService> = {
   name: 'ussd',
   maturity: 'beta',
   tag: { name: 'ussd', description: 'USSD: menu trees and webhook apps behind service codes, sessions over SMPP and aggregators, transcripts' },
-  scopes: ['ussd:manage', 'ussd:read'],
-  configKey: 'ussd',
+  scopes: USSD_SCOPES,
+  config: { key: 'ussd', schema: ussdConfigSchema },
+  errors: USSD_ERRORS,
   events: USSD_EVENTS,
   dependsOn: ['sms', 'webhooks', 'otp'],
   // Storage (issue 43): its migrations and its tables' retention and vacuuming.
   ...ussdStorage,
   async create(ctx) {
-    const cfg = ctx.config.ussd;
+    const cfg = ctx.section<UssdConfig>();
     let clock: () => number = Date.now;
     const now = () => clock();
     const webhooks = ctx.use<WebhookService>('webhooks');
@@ -116,7 +120,7 @@ export const ussdModule: ChannelModule<UssdService> = {
           core,
           guard: webhooks.guard,
           reserved: core.reserved,
-          defaultCountry: ctx.config.sms.defaultCountry,
+          defaultCountry: sms.defaultCountry,
           signingSecret: (accountId) => appSigningSecret(signingKey, accountId),
         });
         await app.register(aggregatorRoutes, { core, store, db: ctx.db });

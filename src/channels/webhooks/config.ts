@@ -1,4 +1,4 @@
-/** The `webhooks` section of the config (one part of the one JSON schema, src/config/schema.ts). */
+/** The `webhooks` section of the config, declared by the module (index.ts) and merged into the one schema at boot (src/config/module-sections.ts). */
 export const webhooksConfigSchema = {
   type: 'object',
   additionalProperties: false,

@@ -4,17 +4,22 @@ import { webhookRoutes } from './webhook-routes.js';
 import { WebhookService } from './webhook-service.js';
 import { privateTargetsAllowed } from './target-guard.js';
 import { WEBHOOK_MCP_TOOLS } from './webhook-mcp-tools.js';
+import { webhooksConfigSchema, type WebhooksConfig } from './config.js';
+import { WEBHOOKS_ERRORS } from './errors.js';
+import { WEBHOOKS_SCOPES } from './scopes.js';
 
 /** Webhooks: endpoints under /v1/webhooks, and the fan-out and sender that deliver every product's events. */
 export const webhooksModule: ChannelModule<WebhookService> = {
   name: 'webhooks',
   maturity: 'stable',
   tag: { name: 'webhooks', description: 'Webhook endpoints, signing secrets, deliveries and replay' },
-  scopes: ['webhooks:manage'],
-  configKey: 'webhooks',
+  scopes: WEBHOOKS_SCOPES,
+  config: { key: 'webhooks', schema: webhooksConfigSchema },
+  errors: WEBHOOKS_ERRORS,
   async create(ctx) {
     const { config } = ctx;
-    const privateTargets = privateTargetsAllowed(config.webhooks.allowPrivateTargets, {
+    const section = ctx.section<WebhooksConfig>();
+    const privateTargets = privateTargetsAllowed(section.allowPrivateTargets, {
       httpHost: config.http.host,
       embeddedDatabase: ctx.db.kind !== 'postgres',
       trustProxy: Boolean(config.http.trustProxy),
@@ -28,7 +33,7 @@ export const webhooksModule: ChannelModule<WebhookService> = {
       db: ctx.db,
       queue: ctx.backends.queue<DeliveryJob>('webhooks'),
       masterKey: ctx.masterKey,
-      config: { ...config.webhooks, allowPrivateTargets: privateTargets.allowed },
+      config: { ...section, allowPrivateTargets: privateTargets.allowed },
       log: ctx.log,
       registry: ctx.metrics.registry,
     });

@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
-import type { FerryConfig } from '../../config/schema.js';
+import type { WebhooksConfig } from './config.js';
 import { EventOutbox, type NewEvent } from '../../events/event-outbox.js';
 import { GroupCommit } from '../../ledger/group-commit.js';
 import { SecretCipher } from '../../security/cipher.js';
@@ -28,7 +28,7 @@ export interface WebhookServiceDeps {
   queue: Queue<DeliveryJob>;
   masterKey: Buffer;
   /** The webhooks config with `allowPrivateTargets` decided (see privateTargetsAllowed). */
-  config: Omit<FerryConfig['webhooks'], 'allowPrivateTargets'> & { allowPrivateTargets: boolean };
+  config: Omit<WebhooksConfig, 'allowPrivateTargets'> & { allowPrivateTargets: boolean };
   log: Logger;
   registry: Registry;
 }

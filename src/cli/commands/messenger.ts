@@ -1,6 +1,7 @@
 import { Command } from 'commander';
 import { credentialsCipher, seal } from '../../channels/messenger/sealed-credentials.js';
 import { loadConfig } from '../../config/load.js';
+import { CHANNEL_MODULES } from '../../channels/index.js';
 import { loadSecretKey } from '../../security/secrets.js';
 import { messengerNumbersCommand } from './messenger-numbers.js';
 import { addMessengerInspect } from './inspect.js';
@@ -17,7 +18,7 @@ export function messengerCommand(): Command {
       .description('encrypt a messenger credential for the config file (prints sealed:…)')
       .argument('[value]', 'the plain value; read from stdin when absent')
       .action(async (value: string | undefined, _o, sub: Command) => {
-        const { config } = loadConfig({ path: sub.parent?.parent?.opts().config ?? null });
+        const { config } = loadConfig({ path: sub.parent?.parent?.opts().config ?? null, modules: CHANNEL_MODULES });
         let plain = value;
         if (plain === undefined) {
           const chunks: Buffer[] = [];

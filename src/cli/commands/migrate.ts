@@ -8,13 +8,13 @@ import { lockDataDir } from '../../util/lock.js';
 import { print } from '../output.js';
 
 /** `ferry migrate`: the core's migrations and those of the modules the composition root (src/cli/index.ts) passes. */
-export function migrateCommand(modules: readonly Pick<ChannelModule, 'migrations'>[]): Command {
+export function migrateCommand(modules: readonly Pick<ChannelModule, 'name' | 'migrations' | 'config'>[]): Command {
   return new Command('migrate')
     .description('apply pending database migrations (the daemon also does this at start)')
     .option('--status', 'only list applied and pending migrations')
     .option('--json', 'print JSON')
     .action(async (o, cmd: Command) => {
-      const { config } = loadConfig({ path: cmd.parent?.opts().config ?? null });
+      const { config } = loadConfig({ path: cmd.parent?.opts().config ?? null, modules });
       const migrations = loadMigrations(migrationFolders(modules));
       // The embedded database allows one process at a time.
       const unlock = config.database.url ? () => {} : lockDataDir(config.dataDir);

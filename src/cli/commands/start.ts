@@ -1,11 +1,12 @@
 import { Command } from 'commander';
 import { loadConfig } from '../../config/load.js';
+import { CHANNEL_MODULES } from '../../channels/index.js';
 import { Daemon } from '../../daemon.js';
 import { createLogger } from '../../log.js';
 
 export function startCommand(): Command {
   return new Command('start').description('run the daemon in the foreground').action(async (_o, cmd: Command) => {
-    const { config, source } = loadConfig({ path: cmd.parent?.opts().config ?? null });
+    const { config, source } = loadConfig({ path: cmd.parent?.opts().config ?? null, modules: CHANNEL_MODULES });
     const log = createLogger(config.log.level);
     if (source) log.info({ config: source }, 'configuration loaded');
     const daemon = await Daemon.start(config, log);

@@ -1,0 +1,12 @@
+import type { ModuleScopes } from '../../accounts/scopes.js';
+
+/** The key scopes of the webhooks module, in its namespace, with what each grants: merged into the catalogue at boot. */
+export const WEBHOOKS_SCOPES = {
+  'webhooks:manage': 'manage webhook endpoints, secrets and deliveries',
+} as const satisfies ModuleScopes;
+
+// Its scopes type-check on its routes and tools (an augmentation, so the core imports nothing of the product).
+declare module '../../accounts/scopes.js' {
+  // eslint-disable-next-line @typescript-eslint/no-empty-object-type
+  interface ProductScopes extends Record<keyof typeof WEBHOOKS_SCOPES, true> {}
+}
