@@ -3,6 +3,7 @@ import { isScope } from '../accounts/scopes.js';
 import { registerEventTypes } from '../events/catalogue.js';
 import type { McpTool } from '../mcp/mcp-tool.js';
 import type { ChannelModule, ModuleContext, ModuleInstance } from './channel-module.js';
+import { checkAdminPath } from './admin-paths.js';
 import { bootOrder, migrationFolders } from './module-order.js';
 
 /** The core's part of every module's context; the host adds the module's own logger and `use`. */
@@ -56,9 +57,19 @@ export class ModuleHost {
     for (const m of this.order) await this.instances.get(m.name)?.routes?.(app);
   }
 
-  /** Registers every module's admin routes on the admin app (inside its token check). */
+  /**
+   * Registers every module's admin routes on the admin app (inside its token check), each in its own scope that
+   * refuses a path outside the module's prefixes (adminPathsOf): a misplaced route fails the boot.
+   */
   async adminRoutes(app: FastifyInstance): Promise<void> {
-    for (const m of this.order) await this.instances.get(m.name)?.adminRoutes?.(app);
+    for (const m of this.order) {
+      const instance = this.instances.get(m.name);
+      if (!instance?.adminRoutes) continue;
+      await app.register(async (scope) => {
+        scope.addHook('onRoute', (route) => checkAdminPath(m, route.url));
+        await instance.adminRoutes!(scope);
+      });
+    }
   }
 
   /** The MCP tools the modules bring, in boot order. */

@@ -6,6 +6,8 @@ import { logsRoutes } from './logs-routes.js';
 import { LogsService } from './logs-service.js';
 import { RequestLogStore } from './request-log-store.js';
 import { RequestLogWriter } from './request-log-writer.js';
+import { logsCli } from './cli.js';
+import { LOGS_HISTORIC_ADMIN_PATHS, logsAdminRoutes } from './logs-admin-routes.js';
 
 /**
  * Request logs: every /v1 request recorded (from the HTTP app's response hook, written in batches), searched under
@@ -41,6 +43,9 @@ export const logsModule: ChannelModule<LogsService> = {
     return {
       service: logs,
       mcpTools: LOGS_MCP_TOOLS,
+      async adminRoutes(app) {
+        await logsAdminRoutes(app, { db: ctx.db, accounts: ctx.accounts, logs });
+      },
       async routes(app) {
         if (config.logs.enabled) app.ferryResponseObservers.push(writer.observe);
         await app.register(logsRoutes, { logs });
@@ -58,4 +63,7 @@ export const logsModule: ChannelModule<LogsService> = {
       },
     };
   },
+  // CLI, simulators and admin paths (issue 43).
+  cli: logsCli,
+  historicAdminPaths: LOGS_HISTORIC_ADMIN_PATHS,
 };

@@ -16,6 +16,10 @@ import { MessengerService } from './messenger-service.js';
 import { messengerWebhookRoutes } from './messenger-webhook-routes.js';
 import { MetaCloudAdapter, type MessengerJobPayload } from './providers/meta-cloud.js';
 import { MetaGraphClient } from './providers/meta-graph.js';
+import { messengerSimulatorCli } from '../../sim/messenger/cli.js';
+import { registerInspectListing } from '../../admin/inspect-routes.js';
+import { messengerCli } from './cli.js';
+import { messengerListing } from './messenger-inspect.js';
 
 /** What the module exposes (tests, the CLI, the bench): the service and the embedded simulator when it runs. */
 export interface MessengerModuleService {
@@ -122,6 +126,7 @@ export const messengerModule: ChannelModule<MessengerModuleService> = {
       },
       async adminRoutes(app) {
         await app.register(messengerAdminRoutes, { numbers, simulator: () => simulator });
+        registerInspectListing(app, { db: ctx.db, accounts: ctx.accounts }, messengerListing(service));
       },
       async stop() {
         await service.drain();
@@ -130,4 +135,7 @@ export const messengerModule: ChannelModule<MessengerModuleService> = {
       },
     };
   },
+  // CLI, simulators and admin paths (issue 43).
+  cli: messengerCli,
+  simulators: [{ name: 'messenger', description: 'messenger platform simulator: run one standalone, or play the user who replies', cli: messengerSimulatorCli }],
 };

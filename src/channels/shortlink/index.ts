@@ -12,6 +12,9 @@ import { LinkStore } from './link-store.js';
 import { buildRedirectServer } from './redirect-server.js';
 import { shortlinkRoutes } from './shortlink-routes.js';
 import { ShortlinkService } from './shortlink-service.js';
+import { registerInspectListing } from '../../admin/inspect-routes.js';
+import { shortlinkCli } from './cli.js';
+import { SHORTLINK_HISTORIC_ADMIN_PATHS, shortlinkListing } from './shortlink-inspect.js';
 
 declare module '../../events/catalogue.js' {
   interface ProductEventTypes {
@@ -64,6 +67,9 @@ export const shortlinkModule: ChannelModule<ShortlinkService> = {
     return {
       service,
       mcpTools: SHORTLINK_MCP_TOOLS,
+      async adminRoutes(app) {
+        registerInspectListing(app, { db: ctx.db, accounts: ctx.accounts }, shortlinkListing(service));
+      },
       async routes(app) {
         await app.register(shortlinkRoutes, { service });
       },
@@ -103,4 +109,7 @@ export const shortlinkModule: ChannelModule<ShortlinkService> = {
       },
     };
   },
+  // CLI, simulators and admin paths (issue 43).
+  cli: shortlinkCli,
+  historicAdminPaths: SHORTLINK_HISTORIC_ADMIN_PATHS,
 };

@@ -3,6 +3,9 @@ import { IdempotencyStore } from '../../http/idempotency.js';
 import { SMS_MCP_TOOLS } from './sms-mcp-tools.js';
 import { smsRoutes } from './sms-routes.js';
 import { startSmsGateway, type SmsGateway } from './sms-gateway.js';
+import { smsCli } from './cli/index.js';
+import { SMS_HISTORIC_ADMIN_PATHS, smsAdminRoutes } from './sms-admin-routes.js';
+import { smscSimulatorCli } from '../../sim/smpp/cli.js';
 
 /**
  * SMS: the SMPP gateway (customer binds, the upstream pool, routing, receipts) and its REST face under /v1/sms.
@@ -23,6 +26,25 @@ export const smsModule: ChannelModule<SmsGateway> = {
     return {
       service: sms,
       mcpTools: SMS_MCP_TOOLS,
+      async adminRoutes(app) {
+        const g = gateway;
+        await smsAdminRoutes(app, {
+          gateway: {
+            router: g.router,
+            pool: g.pool,
+            ledger: g.ledger,
+            outbox: g.outbox,
+            accounts: ctx.accounts,
+            upstreamStore: sms.upstreamStore,
+            configUpstreamIds: new Set(sms.configUpstreams.keys()),
+            configUpstream: (id) => sms.configUpstreams.get(id),
+            onOwed: () => g.delivery.wake(),
+          },
+          pricing: { prices: g.prices, store: pricing },
+          sim: { simulator: () => sms.embeddedUpstream?.simulator ?? null },
+          inspect: { db: ctx.db, accounts: ctx.accounts },
+        });
+      },
       async routes(app) {
         await app.register(smsRoutes, {
           sms: gateway.sms,
@@ -48,4 +70,15 @@ export const smsModule: ChannelModule<SmsGateway> = {
       },
     };
   },
+  // CLI, simulators and admin paths (issue 43).
+  cli: smsCli,
+  simulators: [
+    {
+      name: 'smpp',
+      description: 'SMSC simulator (SMPP v3.4): run one standalone, or read and script the daemon’s embedded one',
+      atSimRoot: true,
+      cli: smscSimulatorCli,
+    },
+  ],
+  historicAdminPaths: SMS_HISTORIC_ADMIN_PATHS,
 };

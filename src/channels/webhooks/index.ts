@@ -4,6 +4,9 @@ import { webhookRoutes } from './webhook-routes.js';
 import { WebhookService } from './webhook-service.js';
 import { privateTargetsAllowed } from './target-guard.js';
 import { WEBHOOK_MCP_TOOLS } from './webhook-mcp-tools.js';
+import { registerInspectListing } from '../../admin/inspect-routes.js';
+import { webhooksCli } from './cli.js';
+import { webhookListing } from './webhook-inspect.js';
 
 /** Webhooks: endpoints under /v1/webhooks, and the fan-out and sender that deliver every product's events. */
 export const webhooksModule: ChannelModule<WebhookService> = {
@@ -35,6 +38,9 @@ export const webhooksModule: ChannelModule<WebhookService> = {
     return {
       service: webhooks,
       mcpTools: WEBHOOK_MCP_TOOLS,
+      async adminRoutes(app) {
+        registerInspectListing(app, { db: ctx.db, accounts: ctx.accounts }, webhookListing(webhooks.store));
+      },
       async routes(app) {
         await app.register(webhookRoutes, { webhooks });
       },
@@ -42,4 +48,6 @@ export const webhooksModule: ChannelModule<WebhookService> = {
       stop: () => webhooks.stop(),
     };
   },
+  // CLI, simulators and admin paths (issue 43).
+  cli: webhooksCli,
 };

@@ -1,20 +1,20 @@
 import type { FastifyInstance } from 'fastify';
-import type { AccountService } from '../accounts/account-service.js';
-import { AMOUNT_SCHEMA } from '../accounts/money.js';
-import { NUMBER_VALIDATIONS, type NumberValidation } from '../channels/sms/number-validation.js';
-import { upstreamSchema, type UpstreamConfig } from '../config/schema.js';
-import { ok } from '../http/envelope.js';
-import { ApiError, invalidField } from '../http/errors.js';
-import type { Ledger } from '../ledger/ledger.js';
-import type { CustomerOutbox } from '../receipts/customer-outbox.js';
-import type { Router, SwitchResult } from '../routing/router.js';
-import { RoutingError } from '../routing/routing-error.js';
-import { ledgerMessageId } from '../smpp/customer/smpp-message-id.js';
-import type { UpstreamPool } from '../smpp/upstream/upstream-pool.js';
-import type { UpstreamStatus } from '../smpp/upstream/upstream.js';
-import { UpstreamStore } from '../smpp/upstream/upstream-store.js';
-import { SIMULATOR_UPSTREAM_ID } from '../sim/smpp/simulator-record.js';
-import { audit } from './audit.js';
+import type { AccountService } from '../../accounts/account-service.js';
+import { AMOUNT_SCHEMA } from '../../accounts/money.js';
+import { NUMBER_VALIDATIONS, type NumberValidation } from './number-validation.js';
+import { upstreamSchema, type UpstreamConfig } from '../../config/schema.js';
+import { ok } from '../../http/envelope.js';
+import { ApiError, invalidField } from '../../http/errors.js';
+import type { Ledger } from '../../ledger/ledger.js';
+import type { CustomerOutbox } from '../../receipts/customer-outbox.js';
+import type { Router, SwitchResult } from '../../routing/router.js';
+import { RoutingError } from '../../routing/routing-error.js';
+import { ledgerMessageId } from '../../smpp/customer/smpp-message-id.js';
+import type { UpstreamPool } from '../../smpp/upstream/upstream-pool.js';
+import type { UpstreamStatus } from '../../smpp/upstream/upstream.js';
+import { UpstreamStore } from '../../smpp/upstream/upstream-store.js';
+import { SIMULATOR_UPSTREAM_ID } from '../../sim/smpp/simulator-record.js';
+import { audit } from '../../admin/audit.js';
 
 export interface GatewayAdminDeps {
   router: Router;
