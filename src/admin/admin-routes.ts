@@ -6,6 +6,7 @@ import { AMOUNT_SCHEMA } from '../accounts/money.js';
 import { SCOPES } from '../accounts/scopes.js';
 import { ApiError } from '../http/errors.js';
 import { ok } from '../http/envelope.js';
+import { registerAccountSettingsRoutes } from './account-settings-routes.js';
 import { adminActor, audit } from './audit.js';
 
 export interface AdminDeps {
@@ -221,5 +222,6 @@ export async function adminRoutes(app: FastifyInstance, deps: AdminDeps): Promis
     return ok(req, 'KEY_REVOKED', key);
   });
 
+  registerAccountSettingsRoutes(app, deps.accounts);
   if (deps.moduleRoutes) await deps.moduleRoutes(app);
 }

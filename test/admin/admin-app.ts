@@ -53,7 +53,6 @@ export async function startAdminApp(t: Test, db: Db, smscPort: number, opts: { l
         pool,
         ledger,
         outbox,
-        accounts,
         upstreamStore,
         configUpstreamIds: new Set(fileUpstreams.map((u) => u.id)),
         configUpstream: (id) => fileUpstreams.find((u) => u.id === id),

@@ -34,7 +34,6 @@ export const smsModule: ChannelModule<SmsGateway> = {
             pool: g.pool,
             ledger: g.ledger,
             outbox: g.outbox,
-            accounts: ctx.accounts,
             upstreamStore: sms.upstreamStore,
             configUpstreamIds: new Set(sms.configUpstreams.keys()),
             configUpstream: (id) => sms.configUpstreams.get(id),

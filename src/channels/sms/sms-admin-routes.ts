@@ -14,7 +14,6 @@ export const SMS_HISTORIC_ADMIN_PATHS = [
   '/admin/messages',
   '/admin/receipts',
   '/admin/pricing',
-  '/admin/accounts/:ref/numbers',
   '/admin/sim/messages',
   '/admin/sim/behaviour',
 ] as const;
@@ -26,7 +25,7 @@ export interface SmsAdminDeps {
   inspect: InspectAdminDeps;
 }
 
-/** SMS's part of the admin API: routes, upstreams, messages, receipts, account numbers, pricing, the SMSC simulator. */
+/** SMS's part of the admin API: routes, upstreams, messages, receipts, pricing, the SMSC simulator. */
 export async function smsAdminRoutes(app: FastifyInstance, deps: SmsAdminDeps): Promise<void> {
   registerGatewayRoutes(app, deps.gateway);
   registerPricingRoutes(app, deps.pricing);
