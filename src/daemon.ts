@@ -5,7 +5,6 @@ import { KeyService } from './accounts/key-service.js';
 import { scopeCatalogue } from './accounts/scopes.js';
 import { adminRoutes } from './admin/admin-routes.js';
 import { CHANNEL_MODULES } from './channels/index.js';
-import type { LogsService } from './channels/logs/logs-service.js';
 import type { OtpService } from './channels/otp/otp-service.js';
 import type { SmsGateway } from './channels/sms/sms-gateway.js';
 import type { WebhookService } from './channels/webhooks/webhook-service.js';
@@ -327,30 +326,9 @@ export class Daemon {
       reply.type(this.metrics.registry.contentType);
       return this.metrics.registry.metrics();
     });
-    const sms = this.sms;
-    const g = sms.gateway;
-    const fromFile = sms.configUpstreams;
-    await app.register(adminRoutes, {
-      token,
-      accounts: this.accounts,
-      keys: this.keys,
-      gateway: {
-        router: g.router,
-        pool: g.pool,
-        ledger: g.ledger,
-        outbox: g.outbox,
-        accounts: this.accounts,
-        upstreamStore: sms.upstreamStore,
-        configUpstreamIds: new Set(fromFile.keys()),
-        configUpstream: (id) => fromFile.get(id),
-        onOwed: () => g.delivery.wake(),
-      },
-      pricing: { prices: g.prices, store: sms.pricing },
-      sim: { simulator: () => this.embeddedUpstream?.simulator ?? null },
-      moduleRoutes: (app) => this.modules.adminRoutes(app),
-      inspect: { db: this.db, accounts: this.accounts, modules: this.modules },
-      ...(this.modules.has('logs') ? { keyStats: (accountId: string, days?: number) => this.modules.service<LogsService>('logs').keyStats(accountId, days) } : {}),
-    });
+    // Each module's admin routes (SMS's gateway, pricing and simulator, every product's read-only lists, the logs' key
+    // statistics) come from the module, under its admin paths (ModuleHost.adminRoutes).
+    await app.register(adminRoutes, { token, accounts: this.accounts, keys: this.keys, moduleRoutes: (app) => this.modules.adminRoutes(app) });
     return app;
   }
 

@@ -6,25 +6,17 @@ import { AMOUNT_SCHEMA } from '../accounts/money.js';
 import { SCOPES } from '../accounts/scopes.js';
 import { ApiError } from '../http/errors.js';
 import { ok } from '../http/envelope.js';
+import { registerAccountSettingsRoutes } from './account-settings-routes.js';
 import { adminActor, audit } from './audit.js';
-import { registerGatewayRoutes, type GatewayAdminDeps } from './gateway-routes.js';
-import { registerInspectRoutes, type InspectAdminDeps } from './inspect-routes.js';
-import { registerPricingRoutes, type PricingAdminDeps } from './pricing-routes.js';
-import { registerSimRoutes, type SimAdminDeps } from './sim-routes.js';
 
 export interface AdminDeps {
   token: string;
   accounts: AccountService;
   keys: KeyService;
-  /** Routes, upstreams, messages, receipts, account numbers; absent when the gateway is not running. */
-  gateway?: GatewayAdminDeps;
-  pricing?: PricingAdminDeps;
-  sim?: SimAdminDeps;
-  /** Read-only views of every product across accounts, and the embedded mail simulator's mailbox. */
-  inspect?: InspectAdminDeps;
-  /** The key statistics of an account (the logs module, GET /v1/keys/stats); absent when it is not running. */
-  keyStats?: (accountId: string, days?: number) => Promise<unknown>;
-  /** The modules' own admin routes (ModuleInstance.adminRoutes), behind the same token. */
+  /**
+   * The modules' own admin routes (ModuleInstance.adminRoutes), behind the same token: SMS's routes, upstreams,
+   * messages, receipts, pricing and simulator; each product's read-only lists; the logs' key statistics.
+   */
   moduleRoutes?: (app: FastifyInstance) => Promise<void>;
 }
 
@@ -50,19 +42,6 @@ export async function adminRoutes(app: FastifyInstance, deps: AdminDeps): Promis
   app.addHook('onRequest', async (req) => {
     if (!tokenMatches(req.headers.authorization, deps.token)) throw new ApiError('ADMIN_UNAUTHORIZED');
   });
-
-  const keyStats = deps.keyStats;
-  if (keyStats) {
-    // `ferry keys stats`: what GET /v1/keys/stats answers the account's own keys.
-    app.get<{ Params: { ref: string }; Querystring: { days?: string } }>(
-      '/admin/accounts/:ref/keys/stats',
-      { schema: { params: ref, querystring: { type: 'object', additionalProperties: false, properties: { days: { type: 'string', pattern: '^[1-9][0-9]{0,3}$' } } } } },
-      async (req) => {
-        const account = await deps.accounts.get(req.params.ref);
-        return ok(req, 'KEY_STATS', await keyStats(account.id, req.query.days ? Number(req.query.days) : undefined));
-      },
-    );
-  }
 
   app.post<{ Body: { name: string; currency?: string; defaultCountry?: string; smppPassword?: string; smppSystemId?: string } }>(
     '/admin/accounts',
@@ -243,9 +222,6 @@ export async function adminRoutes(app: FastifyInstance, deps: AdminDeps): Promis
     return ok(req, 'KEY_REVOKED', key);
   });
 
-  if (deps.gateway) registerGatewayRoutes(app, deps.gateway);
-  if (deps.pricing) registerPricingRoutes(app, deps.pricing);
-  if (deps.sim) registerSimRoutes(app, deps.sim);
+  registerAccountSettingsRoutes(app, deps.accounts);
   if (deps.moduleRoutes) await deps.moduleRoutes(app);
-  if (deps.inspect) registerInspectRoutes(app, deps.inspect);
 }

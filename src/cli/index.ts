@@ -5,18 +5,12 @@ import { CHANNEL_MODULES } from '../channels/index.js';
 import { ConfigError } from '../config/load.js';
 import { VERSION } from '../version.js';
 import { CliError } from './admin-client.js';
+import { CLI_CONTEXT } from './cli-context.js';
 import { accountsCommand } from './commands/accounts.js';
-import { inspectCommands } from './commands/inspect.js';
 import { keysCommand } from './commands/keys.js';
-import { messagesCommand } from './commands/messages.js';
-import { messengerCommand } from './commands/messenger.js';
 import { migrateCommand } from './commands/migrate.js';
-import { receiptsCommand } from './commands/receipts.js';
-import { routesCommand } from './commands/routes.js';
-import { simCommand } from './commands/sim.js';
 import { startCommand } from './commands/start.js';
-import { upstreamsCommand } from './commands/upstreams.js';
-import { ussdCommand } from './commands/ussd.js';
+import { addModuleCommands } from './module-commands.js';
 
 const program = new Command('ferry')
   .description('Ferry messaging gateway')
@@ -28,14 +22,8 @@ program.addCommand(startCommand());
 program.addCommand(migrateCommand(CHANNEL_MODULES));
 program.addCommand(accountsCommand());
 program.addCommand(keysCommand());
-program.addCommand(routesCommand());
-program.addCommand(upstreamsCommand());
-program.addCommand(messagesCommand());
-program.addCommand(receiptsCommand());
-program.addCommand(simCommand());
-program.addCommand(messengerCommand());
-program.addCommand(ussdCommand());
-for (const c of inspectCommands()) program.addCommand(c);
+// The composition root: the products' commands and simulators (`ferry sim <name>`) come from their modules.
+addModuleCommands(program, CHANNEL_MODULES, CLI_CONTEXT);
 
 try {
   await program.parseAsync(process.argv);

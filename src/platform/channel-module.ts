@@ -1,7 +1,9 @@
+import type { Command } from 'commander';
 import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import type { AccountService } from '../accounts/account-service.js';
 import type { ModuleScopes } from '../accounts/scopes.js';
+import type { CliContext } from '../cli/cli-context.js';
 import type { FerryConfig } from '../config/schema.js';
 import type { ConfigSectionDeclaration } from '../config/module-sections.js';
 import type { ModuleErrors } from '../http/errors.js';
@@ -54,7 +56,10 @@ export interface ModuleInstance<S = unknown> {
   readonly service: S;
   /** Registered on the API listener; paths under `/v1/<module name>`. */
   routes?(app: FastifyInstance): Promise<void>;
-  /** Registered on the admin listener, behind the admin token; paths under `/admin/<module name>` (or `/admin/sim/<module name>`). */
+  /**
+   * Registered on the admin listener, behind the admin token; paths under `/admin/<module name>`, `/admin/sim/<simulator
+   * name>` for its simulators' controls, or one of its `historicAdminPaths` (a path elsewhere fails the boot).
+   */
   adminRoutes?(app: FastifyInstance): Promise<void>;
   /** Background workers; called after every module is created, in boot order. */
   start?(): Promise<void>;
@@ -94,4 +99,25 @@ export interface ChannelModule<S = unknown> {
   /** Namespaces its scopes may use besides its name (e.g. a product named `messenger` owning `whatsapp:…`). */
   readonly scopeNamespaces?: readonly string[];
   create(ctx: ModuleContext): Promise<ModuleInstance<S>>;
+  // CLI, simulators and admin paths (issue 43): what `ferry` and the admin listener get from the module.
+  /** Adds its commands to `ferry` (e.g. `ferry <name> list`). Static: runs without `create()`, the daemon need not run. */
+  readonly cli?: (program: Command, ctx: CliContext) => void;
+  /** Its simulators: each gets `ferry sim <name>` and may have controls under `/admin/sim/<name>`. */
+  readonly simulators?: readonly SimulatorDeclaration[];
+  /**
+   * Admin paths outside `/admin/<name>` and `/admin/sim/<simulator>` that it served before the prefix rule and keeps
+   * for the CLI and scripts (a path or a path prefix, matched on `/` boundaries). For the historic products only.
+   */
+  readonly historicAdminPaths?: readonly string[];
+}
+
+/** A simulator a module brings (issue 43): `ferry sim <name> …`. */
+export interface SimulatorDeclaration {
+  /** Its `ferry sim <name>` command and its admin controls' `/admin/sim/<name>`. */
+  readonly name: string;
+  readonly description: string;
+  /** Historic (the SMSC simulator only): `ferry sim` itself runs it, so `cli` gets the `ferry sim` group, not `ferry sim <name>`. */
+  readonly atSimRoot?: boolean;
+  /** Fills `ferry sim <name>` (made by the CLI with the name and description): arguments and action, or subcommands. */
+  readonly cli?: (sim: Command, ctx: CliContext) => void;
 }

@@ -7,6 +7,7 @@ import type { FerryConfig } from '../config/schema.js';
 import type { McpTool } from '../mcp/mcp-tool.js';
 import type { TableDeclaration } from '../store/sql/table-declaration.js';
 import type { ChannelModule, ModuleContext, ModuleInstance } from './channel-module.js';
+import { checkAdminPath } from './admin-paths.js';
 import { bootOrder, declaredTables, migrationFolders } from './module-order.js';
 
 /** The core's part of every module's context; the host adds the module's own logger and `use`. */
@@ -64,9 +65,19 @@ export class ModuleHost {
     for (const m of this.order) await this.instances.get(m.name)?.routes?.(app);
   }
 
-  /** Registers every module's admin routes on the admin app (inside its token check). */
+  /**
+   * Registers every module's admin routes on the admin app (inside its token check), each in its own scope that
+   * refuses a path outside the module's prefixes (adminPathsOf): a misplaced route fails the boot.
+   */
   async adminRoutes(app: FastifyInstance): Promise<void> {
-    for (const m of this.order) await this.instances.get(m.name)?.adminRoutes?.(app);
+    for (const m of this.order) {
+      const instance = this.instances.get(m.name);
+      if (!instance?.adminRoutes) continue;
+      await app.register(async (scope) => {
+        scope.addHook('onRoute', (route) => checkAdminPath(m, route.url));
+        await instance.adminRoutes!(scope);
+      });
+    }
   }
 
   /** The MCP tools the modules bring, in boot order. */

@@ -9,6 +9,8 @@ import { KeyService } from '../../src/accounts/key-service.js';
 import { installModuleScopes } from '../../src/accounts/scopes.js';
 import { CHANNEL_MODULES } from '../../src/channels/index.js';
 import { adminRoutes } from '../../src/admin/admin-routes.js';
+import { registerGatewayRoutes } from '../../src/channels/sms/gateway-admin-routes.js';
+import { registerPricingRoutes } from '../../src/channels/sms/pricing-admin-routes.js';
 import { PriceBook } from '../../src/billing/price-book.js';
 import { PricingStore } from '../../src/billing/pricing-store.js';
 import { createApp } from '../../src/http/app.js';
@@ -48,18 +50,20 @@ export async function startAdminApp(t: Test, db: Db, smscPort: number, opts: { l
     token,
     accounts,
     keys,
-    gateway: {
-      router,
-      pool,
-      ledger,
-      outbox,
-      accounts,
-      upstreamStore,
-      configUpstreamIds: new Set(fileUpstreams.map((u) => u.id)),
-      configUpstream: (id) => fileUpstreams.find((u) => u.id === id),
-      onOwed: opts.onOwed,
+    // What the SMS module registers of its own (src/channels/sms/sms-admin-routes.ts), without the whole module.
+    moduleRoutes: async (scope) => {
+      registerGatewayRoutes(scope, {
+        router,
+        pool,
+        ledger,
+        outbox,
+        upstreamStore,
+        configUpstreamIds: new Set(fileUpstreams.map((u) => u.id)),
+        configUpstream: (id) => fileUpstreams.find((u) => u.id === id),
+        onOwed: opts.onOwed,
+      });
+      if (opts.pricing) registerPricingRoutes(scope, { prices, store: new PricingStore(db, prices, opts.log) });
     },
-    ...(opts.pricing ? { pricing: { prices, store: new PricingStore(db, prices, opts.log) } } : {}),
   });
   const base = await app.listen({ host: '127.0.0.1', port: 0 });
   t.teardown(() => app.close());

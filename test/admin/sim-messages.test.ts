@@ -1,7 +1,7 @@
 // GET /admin/sim/messages and `ferry sim messages`: what the embedded simulator received, newest first, with
 // concatenated parts joined, filtered by recipient; refused when no simulator runs.
 import t from 'tap';
-import { simMessages } from '../../src/admin/sim-routes.js';
+import { simMessages } from '../../src/sim/smpp/sim-admin-routes.js';
 import type { ReceivedMessage } from '../../src/sim/smpp/simulator.js';
 import { accountWithKey, call, ferryRun, startDaemon } from '../helpers/daemon.js';
 import { startGatewayDaemon } from '../helpers/gateway.js';

@@ -25,6 +25,9 @@ import type { FastifyInstance } from 'fastify';
 import type { AddressInfo } from 'node:net';
 import { Counter } from 'prom-client';
 import { emailStorage } from './storage.js';
+import { mailSimulatorCli } from '../../sim/mail/cli.js';
+import { emailCli } from './cli.js';
+import { emailAdminRoutes } from './email-admin-routes.js';
 
 /** Said in the log and on /readyz while the embedded mail simulator is the relay. */
 export const EMBEDDED_MAIL_WARNING = 'NO SMTP RELAY CONFIGURED: email goes to the embedded mail simulator and no email leaves this machine (set email.smtp.url)';
@@ -193,6 +196,9 @@ export const emailModule: ChannelModule<EmailModuleService> = {
     return {
       service: { email, domains, templates, schedules, inbound, verp, simulator, setResolver: (r) => void (resolver = r) },
       mcpTools: EMAIL_MCP_TOOLS,
+      async adminRoutes(app) {
+        await emailAdminRoutes(app, { db: ctx.db, accounts: ctx.accounts, email, simulator: () => simulator });
+      },
       async routes(app) {
         api = app;
         await app.register(emailRoutes, { email, domains, templates, idempotency, sendHorizonDays: 30 });
@@ -218,4 +224,7 @@ export const emailModule: ChannelModule<EmailModuleService> = {
       },
     };
   },
+  // CLI, simulators and admin paths (issue 43).
+  cli: emailCli,
+  simulators: [{ name: 'mail', description: 'mail simulator (SMTP): run one standalone, or read the running daemon’s embedded one (messages)', cli: mailSimulatorCli }],
 };

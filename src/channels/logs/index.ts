@@ -11,6 +11,8 @@ import { logsConfigSchema, type LogsConfig } from './config.js';
 import { LOGS_ERRORS } from './errors.js';
 import { LOGS_SCOPES } from './scopes.js';
 import type { OtpService } from '../otp/otp-service.js';
+import { logsCli } from './cli.js';
+import { LOGS_HISTORIC_ADMIN_PATHS, logsAdminRoutes } from './logs-admin-routes.js';
 
 /**
  * Request logs: every /v1 request recorded (from the HTTP app's response hook, written in batches), searched under
@@ -52,6 +54,9 @@ export const logsModule: ChannelModule<LogsService> = {
     return {
       service: logs,
       mcpTools: LOGS_MCP_TOOLS,
+      async adminRoutes(app) {
+        await logsAdminRoutes(app, { db: ctx.db, accounts: ctx.accounts, logs });
+      },
       async routes(app) {
         if (section.enabled) app.ferryResponseObservers.push(writer.observe);
         await app.register(logsRoutes, { logs });
@@ -69,4 +74,7 @@ export const logsModule: ChannelModule<LogsService> = {
       },
     };
   },
+  // CLI, simulators and admin paths (issue 43).
+  cli: logsCli,
+  historicAdminPaths: LOGS_HISTORIC_ADMIN_PATHS,
 };

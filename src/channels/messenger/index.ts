@@ -20,6 +20,10 @@ import { messengerStorage } from './storage.js';
 import { messengerConfigSchema, type MessengerConfig } from './config.js';
 import { MESSENGER_ERRORS } from './errors.js';
 import { MESSENGER_SCOPES } from './scopes.js';
+import { messengerSimulatorCli } from '../../sim/messenger/cli.js';
+import { registerInspectListing } from '../../admin/inspect-routes.js';
+import { messengerCli } from './cli.js';
+import { messengerListing } from './messenger-inspect.js';
 
 /** What the module exposes (tests, the CLI, the bench): the service and the embedded simulator when it runs. */
 export interface MessengerModuleService {
@@ -124,6 +128,7 @@ export const messengerModule: ChannelModule<MessengerModuleService> = {
       },
       async adminRoutes(app) {
         await app.register(messengerAdminRoutes, { numbers, simulator: () => simulator });
+        registerInspectListing(app, { db: ctx.db, accounts: ctx.accounts }, messengerListing(service));
       },
       async stop() {
         await service.drain();
@@ -132,4 +137,7 @@ export const messengerModule: ChannelModule<MessengerModuleService> = {
       },
     };
   },
+  // CLI, simulators and admin paths (issue 43).
+  cli: messengerCli,
+  simulators: [{ name: 'messenger', description: 'messenger platform simulator: run one standalone, or play the user who replies', cli: messengerSimulatorCli }],
 };

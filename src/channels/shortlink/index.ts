@@ -16,6 +16,9 @@ import { shortlinkStorage } from './storage.js';
 import { shortlinkConfigSchema, type ShortlinkConfig } from './config.js';
 import { SHORTLINK_ERRORS } from './errors.js';
 import { SHORTLINK_SCOPES } from './scopes.js';
+import { registerInspectListing } from '../../admin/inspect-routes.js';
+import { shortlinkCli } from './cli.js';
+import { SHORTLINK_HISTORIC_ADMIN_PATHS, shortlinkListing } from './shortlink-inspect.js';
 
 declare module '../../events/catalogue.js' {
   interface ProductEventTypes {
@@ -71,6 +74,9 @@ export const shortlinkModule: ChannelModule<ShortlinkService> = {
     return {
       service,
       mcpTools: SHORTLINK_MCP_TOOLS,
+      async adminRoutes(app) {
+        registerInspectListing(app, { db: ctx.db, accounts: ctx.accounts }, shortlinkListing(service));
+      },
       async routes(app) {
         await app.register(shortlinkRoutes, { service });
       },
@@ -110,4 +116,7 @@ export const shortlinkModule: ChannelModule<ShortlinkService> = {
       },
     };
   },
+  // CLI, simulators and admin paths (issue 43).
+  cli: shortlinkCli,
+  historicAdminPaths: SHORTLINK_HISTORIC_ADMIN_PATHS,
 };

@@ -7,6 +7,9 @@ import { smsStorage } from './storage.js';
 import { smsConfigSchema, type SmsConfig } from './config.js';
 import { SMS_ERRORS } from './errors.js';
 import { SMS_SCOPES } from './scopes.js';
+import { smsCli } from './cli/index.js';
+import { SMS_HISTORIC_ADMIN_PATHS, smsAdminRoutes } from './sms-admin-routes.js';
+import { smscSimulatorCli } from '../../sim/smpp/cli.js';
 
 /**
  * SMS: the SMPP gateway (customer binds, the upstream pool, routing, receipts) and its REST face under /v1/sms.
@@ -30,6 +33,24 @@ export const smsModule: ChannelModule<SmsGateway> = {
     return {
       service: sms,
       mcpTools: SMS_MCP_TOOLS,
+      async adminRoutes(app) {
+        const g = gateway;
+        await smsAdminRoutes(app, {
+          gateway: {
+            router: g.router,
+            pool: g.pool,
+            ledger: g.ledger,
+            outbox: g.outbox,
+            upstreamStore: sms.upstreamStore,
+            configUpstreamIds: new Set(sms.configUpstreams.keys()),
+            configUpstream: (id) => sms.configUpstreams.get(id),
+            onOwed: () => g.delivery.wake(),
+          },
+          pricing: { prices: g.prices, store: pricing },
+          sim: { simulator: () => sms.embeddedUpstream?.simulator ?? null },
+          inspect: { db: ctx.db, accounts: ctx.accounts },
+        });
+      },
       async routes(app) {
         await app.register(smsRoutes, {
           sms: gateway.sms,
@@ -55,4 +76,15 @@ export const smsModule: ChannelModule<SmsGateway> = {
       },
     };
   },
+  // CLI, simulators and admin paths (issue 43).
+  cli: smsCli,
+  simulators: [
+    {
+      name: 'smpp',
+      description: 'SMSC simulator (SMPP v3.4): run one standalone, or read and script the daemon’s embedded one',
+      atSimRoot: true,
+      cli: smscSimulatorCli,
+    },
+  ],
+  historicAdminPaths: SMS_HISTORIC_ADMIN_PATHS,
 };

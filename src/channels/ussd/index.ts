@@ -20,6 +20,8 @@ import { USSD_ERRORS } from './errors.js';
 import { USSD_SCOPES } from './scopes.js';
 import { appSigningSecret, WebhookAppClient } from './webhook-app.js';
 import { ussdStorage } from './storage.js';
+import { dialCommand, ussdCli } from './cli.js';
+import { ussdAdminRoutes } from './ussd-admin-routes.js';
 
 /** What other parts (tests, bench, CLI) reach: the core and its stores. */
 export interface UssdService {
@@ -112,6 +114,9 @@ export const ussdModule: ChannelModule<UssdService> = {
         },
       },
       mcpTools: USSD_MCP_TOOLS,
+      async adminRoutes(app) {
+        await ussdAdminRoutes(app, { db: ctx.db, accounts: ctx.accounts, sessions, simulator: () => sms.embeddedUpstream?.simulator ?? null });
+      },
       async routes(app) {
         await app.register(ussdRoutes, {
           store,
@@ -153,4 +158,8 @@ export const ussdModule: ChannelModule<UssdService> = {
       },
     };
   },
+  // CLI, simulators and admin paths (issue 43).
+  cli: ussdCli,
+  // The handset on the embedded SMSC simulator: `ferry sim ussd` is `ferry ussd dial`.
+  simulators: [{ name: 'ussd', description: 'USSD handset on the embedded SMSC simulator (as ferry ussd dial)', cli: dialCommand }],
 };

@@ -7,6 +7,9 @@ import { WEBHOOK_MCP_TOOLS } from './webhook-mcp-tools.js';
 import { webhooksConfigSchema, type WebhooksConfig } from './config.js';
 import { WEBHOOKS_ERRORS } from './errors.js';
 import { WEBHOOKS_SCOPES } from './scopes.js';
+import { registerInspectListing } from '../../admin/inspect-routes.js';
+import { webhooksCli } from './cli.js';
+import { webhookListing } from './webhook-inspect.js';
 
 /** Webhooks: endpoints under /v1/webhooks, and the fan-out and sender that deliver every product's events. */
 export const webhooksModule: ChannelModule<WebhookService> = {
@@ -40,6 +43,9 @@ export const webhooksModule: ChannelModule<WebhookService> = {
     return {
       service: webhooks,
       mcpTools: WEBHOOK_MCP_TOOLS,
+      async adminRoutes(app) {
+        registerInspectListing(app, { db: ctx.db, accounts: ctx.accounts }, webhookListing(webhooks.store));
+      },
       async routes(app) {
         await app.register(webhookRoutes, { webhooks });
       },
@@ -47,4 +53,6 @@ export const webhooksModule: ChannelModule<WebhookService> = {
       stop: () => webhooks.stop(),
     };
   },
+  // CLI, simulators and admin paths (issue 43).
+  cli: webhooksCli,
 };

@@ -1,8 +1,7 @@
 import type { FastifyInstance } from 'fastify';
-import type { ReceivedMessage, SimulatorBehaviour, SmscSimulator } from '../sim/smpp/simulator.js';
-import { ApiError } from '../http/errors.js';
-import { ok } from '../http/envelope.js';
-import { UssdPhone } from '../sim/ussd/ussd-phone.js';
+import type { ReceivedMessage, SimulatorBehaviour, SmscSimulator } from './simulator.js';
+import { ApiError } from '../../http/errors.js';
+import { ok } from '../../http/envelope.js';
 
 export interface SimAdminDeps {
   /** The embedded simulator, when this daemon runs one. */
@@ -118,53 +117,21 @@ function joined(g: { first: ReceivedMessage; parts: (string | undefined)[]; last
  */
 export function registerSimRoutes(app: FastifyInstance, deps: SimAdminDeps): void {
   app.get<{ Querystring: { to?: string; limit?: string } }>('/admin/sim/messages', { schema: { querystring: query } }, async (req) => {
-    const sim = running(deps);
+    const sim = runningSimulator(deps);
     return ok(req, 'SIM_MESSAGES', { messages: simMessages(sim.received(), req.query.to, req.query.limit ? Number(req.query.limit) : 20) });
   });
 
   // Scripting the embedded simulator: outcomes by recipient, latency, throttling, duplicate and reordered receipts.
-  app.get('/admin/sim/behaviour', async (req) => ok(req, 'SIM_BEHAVIOUR', running(deps).getBehaviour()));
+  app.get('/admin/sim/behaviour', async (req) => ok(req, 'SIM_BEHAVIOUR', runningSimulator(deps).getBehaviour()));
   app.patch<{ Body: Partial<SimulatorBehaviour> }>('/admin/sim/behaviour', { schema: { body: behaviourPatchSchema } }, async (req) => {
-    const sim = running(deps);
+    const sim = runningSimulator(deps);
     sim.setBehaviour(req.body);
     return ok(req, 'SIM_BEHAVIOUR', sim.getBehaviour(), 'Simulator behaviour changed');
   });
-
-  // USSD: a handset on the embedded simulator dials a code, answers screens, hangs up (`ferry ussd dial`).
-  app.post<{ Body: { phone: string; code?: string; input?: string; session?: number; release?: boolean } }>(
-    '/admin/sim/ussd',
-    {
-      schema: {
-        body: {
-          type: 'object',
-          required: ['phone'],
-          additionalProperties: false,
-          properties: {
-            phone: { type: 'string', pattern: '^\\+?[0-9]{5,20}$' },
-            code: { type: 'string', pattern: '^[*#0-9]{2,40}$', description: 'dial this code (a new dialogue)' },
-            input: { type: 'string', maxLength: 182, description: 'answer the screen of dialogue `session`' },
-            session: { type: 'integer', minimum: 0, maximum: 255 },
-            release: { type: 'boolean', description: 'hang up dialogue `session`' },
-          },
-        },
-      },
-    },
-    async (req) => {
-      const phone = new UssdPhone(running(deps));
-      const b = req.body;
-      const number = b.phone.replace(/^\+/, '');
-      if (b.code !== undefined) return ok(req, 'SIM_USSD_SCREEN', await phone.dial(number, b.code, b.session));
-      if (b.session === undefined) throw new ApiError('VALIDATION_ERROR', { data: { errors: [{ field: 'session', message: 'give code to dial, or session with input or release' }] } });
-      if (b.release) {
-        await phone.release(number, b.session);
-        return ok(req, 'SIM_USSD_RELEASED', { session: b.session });
-      }
-      return ok(req, 'SIM_USSD_SCREEN', await phone.reply(number, b.session, b.input ?? ''));
-    },
-  );
 }
 
-function running(deps: SimAdminDeps): SmscSimulator {
+/** The embedded simulator, or SIMULATOR_NOT_RUNNING. */
+export function runningSimulator(deps: SimAdminDeps): SmscSimulator {
   const sim = deps.simulator();
   if (!sim) throw new ApiError('SIMULATOR_NOT_RUNNING', { message: 'This daemon runs no embedded SMSC simulator (real upstreams are configured, or smpp.simulator.enabled is off)' });
   return sim;

@@ -1,14 +1,9 @@
 import { Command, InvalidArgumentError } from 'commander';
 import { pino } from 'pino';
-import { startSimulator, type OutcomeRule, type SimulatorBehaviour, type SimulatorOptions } from '../../sim/smpp/simulator.js';
-import { serveUntilSignal } from '../../sim/smpp/serve-until-signal.js';
-import { MailSimulator } from '../../sim/mail/simulator.js';
-import type { SimMessage } from '../../admin/sim-routes.js';
-import { CliError, adminCall, adminTarget } from '../admin-client.js';
-import { print } from '../output.js';
-import { dialCommand } from './ussd.js';
-import { simMessengerCommand } from './sim-messenger.js';
-import { simMailGroup } from './sim-mail-messages.js';
+import type { CliContext } from '../../cli/cli-context.js';
+import { serveUntilSignal } from './serve-until-signal.js';
+import type { SimMessage } from './sim-admin-routes.js';
+import { startSimulator, type OutcomeRule, type SimulatorBehaviour, type SimulatorOptions } from './simulator.js';
 
 function int(value: string): number {
   const n = Number(value);
@@ -61,8 +56,9 @@ interface SimCliOptions {
 }
 
 /** `ferry sim messages`: what the daemon's embedded simulator received, newest first (e.g. to read an OTP code). */
-function simMessagesCommand(parent: () => Command): Command {
-  return new Command('messages')
+function simMessagesCommand(ctx: CliContext): Command {
+  const cmd: Command = new Command('messages');
+  return cmd
     .description("what the running daemon's embedded SMSC simulator received, newest first (read an OTP code without a handset)")
     .option('--to <number>', 'only messages to this number (international digits)')
     .option('--limit <n>', 'at most this many (1-500)', int, 20)
@@ -71,15 +67,15 @@ function simMessagesCommand(parent: () => Command): Command {
     .action(async (o: { to?: string; limit: number; wait: number; json?: boolean }) => {
       const q = new URLSearchParams({ limit: String(o.limit) });
       if (o.to) q.set('to', o.to);
-      const target = adminTarget(parent().parent?.opts().config);
+      const admin = ctx.admin(cmd);
       const until = Date.now() + o.wait * 1000;
-      let data = await adminCall<{ messages: SimMessage[] }>(target, 'GET', `/admin/sim/messages?${q}`);
+      let data = await admin.call<{ messages: SimMessage[] }>('GET', `/admin/sim/messages?${q}`);
       while (!data.messages.length && Date.now() < until) {
         await new Promise((r) => setTimeout(r, 200));
-        data = await adminCall<{ messages: SimMessage[] }>(target, 'GET', `/admin/sim/messages?${q}`);
+        data = await admin.call<{ messages: SimMessage[] }>('GET', `/admin/sim/messages?${q}`);
       }
-      if (!data.messages.length && o.wait > 0) throw new CliError(`no message${o.to ? ` to ${o.to}` : ''} reached the simulator within ${o.wait} s`);
-      if (o.json) return print(data.messages, true);
+      if (!data.messages.length && o.wait > 0) throw ctx.error(`no message${o.to ? ` to ${o.to}` : ''} reached the simulator within ${o.wait} s`);
+      if (o.json) return ctx.print(data.messages, true);
       if (!data.messages.length) return void process.stdout.write('(none)\n');
       for (const m of data.messages) {
         const parts = m.parts > 1 ? ` (${m.parts} parts${m.complete ? '' : ', incomplete'})` : '';
@@ -89,8 +85,9 @@ function simMessagesCommand(parent: () => Command): Command {
 }
 
 /** `ferry sim behaviour`: shows or changes what the daemon's embedded simulator does (outcomes by recipient, …). */
-function simBehaviourCommand(parent: () => Command): Command {
-  return new Command('behaviour')
+function simBehaviourCommand(ctx: CliContext): Command {
+  const cmd: Command = new Command('behaviour');
+  return cmd
     .description("show or change what the running daemon's embedded SMSC simulator does; no option shows it")
     .option('--outcome <pattern=stat>', 'receipt outcome for recipients matching NUMBER or PREFIX* (repeatable; replaces the rules)', outcomeRule)
     .option('--clear-outcomes', 'drop every recipient rule')
@@ -115,28 +112,21 @@ function simBehaviourCommand(parent: () => Command): Command {
       if (o.throttleRatio !== undefined) patch.throttleRatio = o.throttleRatio as number;
       if (o.redeliverReceipts !== undefined) patch.redeliverReceipts = o.redeliverReceipts as boolean;
       if (o.answerQueries !== undefined) patch.answerQueries = o.answerQueries as boolean;
-      const target = adminTarget(parent().parent?.opts().config);
-      const data = Object.keys(patch).length
-        ? await adminCall(target, 'PATCH', '/admin/sim/behaviour', patch)
-        : await adminCall(target, 'GET', '/admin/sim/behaviour');
-      print(data, !!o.json);
+      const admin = ctx.admin(cmd);
+      const data = Object.keys(patch).length ? await admin.call('PATCH', '/admin/sim/behaviour', patch) : await admin.call('GET', '/admin/sim/behaviour');
+      ctx.print(data, !!o.json);
     });
 }
 
 /**
- * `ferry sim` (`ferry sim run`): runs the SMSC simulator in the foreground, logging JSON lines, until
- * SIGINT/SIGTERM; `ferry sim messages` and `ferry sim behaviour` read and script the daemon's embedded one.
+ * The SMSC simulator's commands, on `ferry sim` itself (historic: `ferry sim` is `ferry sim run`): `run` runs one in
+ * the foreground, logging JSON lines, until SIGINT/SIGTERM; `messages` and `behaviour` read and script the daemon's
+ * embedded one.
  */
-export function simCommand(): Command {
-  const cmd: Command = new Command('sim').description('SMSC simulator (SMPP v3.4): run one standalone, or read and script the daemon’s embedded one');
-  cmd.addCommand(simRunCommand(), { isDefault: true });
-  cmd.addCommand(simMessagesCommand(() => cmd));
-  cmd.addCommand(simBehaviourCommand(() => cmd));
-  // The USSD handset on the embedded simulator (the same as `ferry ussd dial`).
-  cmd.addCommand(dialCommand('ussd'));
-  cmd.addCommand(simMessengerCommand());
-  cmd.addCommand(simMailGroup(simMailCommand()));
-  return cmd;
+export function smscSimulatorCli(sim: Command, ctx: CliContext): void {
+  sim.addCommand(simRunCommand(), { isDefault: true });
+  sim.addCommand(simMessagesCommand(ctx));
+  sim.addCommand(simBehaviourCommand(ctx));
 }
 
 /** The standalone simulator; the default of `ferry sim`, so `ferry sim --port 2776` runs it. */
@@ -194,40 +184,6 @@ function simRunCommand(): Command {
       };
       const sim = await startSimulator(options);
       await serveUntilSignal(sim, logger, opts.statsIntervalMs);
-      await sim.close();
-    });
-}
-
-/**
- * `ferry sim mail`: a standalone receiving mail server (SMTP, smtp-server) that accepts, defers (`defer`), greylists
- * (`greylist`), rejects (`reject`) or bounces later (`bounce`, a real DSN) and sends complaints (`complain`, ARF) by
- * the recipient's local part, mailing reports to Ferry's inbound listener. Each message received is a JSON line.
- */
-function simMailCommand(): Command {
-  return new Command('mail')
-    .description('run a standalone mail server simulator (SMTP): accept / defer / greylist / reject / bounce / complain by address pattern')
-    .option('--host <host>', 'address to listen on', '127.0.0.1')
-    .option('--port <port>', 'port to listen on (0 picks a free one)', int, 2525)
-    .option('--report-host <host>', "where DSN and ARF reports go (Ferry's email.inbound listener)", '127.0.0.1')
-    .option('--report-port <port>', 'its port (0: send no reports)', int, 0)
-    .option('--report-delay-ms <ms>', 'delay before a report is mailed', int, 50)
-    .option('--quiet', 'do not print each message received')
-    .option('--stats-interval-ms <ms>', 'log counters this often (0 never)', int, 10_000)
-    .option('--log-level <level>', 'pino log level', 'info')
-    .action(async (opts: { host: string; port: number; reportHost: string; reportPort: number; reportDelayMs: number; quiet?: boolean; statsIntervalMs: number; logLevel: string }) => {
-      const logger = pino({ name: 'ferry-sim-mail', level: opts.logLevel });
-      const sim = new MailSimulator({
-        host: opts.host,
-        port: opts.port,
-        reportDelayMs: opts.reportDelayMs,
-        reportTo: () => (opts.reportPort ? { host: opts.reportHost, port: opts.reportPort } : null),
-        keep: 1000,
-        onMail: opts.quiet ? undefined : (m) => logger.info({ mailFrom: m.mailFrom, rcptTo: m.rcptTo, bytes: m.raw.length, subject: /^Subject: (.*)$/m.exec(m.raw)?.[1] }, 'mail received'),
-      });
-      const port = await sim.listen();
-      logger.info({ host: opts.host, port }, 'mail simulator listening');
-      const stats = { get stats() { return { accepted: sim.accepted, rejected: sim.rejected, reportsSent: sim.reportsSent } as never; } };
-      await serveUntilSignal(stats, logger, opts.statsIntervalMs);
       await sim.close();
     });
 }

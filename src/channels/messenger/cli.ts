@@ -1,24 +1,22 @@
 import { Command } from 'commander';
-import { credentialsCipher, seal } from '../../channels/messenger/sealed-credentials.js';
-import { loadConfig } from '../../config/load.js';
-import { CHANNEL_MODULES } from '../../channels/index.js';
+import type { CliContext } from '../../cli/cli-context.js';
 import { loadSecretKey } from '../../security/secrets.js';
-import { messengerNumbersCommand } from './messenger-numbers.js';
-import { addMessengerInspect } from './inspect.js';
+import { messengerNumbersCommand } from './cli-numbers.js';
+import { credentialsCipher, seal } from './sealed-credentials.js';
 
 /**
  * `ferry messenger seal <value>`: encrypts a messenger credential (access token, app secret, verify token) with the
  * key of this data folder (or security.secretKey), so the config file holds `sealed:…` and never the plain value.
  * Instances that share the key open it; the value is read from stdin when not given, to keep it out of the shell history.
  */
-export function messengerCommand(): Command {
+export function messengerCli(program: Command, ctx: CliContext): void {
   const cmd = new Command('messenger').description('messenger product tools');
   cmd.addCommand(
     new Command('seal')
       .description('encrypt a messenger credential for the config file (prints sealed:…)')
       .argument('[value]', 'the plain value; read from stdin when absent')
       .action(async (value: string | undefined, _o, sub: Command) => {
-        const { config } = loadConfig({ path: sub.parent?.parent?.opts().config ?? null, modules: CHANNEL_MODULES });
+        const config = ctx.config(sub);
         let plain = value;
         if (plain === undefined) {
           const chunks: Buffer[] = [];
@@ -29,7 +27,12 @@ export function messengerCommand(): Command {
         process.stdout.write(seal(credentialsCipher(loadSecretKey(config.dataDir, config.security.secretKey)), plain) + '\n');
       }),
   );
-  cmd.addCommand(messengerNumbersCommand());
-  addMessengerInspect(cmd);
-  return cmd;
+  cmd.addCommand(messengerNumbersCommand(ctx));
+  ctx.inspect(cmd, {
+    path: '/admin/messenger/messages',
+    what: 'messenger messages',
+    columns: ['id', 'accountId', 'status', 'type', 'from', 'to', 'error', 'createdAt'],
+    statuses: 'queued, sent, delivered, read, failed, …',
+  });
+  program.addCommand(cmd);
 }

@@ -1,8 +1,8 @@
 import type { FastifyInstance } from 'fastify';
 import { simpleParser } from 'mailparser';
-import { ApiError } from '../http/errors.js';
-import { ok } from '../http/envelope.js';
-import type { MailSimulator, SimMail } from '../sim/mail/simulator.js';
+import { ApiError } from '../../http/errors.js';
+import { ok } from '../../http/envelope.js';
+import type { MailSimulator, SimMail } from './simulator.js';
 
 /** One mail as a mailbox would list it: the envelope, the headers people read, and the text body. */
 export interface SimMailMessage {

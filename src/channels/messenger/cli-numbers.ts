@@ -1,13 +1,5 @@
 import { Command } from 'commander';
-import { adminCall, adminTarget } from '../admin-client.js';
-import { print } from '../output.js';
-
-/** The program's --config, from wherever this command hangs. */
-function rootConfig(c: Command): string | undefined {
-  let root = c;
-  while (root.parent) root = root.parent;
-  return root.opts().config as string | undefined;
-}
+import type { CliContext } from '../../cli/cli-context.js';
 
 /**
  * `ferry messenger numbers add|list|show|remove|rotate`: the business numbers (phone number ids) and which account
@@ -15,9 +7,9 @@ function rootConfig(c: Command): string | undefined {
  * messenger seal`, which reads stdin and so keeps the plain value out of the shell history) and never come out:
  * list and show print fingerprints.
  */
-export function messengerNumbersCommand(): Command {
+export function messengerNumbersCommand(ctx: CliContext): Command {
   const cmd: Command = new Command('numbers').description("messenger business numbers: each account's own phone number ids and credentials");
-  const target = () => adminTarget(rootConfig(cmd));
+  const admin = ctx.admin(cmd);
   const path = (id: string) => `/admin/messenger/numbers/${encodeURIComponent(id)}`;
 
   cmd
@@ -31,8 +23,8 @@ export function messengerNumbersCommand(): Command {
     .option('--display-number <number>', 'the number as people dial it')
     .option('--json', 'print JSON')
     .action(async (id: string, o) =>
-      print(
-        await adminCall(target(), 'POST', '/admin/messenger/numbers', {
+      ctx.print(
+        await admin.call('POST', '/admin/messenger/numbers', {
           phoneNumberId: id,
           account: o.account,
           wabaId: o.wabaId,
@@ -51,20 +43,20 @@ export function messengerNumbersCommand(): Command {
     .option('--account <name>', "only this account's")
     .option('--json', 'print JSON')
     .action(async (o) => {
-      const data = await adminCall<{ numbers: unknown[] }>(target(), 'GET', `/admin/messenger/numbers${o.account ? `?account=${encodeURIComponent(o.account)}` : ''}`);
-      print(o.json ? data : data.numbers, !!o.json);
+      const data = await admin.call<{ numbers: unknown[] }>('GET', `/admin/messenger/numbers${o.account ? `?account=${encodeURIComponent(o.account)}` : ''}`);
+      ctx.print(o.json ? data : data.numbers, !!o.json);
     });
 
   cmd
     .command('show PHONE_NUMBER_ID')
     .option('--json', 'print JSON')
-    .action(async (id: string, o) => print(await adminCall(target(), 'GET', path(id)), !!o.json));
+    .action(async (id: string, o) => ctx.print(await admin.call('GET', path(id)), !!o.json));
 
   cmd
     .command('remove PHONE_NUMBER_ID')
     .description('remove a number (messages not sent yet from it fail: PROVIDER_AUTH_FAILED)')
     .option('--json', 'print JSON')
-    .action(async (id: string, o) => print(await adminCall(target(), 'DELETE', path(id)), !!o.json));
+    .action(async (id: string, o) => ctx.print(await admin.call('DELETE', path(id)), !!o.json));
 
   cmd
     .command('rotate PHONE_NUMBER_ID')
@@ -74,8 +66,8 @@ export function messengerNumbersCommand(): Command {
     .option('--verify-token <token>', 'plain or sealed:…')
     .option('--json', 'print JSON')
     .action(async (id: string, o) =>
-      print(
-        await adminCall(target(), 'POST', `${path(id)}/rotate`, {
+      ctx.print(
+        await admin.call('POST', `${path(id)}/rotate`, {
           ...(o.accessToken ? { accessToken: o.accessToken } : {}),
           ...(o.appSecret ? { appSecret: o.appSecret } : {}),
           ...(o.verifyToken ? { verifyToken: o.verifyToken } : {}),

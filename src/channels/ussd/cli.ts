@@ -1,9 +1,8 @@
 import { createInterface } from 'node:readline/promises';
 import { Command } from 'commander';
+import type { CliContext } from '../../cli/cli-context.js';
 import { AfricasTalkingSimulator } from '../../sim/ussd/africastalking-sim.js';
 import type { PhoneScreen } from '../../sim/ussd/ussd-phone.js';
-import { CliError, adminCall, adminTarget } from '../admin-client.js';
-import { addUssdInspect } from './inspect.js';
 
 function collect(value: string, previous: string[] = []): string[] {
   return [...previous, value];
@@ -31,23 +30,20 @@ async function nextInput(scripted: string[], rl: ReturnType<typeof createInterfa
  * against an aggregator endpoint instead. Screens are printed; inputs come from --input (repeatable, in order), then
  * from the terminal when there is one. An empty line or end of input hangs up.
  */
-export function ussdCommand(): Command {
+export function ussdCli(program: Command, ctx: CliContext): void {
   const cmd = new Command('ussd').description('USSD tools: dial a service code as a handset');
-  cmd.addCommand(dialCommand('dial'));
-  addUssdInspect(cmd);
-  return cmd;
+  cmd.addCommand(dialCommand(new Command('dial'), ctx));
+  ctx.inspect(cmd, {
+    path: '/admin/ussd/sessions',
+    what: 'USSD sessions (show: with the transcript)',
+    columns: ['id', 'accountId', 'status', 'endStatus', 'serviceCode', 'phone', 'channel', 'hops', 'createdAt'],
+    statuses: 'active, ended, or how it ended: Success, Incomplete, Failed',
+  });
+  program.addCommand(cmd);
 }
 
-/** The program's --config, from whichever command this one hangs under (`ferry ussd dial`, `ferry sim ussd`). */
-function rootConfig(c: Command): string | undefined {
-  let root = c;
-  while (root.parent) root = root.parent;
-  return root.opts().config as string | undefined;
-}
-
-/** The handset command, under `ferry ussd dial` and `ferry sim ussd`. */
-export function dialCommand(name: string): Command {
-  const dial: Command = new Command(name);
+/** The handset command, as `ferry ussd dial` and as the USSD simulator `ferry sim ussd` (the same command). */
+export function dialCommand(dial: Command, ctx: CliContext): Command {
   return dial
     .description("dial a USSD code as a handset (through the daemon's embedded SMSC simulator over SMPP, or as Africa's Talking with --callback)")
     .argument('<code>', "the code, e.g. '*384*1#'")
@@ -77,22 +73,22 @@ export function dialCommand(name: string): Command {
           }
           return;
         }
-        const target = adminTarget(rootConfig(dial));
+        const admin = ctx.admin(dial);
         const phone = o.phone.replace(/^\+/, '');
-        let s = await adminCall<PhoneScreen>(target, 'POST', '/admin/sim/ussd', { phone, code });
+        let s = await admin.call<PhoneScreen>('POST', '/admin/sim/ussd', { phone, code });
         show(s);
         while (!s.end) {
           const input = await nextInput(scripted, rl);
           if (input === null || input === '') {
-            await adminCall(target, 'POST', '/admin/sim/ussd', { phone, session: s.session, release: true });
+            await admin.call('POST', '/admin/sim/ussd', { phone, session: s.session, release: true });
             return;
           }
-          s = await adminCall<PhoneScreen>(target, 'POST', '/admin/sim/ussd', { phone, session: s.session, input });
+          s = await admin.call<PhoneScreen>('POST', '/admin/sim/ussd', { phone, session: s.session, input });
           show(s);
         }
       } catch (err) {
-        if (err instanceof CliError) throw err;
-        throw new CliError(`ussd dial: ${(err as Error).message}`);
+        if (ctx.isError(err)) throw err;
+        throw ctx.error(`ussd dial: ${(err as Error).message}`);
       } finally {
         rl?.close();
       }

@@ -1,12 +1,11 @@
 import { readFileSync } from 'node:fs';
 import { Command } from 'commander';
 import { parse as parseYaml } from 'yaml';
-import { adminCall, adminTarget, CliError } from '../admin-client.js';
-import { print } from '../output.js';
+import type { CliContext } from '../../../cli/cli-context.js';
 
-function int(name: string, v: string): number {
+function int(ctx: CliContext, name: string, v: string): number {
   const n = Number(v);
-  if (!Number.isInteger(n)) throw new CliError(`${name} must be a whole number, got ${v}`);
+  if (!Number.isInteger(n)) throw ctx.error(`${name} must be a whole number, got ${v}`);
   return n;
 }
 
@@ -16,21 +15,21 @@ async function readStdin(): Promise<string> {
   return Buffer.concat(chunks).toString('utf8').replace(/\r?\n$/, '');
 }
 
-export function upstreamsCommand(): Command {
+export function upstreamsCommand(ctx: CliContext): Command {
   const cmd = new Command('upstreams').description('upstream SMSCs (through the running daemon’s admin API)');
-  const target = () => adminTarget(cmd.parent?.opts().config);
+  const admin = ctx.admin(cmd);
 
   cmd
     .command('list')
     .description('every upstream with its binds and window (passwords are never shown)')
     .option('--json', 'print JSON')
-    .action(async (o) => print(await adminCall(target(), 'GET', '/admin/upstreams'), !!o.json));
+    .action(async (o) => ctx.print(await admin.call('GET', '/admin/upstreams'), !!o.json));
 
   cmd
     .command('show ID')
     .description('one upstream’s config (password masked) and status')
     .option('--json', 'print JSON')
-    .action(async (id: string, o) => print(await adminCall(target(), 'GET', `/admin/upstreams/${encodeURIComponent(id)}`), !!o.json));
+    .action(async (id: string, o) => ctx.print(await admin.call('GET', `/admin/upstreams/${encodeURIComponent(id)}`), !!o.json));
 
   cmd
     .command('set ID')
@@ -59,32 +58,32 @@ export function upstreamsCommand(): Command {
         try {
           parsed = parseYaml(readFileSync(o.file, 'utf8'));
         } catch (err) {
-          throw new CliError(`cannot read ${o.file}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message.split('\n')[0]}`);
+          throw ctx.error(`cannot read ${o.file}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message.split('\n')[0]}`);
         }
-        if (!parsed || typeof parsed !== 'object' || Array.isArray(parsed)) throw new CliError(`${o.file} must hold one upstream object`);
+        if (!parsed || typeof parsed !== 'object' || Array.isArray(parsed)) throw ctx.error(`${o.file} must hold one upstream object`);
         body = parsed as Record<string, unknown>;
       }
       // Flags win over the file.
       if (o.host) body.host = o.host;
-      if (o.port !== undefined) body.port = int('--port', o.port);
+      if (o.port !== undefined) body.port = int(ctx, '--port', o.port);
       if (o.systemId !== undefined) body.systemId = o.systemId;
       if (o.passwordStdin) body.password = await readStdin();
       else if (o.password !== undefined) body.password = o.password;
       if (o.systemType !== undefined) body.systemType = o.systemType;
       if (o.bindMode) body.bindMode = o.bindMode;
-      if (o.binds !== undefined) body.binds = int('--binds', o.binds);
-      if (o.window !== undefined) body.window = int('--window', o.window);
-      if (o.maxTps !== undefined) body.maxTps = int('--max-tps', o.maxTps);
+      if (o.binds !== undefined) body.binds = int(ctx, '--binds', o.binds);
+      if (o.window !== undefined) body.window = int(ctx, '--window', o.window);
+      if (o.maxTps !== undefined) body.maxTps = int(ctx, '--max-tps', o.maxTps);
       if (o.tls) body.tls = true;
       if (o.receiptIdFormat) body.receiptIdFormat = o.receiptIdFormat;
-      print(await adminCall(target(), 'PUT', `/admin/upstreams/${encodeURIComponent(id)}`, body), !!o.json);
+      ctx.print(await admin.call('PUT', `/admin/upstreams/${encodeURIComponent(id)}`, body), !!o.json);
     });
 
   cmd
     .command('remove ID')
     .description('remove a runtime upstream (config-file upstreams are changed in the file)')
     .option('--json', 'print JSON')
-    .action(async (id: string, o) => print(await adminCall(target(), 'DELETE', `/admin/upstreams/${encodeURIComponent(id)}`), !!o.json));
+    .action(async (id: string, o) => ctx.print(await admin.call('DELETE', `/admin/upstreams/${encodeURIComponent(id)}`), !!o.json));
 
   return cmd;
 }

@@ -1,9 +1,9 @@
 import type { FastifyInstance } from 'fastify';
-import type { PriceBook, PriceTable } from '../billing/price-book.js';
-import type { PricingStore } from '../billing/pricing-store.js';
-import { coreConfigSchema } from '../config/schema.js';
-import { ok } from '../http/envelope.js';
-import { audit } from './audit.js';
+import type { PriceBook, PriceTable } from '../../billing/price-book.js';
+import type { PricingStore } from '../../billing/pricing-store.js';
+import { coreConfigSchema } from '../../config/schema.js';
+import { ok } from '../../http/envelope.js';
+import { audit } from '../../admin/audit.js';
 
 export interface PricingAdminDeps {
   prices: PriceBook;

@@ -1,8 +1,7 @@
 import { Command, InvalidArgumentError } from 'commander';
 import pino from 'pino';
-import { MessengerSimulator } from '../../sim/messenger/messenger-simulator.js';
-import { adminCall, adminTarget, CliError } from '../admin-client.js';
-import { print } from '../output.js';
+import type { CliContext } from '../../cli/cli-context.js';
+import { MessengerSimulator } from './messenger-simulator.js';
 
 function int(value: string): number {
   const n = Number(value);
@@ -31,17 +30,9 @@ interface Options {
  * `ferry sim messenger` (`ferry sim messenger run`): a standalone messenger platform simulator; `ferry sim messenger
  * reply` plays its test user.
  */
-export function simMessengerCommand(): Command {
-  const cmd = new Command('messenger').description('messenger platform simulator: run one standalone, or play the user who replies');
+export function messengerSimulatorCli(cmd: Command, ctx: CliContext): void {
   cmd.addCommand(simMessengerRunCommand(), { isDefault: true });
-  cmd.addCommand(simMessengerReplyCommand());
-  return cmd;
-}
-
-function rootConfig(c: Command): string | undefined {
-  let root = c;
-  while (root.parent) root = root.parent;
-  return root.opts().config as string | undefined;
+  cmd.addCommand(simMessengerReplyCommand(ctx));
 }
 
 /**
@@ -50,7 +41,7 @@ function rootConfig(c: Command): string | undefined {
  * API), or with --sim-url against a standalone one. Returns once Ferry has taken the inbound webhook, so a send right
  * after finds the window open.
  */
-function simMessengerReplyCommand(): Command {
+function simMessengerReplyCommand(ctx: CliContext): Command {
   const cmd: Command = new Command('reply');
   return cmd
     .description("the simulator's test user writes to a business number (opens its 24-hour window); returns once Ferry took the webhook")
@@ -64,21 +55,21 @@ function simMessengerReplyCommand(): Command {
     .action(async (o: { from: string; text: string; to?: string; name?: string; simUrl?: string; accessToken?: string; json?: boolean }) => {
       const body = { from: o.from.replace(/^\+/, ''), text: o.text, ...(o.to ? { to: o.to } : {}), ...(o.name ? { name: o.name } : {}) };
       if (!o.simUrl) {
-        print(await adminCall(adminTarget(rootConfig(cmd)), 'POST', '/admin/sim/messenger/reply', body), !!o.json);
+        ctx.print(await ctx.admin(cmd).call('POST', '/admin/sim/messenger/reply', body), !!o.json);
         return;
       }
-      if (!o.accessToken) throw new CliError('--sim-url needs --access-token (the number’s token the simulator was started with)');
+      if (!o.accessToken) throw ctx.error('--sim-url needs --access-token (the number’s token the simulator was started with)');
       const res = await fetch(`${o.simUrl.replace(/\/+$/, '')}/_sim/reply`, {
         method: 'POST',
         headers: { authorization: `Bearer ${o.accessToken}`, 'content-type': 'application/json' },
         body: JSON.stringify(body),
         signal: AbortSignal.timeout(15_000),
       }).catch((err: Error) => {
-        throw new CliError(`cannot reach the simulator at ${o.simUrl} (${err.message})`);
+        throw ctx.error(`cannot reach the simulator at ${o.simUrl} (${err.message})`);
       });
       const answer = (await res.json().catch(() => null)) as { delivered?: boolean; error?: { message?: string } } | null;
-      if (!res.ok) throw new CliError(answer?.error?.message ?? (answer?.delivered === false ? 'the simulator could not deliver the webhook to Ferry (--webhook-url)' : `HTTP ${res.status}`));
-      print(answer, !!o.json);
+      if (!res.ok) throw ctx.error(answer?.error?.message ?? (answer?.delivered === false ? 'the simulator could not deliver the webhook to Ferry (--webhook-url)' : `HTTP ${res.status}`));
+      ctx.print(answer, !!o.json);
     });
 }
 

@@ -1,27 +1,23 @@
 import type { FastifyInstance } from 'fastify';
-import type { AccountService } from '../accounts/account-service.js';
-import { AMOUNT_SCHEMA } from '../accounts/money.js';
-import { NUMBER_VALIDATIONS, type NumberValidation } from '../channels/sms/number-validation.js';
-import { upstreamSchema, type UpstreamConfig } from '../config/schema.js';
-import { ok } from '../http/envelope.js';
-import { ApiError, invalidField } from '../http/errors.js';
-import type { Ledger } from '../ledger/ledger.js';
-import type { CustomerOutbox } from '../receipts/customer-outbox.js';
-import type { Router, SwitchResult } from '../routing/router.js';
-import { RoutingError } from '../routing/routing-error.js';
-import { ledgerMessageId } from '../smpp/customer/smpp-message-id.js';
-import type { UpstreamPool } from '../smpp/upstream/upstream-pool.js';
-import type { UpstreamStatus } from '../smpp/upstream/upstream.js';
-import { UpstreamStore } from '../smpp/upstream/upstream-store.js';
-import { SIMULATOR_UPSTREAM_ID } from '../sim/smpp/simulator-record.js';
-import { audit } from './audit.js';
+import { upstreamSchema, type UpstreamConfig } from '../../config/schema.js';
+import { ok } from '../../http/envelope.js';
+import { ApiError, invalidField } from '../../http/errors.js';
+import type { Ledger } from '../../ledger/ledger.js';
+import type { CustomerOutbox } from '../../receipts/customer-outbox.js';
+import type { Router, SwitchResult } from '../../routing/router.js';
+import { RoutingError } from '../../routing/routing-error.js';
+import { ledgerMessageId } from '../../smpp/customer/smpp-message-id.js';
+import type { UpstreamPool } from '../../smpp/upstream/upstream-pool.js';
+import type { UpstreamStatus } from '../../smpp/upstream/upstream.js';
+import { UpstreamStore } from '../../smpp/upstream/upstream-store.js';
+import { SIMULATOR_UPSTREAM_ID } from '../../sim/smpp/simulator-record.js';
+import { audit } from '../../admin/audit.js';
 
 export interface GatewayAdminDeps {
   router: Router;
   pool: UpstreamPool;
   ledger: Ledger;
   outbox: CustomerOutbox;
-  accounts: AccountService;
   upstreamStore: UpstreamStore;
   /** Upstreams defined in the config file: the admin API may override them but not remove them. */
   configUpstreamIds: ReadonlySet<string>;
@@ -38,12 +34,6 @@ const ID_PATTERN = upstreamSchema.properties.id.pattern;
 const ruleParam = { type: 'object', required: ['rule'], properties: { rule: { type: 'string', minLength: 1, maxLength: 64 } } } as const;
 const upstreamParam = { type: 'object', required: ['id'], properties: { id: { type: 'string', pattern: ID_PATTERN } } } as const;
 const messageParam = { type: 'object', required: ['id'], properties: { id: { type: 'string', minLength: 1, maxLength: 100 } } } as const;
-const refParam = { type: 'object', required: ['ref'], properties: { ref: { type: 'string', minLength: 1, maxLength: 100 } } } as const;
-const numberParam = {
-  type: 'object',
-  required: ['ref', 'number'],
-  properties: { ref: refParam.properties.ref, number: { type: 'string', minLength: 1, maxLength: 20 } },
-} as const;
 
 // The id comes from the path and the password may be kept from the stored entry, so neither is required here.
 const upstreamBody = { ...upstreamSchema, required: upstreamSchema.required.filter((k) => k !== 'id' && k !== 'password') };
@@ -67,11 +57,11 @@ function routingError(err: unknown): never {
 }
 
 /**
- * The gateway part of the admin API: route switches, runtime upstreams, message inspection, receipt replay,
- * account limits and numbers. Called from inside adminRoutes, so the admin token hook covers every route.
+ * The gateway part of the admin API: route switches, runtime upstreams, message inspection and receipt replay.
+ * Registered by the SMS module inside adminRoutes, so the admin token hook covers every route.
  */
 export function registerGatewayRoutes(app: FastifyInstance, deps: GatewayAdminDeps): void {
-  const { router, pool, ledger, outbox, accounts, upstreamStore } = deps;
+  const { router, pool, ledger, outbox, upstreamStore } = deps;
 
   // ---- routes ----
 
@@ -255,88 +245,5 @@ export function registerGatewayRoutes(app: FastifyInstance, deps: GatewayAdminDe
           message: `Message ${id} was not submitted over SMPP, so there is no bind to send a receipt to; REST messages report status through webhooks (not replayable yet)`,
         });
     }
-  });
-
-  // ---- accounts: limits and numbers ----
-
-  app.patch<{
-    Params: { ref: string };
-    Body: {
-      maxTps?: number | null;
-      defaultCountry?: string | null;
-      allowedRecipients?: string[] | null;
-      creditLimit?: number | string;
-      numberValidation?: NumberValidation | null;
-    };
-  }>(
-    '/admin/accounts/:ref',
-    {
-      schema: {
-        params: refParam,
-        body: {
-          type: 'object',
-          additionalProperties: false,
-          minProperties: 1,
-          properties: {
-            maxTps: { type: ['integer', 'null'], minimum: 0 },
-            defaultCountry: { type: ['string', 'null'], minLength: 2, maxLength: 2 },
-            allowedRecipients: { type: ['array', 'null'], maxItems: 10000, items: { type: 'string', pattern: '^\\+?[0-9]{1,15}\\*?$' } },
-            // How far below zero debits may take the balance (account currency); 0: no overdraft.
-            creditLimit: AMOUNT_SCHEMA,
-            // How strictly recipients are checked; null: the route rule's, else the ingress default.
-            numberValidation: { enum: [...NUMBER_VALIDATIONS, null] },
-          },
-        },
-      },
-    },
-    async (req) => {
-      const account = await accounts.update(req.params.ref, req.body);
-      const { allowedRecipients, ...changed } = req.body;
-      audit(
-        req,
-        'account.updated',
-        {
-          accountId: account.id,
-          account: account.name,
-          ...changed,
-          ...(req.body.creditLimit !== undefined ? { creditLimit: account.creditLimit } : {}),
-          ...(allowedRecipients !== undefined ? { allowedRecipients: allowedRecipients === null ? null : `${allowedRecipients.length} entries` } : {}),
-        },
-        'account updated',
-      );
-      return ok(req, 'ACCOUNT_UPDATED', account);
-    },
-  );
-
-  const numbersOf = async (ref: string) => {
-    const account = await accounts.get(ref);
-    return { account: account.name, numbers: await accounts.numbers(account.id) };
-  };
-
-  app.get<{ Params: { ref: string } }>('/admin/accounts/:ref/numbers', { schema: { params: refParam } }, async (req) =>
-    ok(req, 'ACCOUNT_NUMBERS', await numbersOf(req.params.ref)),
-  );
-
-  app.post<{ Params: { ref: string }; Body: { number: string } }>(
-    '/admin/accounts/:ref/numbers',
-    {
-      schema: {
-        params: refParam,
-        body: { type: 'object', required: ['number'], additionalProperties: false, properties: { number: { type: 'string', minLength: 1, maxLength: 20 } } },
-      },
-    },
-    async (req, reply) => {
-      await accounts.addNumber(req.params.ref, req.body.number);
-      audit(req, 'account.number_added', { account: req.params.ref, number: req.body.number }, 'account number added');
-      reply.code(201);
-      return ok(req, 'NUMBER_ADDED', await numbersOf(req.params.ref), 'MO messages to this number now go to the account');
-    },
-  );
-
-  app.delete<{ Params: { ref: string; number: string } }>('/admin/accounts/:ref/numbers/:number', { schema: { params: numberParam } }, async (req) => {
-    const removed = await accounts.removeNumber(req.params.ref, req.params.number);
-    if (!removed) throw new ApiError('NUMBER_NOT_FOUND', { message: `Account ${req.params.ref} does not own ${req.params.number}` });
-    audit(req, 'account.number_removed', { account: req.params.ref, number: req.params.number }, 'account number removed');
-    return ok(req, 'NUMBER_REMOVED', await numbersOf(req.params.ref));
   });
 }
