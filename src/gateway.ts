@@ -1,8 +1,8 @@
 import type { Logger } from 'pino';
 import { AccountPolicies } from './accounts/account-policies.js';
 import type { AccountService } from './accounts/account-service.js';
-import { SmsService } from './channels/sms/sms-service.js';
-import type { DispatchPayload } from './channels/sms/types.js';
+import { SmsService } from './messaging/sms-service.js';
+import type { DispatchPayload } from './messaging/types.js';
 import type { FerryConfig, RouteRuleConfig, UpstreamConfig } from './config/schema.js';
 import { Billing } from './billing/billing.js';
 import { PriceBook } from './billing/price-book.js';

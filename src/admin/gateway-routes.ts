@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { AccountService } from '../accounts/account-service.js';
 import { AMOUNT_SCHEMA } from '../accounts/money.js';
-import { NUMBER_VALIDATIONS, type NumberValidation } from '../channels/sms/number-validation.js';
+import { NUMBER_VALIDATIONS, type NumberValidation } from '../numbers/number-validation.js';
 import { upstreamSchema, type UpstreamConfig } from '../config/schema.js';
 import { ok } from '../http/envelope.js';
 import { ApiError, invalidField } from '../http/errors.js';
@@ -9,7 +9,7 @@ import type { Ledger } from '../ledger/ledger.js';
 import type { CustomerOutbox } from '../receipts/customer-outbox.js';
 import type { Router, SwitchResult } from '../routing/router.js';
 import { RoutingError } from '../routing/routing-error.js';
-import { ledgerMessageId } from '../smpp/customer/smpp-message-id.js';
+import { ledgerMessageId } from '../messaging/smpp-ingress/smpp-message-id.js';
 import type { UpstreamPool } from '../smpp/upstream/upstream-pool.js';
 import type { UpstreamStatus } from '../smpp/upstream/upstream.js';
 import { UpstreamStore } from '../smpp/upstream/upstream-store.js';

@@ -12,7 +12,7 @@ import { shortlinkConfigSchema, type ShortlinkConfig } from '../channels/shortli
 import { messengerConfigSchema, type MessengerConfig } from '../channels/messenger/config.js';
 import { emailConfigSchema, type EmailConfig } from '../channels/email/config.js';
 import { smsConfigSchema, type SmsConfig } from '../channels/sms/config.js';
-import { NUMBER_VALIDATIONS, type NumberValidation } from '../channels/sms/number-validation.js';
+import { NUMBER_VALIDATIONS, type NumberValidation } from '../numbers/number-validation.js';
 import { webhooksConfigSchema, type WebhooksConfig } from '../channels/webhooks/config.js';
 
 const port = (def: number) => ({ type: 'integer', minimum: 0, maximum: 65535, default: def }) as const;

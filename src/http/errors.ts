@@ -1,4 +1,4 @@
-import { SENDER_RULE } from '../channels/sms/sender.js';
+import { SENDER_RULE } from '../messaging/sender.js';
 
 /**
  * The one error catalogue: code → HTTP status → default message. Every error response of the

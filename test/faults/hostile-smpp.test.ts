@@ -7,7 +7,7 @@ import t from 'tap';
 import { encodePdu } from '../../src/smpp/codec.js';
 import { CommandId, CommandStatus } from '../../src/smpp/constants.js';
 import type { Pdu } from '../../src/smpp/pdu.js';
-import { ledgerMessageId } from '../../src/smpp/customer/smpp-message-id.js';
+import { ledgerMessageId } from '../../src/messaging/smpp-ingress/smpp-message-id.js';
 import { backendLabel } from '../helpers/env.js';
 import { startGatewayDaemon, type GatewayDaemon } from '../helpers/gateway.js';
 import { waitFor } from '../helpers/wait.js';

@@ -1,7 +1,7 @@
 // Billing at accept time over real connections: prices by prefix, an atomic debit that never overdraws under
 // concurrency, refunds of messages that fail, and voids of debits whose messages never reached the ledger.
 import t from 'tap';
-import { ledgerMessageId } from '../../src/smpp/customer/smpp-message-id.js';
+import { ledgerMessageId } from '../../src/messaging/smpp-ingress/smpp-message-id.js';
 import { accountWithKey, call } from '../helpers/daemon.js';
 import { startGatewayDaemon, type GatewayDaemon } from '../helpers/gateway.js';
 

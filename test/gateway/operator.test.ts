@@ -2,7 +2,7 @@
 // inspection, and a route switch through the admin API that survives a restart.
 import t from 'tap';
 import { startSimulator } from '../../src/sim/smpp/simulator.js';
-import { ledgerMessageId } from '../../src/smpp/customer/smpp-message-id.js';
+import { ledgerMessageId } from '../../src/messaging/smpp-ingress/smpp-message-id.js';
 import { startGatewayDaemon } from '../helpers/gateway.js';
 import type { ClientPdu } from '../smpp/customer/customer-client.js';
 

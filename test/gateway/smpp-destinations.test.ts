@@ -3,7 +3,7 @@
 // customer is the `smpp` npm client (an independent SMPP implementation).
 import t from 'tap';
 import { CommandStatus, statusName } from '../../src/smpp/constants.js';
-import { ledgerMessageId } from '../../src/smpp/customer/smpp-message-id.js';
+import { ledgerMessageId } from '../../src/messaging/smpp-ingress/smpp-message-id.js';
 import { call } from '../helpers/daemon.js';
 import { backendLabel } from '../helpers/env.js';
 import { startGatewayDaemon, type GatewayDaemon } from '../helpers/gateway.js';

@@ -3,7 +3,7 @@
 import t from 'tap';
 import { sampleMessage } from '../helpers/ledger-rows.js';
 import { startGatewayDaemon, type GatewayDaemon } from '../helpers/gateway.js';
-import { ledgerMessageId } from '../../src/smpp/customer/smpp-message-id.js';
+import { ledgerMessageId } from '../../src/messaging/smpp-ingress/smpp-message-id.js';
 import type { ClientPdu } from '../smpp/customer/customer-client.js';
 
 const DEST = '233241234567';

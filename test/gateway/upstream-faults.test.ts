@@ -2,7 +2,7 @@
 // ends final, receipts carry the ids the customer was given, and nothing is lost on the way.
 import t from 'tap';
 import { startSimulator, type SmscSimulator } from '../../src/sim/smpp/simulator.js';
-import { ledgerMessageId } from '../../src/smpp/customer/smpp-message-id.js';
+import { ledgerMessageId } from '../../src/messaging/smpp-ingress/smpp-message-id.js';
 import { FINAL_STATUSES } from '../../src/ledger/types.js';
 import { startGatewayDaemon, type GatewayDaemon } from '../helpers/gateway.js';
 import { waitFor } from '../helpers/wait.js';

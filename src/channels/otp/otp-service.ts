@@ -4,7 +4,7 @@ import { SecretCipher } from '../../security/cipher.js';
 import { deriveKey } from '../../security/secrets.js';
 import type { OtpRecord, OtpStore } from '../../store/types.js';
 import { newId } from '../../util/ids.js';
-import type { SmsApi } from '../sms/types.js';
+import type { SmsApi } from '../../messaging/types.js';
 import type { OtpMetrics } from './otp-metrics.js';
 
 export type OtpPinType = 'NUMERIC' | 'ALPHANUMERIC' | 'ALPHABETIC';

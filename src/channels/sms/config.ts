@@ -1,4 +1,4 @@
-import { NUMBER_VALIDATIONS, type NumberValidation } from './number-validation.js';
+import { NUMBER_VALIDATIONS, type NumberValidation } from '../../numbers/number-validation.js';
 
 /** The `sms` section of the config (one part of the one JSON schema, src/config/schema.ts). */
 export const smsConfigSchema = {

@@ -8,8 +8,8 @@ import { FINAL_STATUSES, type MessageEvent, type MessageRecord, type MessageStat
 import type { Db } from '../../store/types.js';
 import { newId } from '../../util/ids.js';
 import { BatchStore } from './batch-store.js';
-import { isValidSender, SENDER_RULE } from './sender.js';
-import { SmsError, type AcceptedSms, type SmsApi, type SmsErrorCode, type SmsSubmission } from './types.js';
+import { isValidSender, SENDER_RULE } from '../../messaging/sender.js';
+import { SmsError, type AcceptedSms, type SmsApi, type SmsErrorCode, type SmsSubmission } from '../../messaging/types.js';
 
 export interface SmsRoutesDeps {
   sms: SmsApi;

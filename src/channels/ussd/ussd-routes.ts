@@ -2,7 +2,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { envelopeSchema, errorEnvelopeSchema, ok } from '../../http/envelope.js';
 import { ApiError, invalidField } from '../../http/errors.js';
 import { newId } from '../../util/ids.js';
-import { normalizeNumber } from '../sms/phone.js';
+import { normalizeNumber } from '../../numbers/phone.js';
 import type { TargetGuard } from '../webhooks/target-guard.js';
 import { APP_DIALECTS, dynamicUrls, menuTreeSchema, shapeErrors, validateTree, type AppDialect, type MenuTree } from './menu-tree.js';
 import { canonicalCode, displayCode } from './service-code.js';

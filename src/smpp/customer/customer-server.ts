@@ -3,7 +3,7 @@ import { readFileSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
 import type { AccountService, SmppCredentials } from '../../accounts/account-service.js';
-import type { SmsIngress } from '../../channels/sms/types.js';
+import type { SmsIngress } from '../../messaging/types.js';
 import { hashPassword, verifyPassword } from '../../security/secrets.js';
 import type { CooldownPolicy, FailureCooldowns } from '../../store/types.js';
 import { CommandStatus, INTERFACE_VERSION_34 } from '../constants.js';
@@ -13,7 +13,7 @@ import type { BindDecision, BindType, Session } from '../session.js';
 import { BindGuard, type BindVerdict as GuardVerdict } from './bind-guard.js';
 import { BindRegistry } from './bind-registry.js';
 import type { BindFailureReason, CustomerMetrics } from './customer-metrics.js';
-import { CustomerRequests } from './customer-requests.js';
+import { CustomerRequests } from '../../messaging/smpp-ingress/customer-requests.js';
 import { IpAllowList, plainAddress } from './ip-allow-list.js';
 
 export interface CustomerTlsOptions {

@@ -2,9 +2,9 @@
 export { CustomerServer, type CustomerServerOptions, type CustomerTlsOptions } from './customer-server.js';
 export { BindRegistry, type CustomerBind, type BindRegistryEvents } from './bind-registry.js';
 export { CustomerMetrics, type BindFailureReason, type CustomerBindSource } from './customer-metrics.js';
-export { CustomerRequests, type CustomerRequestsOptions } from './customer-requests.js';
+export { CustomerRequests, type CustomerRequestsOptions } from '../../messaging/smpp-ingress/customer-requests.js';
 export { IpAllowList, plainAddress } from './ip-allow-list.js';
-export { MESSAGE_STATE_OF_STATUS, RECEIPT_STAT_OF_STATUS, messageStateOf } from './message-state.js';
+export { MESSAGE_STATE_OF_STATUS, RECEIPT_STAT_OF_STATUS, messageStateOf } from '../../messaging/smpp-ingress/message-state.js';
 export {
   SMS_ERROR_STATUS,
   MAX_SEGMENTS,
@@ -16,4 +16,4 @@ export {
   type SubmitFields,
   type SubmitContext,
   type SubmitRefusal,
-} from './submit-sm.js';
+} from '../../messaging/smpp-ingress/submit-sm.js';
