@@ -20,7 +20,7 @@ import { ReceiptService } from './receipts/receipt-service.js';
 import { Router } from './routing/router.js';
 import { addressBudgetPolicy, bindGuardPolicy } from './smpp/customer/bind-guard.js';
 import { CustomerMetrics } from './smpp/customer/customer-metrics.js';
-import { CustomerServer } from './smpp/customer/customer-server.js';
+import { CustomerServer } from './messaging/smpp-ingress/customer-server.js';
 import { ReceiptCorrelator } from './smpp/upstream/receipt-correlator.js';
 import { ReceiptQueryStore } from './smpp/upstream/receipt-query-store.js';
 import { ReceiptQuerySweep } from './smpp/upstream/receipt-query-sweep.js';
