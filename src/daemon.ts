@@ -3,12 +3,9 @@ import type { Logger } from 'pino';
 import { AccountService } from './accounts/account-service.js';
 import { KeyService } from './accounts/key-service.js';
 import { SCOPE_DESCRIPTIONS } from './accounts/scopes.js';
-import { adminRoutes } from './admin/admin-routes.js';
+import { adminRoutes, type AdminDeps } from './admin/admin-routes.js';
 import { CHANNEL_MODULES } from './channels/index.js';
-import type { LogsService } from './channels/logs/logs-service.js';
-import type { OtpService } from './channels/otp/otp-service.js';
-import type { SmsGateway } from './channels/sms/sms-gateway.js';
-import type { WebhookService } from './channels/webhooks/webhook-service.js';
+import type { SmsGatewayService } from './messaging/sms-gateway-service.js';
 import type { FerryConfig } from './config/schema.js';
 import type { Gateway } from './gateway.js';
 import { createApp, errorCatalogueMarkdown } from './http/app.js';
@@ -109,9 +106,9 @@ export class Daemon {
     readonly log: Logger,
   ) {}
 
-  /** The SMS module's gateway (SMPP server, upstream pool, ledger, dispatcher). */
-  get sms(): SmsGateway {
-    return this.modules.service<SmsGateway>('sms');
+  /** The SMS module's gateway (SMPP server, upstream pool, ledger, dispatcher), through the messaging layer's type (tests: test/helpers/daemon.ts). */
+  get sms(): SmsGatewayService {
+    return this.modules.service<SmsGatewayService>('sms');
   }
 
   get gateway(): Gateway {
@@ -121,14 +118,6 @@ export class Daemon {
   /** The simulated upstream, when it runs (nothing it takes leaves the machine). */
   get embeddedUpstream(): EmbeddedUpstream | null {
     return this.sms.embeddedUpstream;
-  }
-
-  get otp(): OtpService {
-    return this.modules.service<OtpService>('otp');
-  }
-
-  get webhooks(): WebhookService {
-    return this.modules.service<WebhookService>('webhooks');
   }
 
   static async start(config: FerryConfig, log: Logger, modules: readonly ChannelModule[] = CHANNEL_MODULES): Promise<Daemon> {
@@ -346,7 +335,7 @@ export class Daemon {
       sim: { simulator: () => this.embeddedUpstream?.simulator ?? null },
       moduleRoutes: (app) => this.modules.adminRoutes(app),
       inspect: { db: this.db, accounts: this.accounts, modules: this.modules },
-      ...(this.modules.has('logs') ? { keyStats: (accountId: string, days?: number) => this.modules.service<LogsService>('logs').keyStats(accountId, days) } : {}),
+      ...(this.modules.has('logs') ? { keyStats: (accountId: string, days?: number) => this.modules.service<{ keyStats: NonNullable<AdminDeps['keyStats']> }>('logs').keyStats(accountId, days) } : {}),
     });
     return app;
   }

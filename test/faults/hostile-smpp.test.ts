@@ -14,6 +14,7 @@ import { waitFor } from '../helpers/wait.js';
 import { anyPduArb } from '../smpp/fixtures/arbitraries.js';
 import { rawConnect, type RawPeer } from '../smpp/fixtures/raw-peer.js';
 import { DEST, sleep } from './common.js';
+import { gatewayOf } from '../helpers/daemon.js';
 
 const FUZZ_RUNS = 300;
 const MUTATED_RUNS = 200;
@@ -27,7 +28,7 @@ t.before(async () => {
 });
 t.teardown(() => gw.stop());
 
-const sessions = (): number => gw.daemon.gateway.server.sessionCount;
+const sessions = (): number => gatewayOf(gw.daemon).server.sessionCount;
 
 function header(length: number, id: number, status = 0, seq = 1): Buffer {
   const b = Buffer.alloc(16);

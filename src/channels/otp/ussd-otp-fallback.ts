@@ -40,20 +40,6 @@ export function ussdAnswer(pending: readonly PendingOtp[], now: number): string 
   return `Your codes: ${list.join('; ')}`;
 }
 
-const fallbacks = new WeakMap<object, UssdOtpFallback>();
-
-/**
- * The fallback an OTP service answers USSD with: the OTP module publishes it beside its service, and the USSD module
- * (which depends on OTP, so OTP cannot reach it) registers its reservedHandler in the session core's registry.
- */
-export function ussdFallbackOf(otp: object): UssdOtpFallback | null {
-  return fallbacks.get(otp) ?? null;
-}
-
-export function publishUssdFallback(otp: object, fallback: UssdOtpFallback): void {
-  fallbacks.set(otp, fallback);
-}
-
 /**
  * The OTP USSD fallback (spec §4 rule 4): a phone dialling the service code hears its pending code and how long it
  * stays valid, or "No pending code". The dialler names no account, so every account's active OTP for the phone is
