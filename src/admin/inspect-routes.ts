@@ -1,3 +1,4 @@
+/* eslint-disable @typescript-eslint/no-restricted-imports -- TODO(i43): removed when i43-cli / i43-store (admin routes declared by modules) lands */
 import type { FastifyInstance } from 'fastify';
 import type { AccountService } from '../accounts/account-service.js';
 import type { EmailModuleService } from '../channels/email/index.js';

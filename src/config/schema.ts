@@ -1,3 +1,4 @@
+/* eslint-disable @typescript-eslint/no-restricted-imports -- TODO(i43): removed when i43-decl (config sections declared by modules) lands */
 /**
  * The configuration schema: one JSON schema with defaults. It drives validation (every bad key
  * reported at once, with its path), the environment overrides (FERRY_<PATH> for every scalar key)

@@ -1,3 +1,4 @@
+/* eslint-disable @typescript-eslint/no-restricted-imports -- TODO(i43): removed when i43-cli (CLI commands declared by modules) lands */
 import { Command } from 'commander';
 import { credentialsCipher, seal } from '../../channels/messenger/sealed-credentials.js';
 import { loadConfig } from '../../config/load.js';
