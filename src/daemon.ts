@@ -5,9 +5,7 @@ import { KeyService } from './accounts/key-service.js';
 import { scopeCatalogue } from './accounts/scopes.js';
 import { adminRoutes } from './admin/admin-routes.js';
 import { CHANNEL_MODULES } from './channels/index.js';
-import type { OtpService } from './channels/otp/otp-service.js';
-import type { SmsGateway } from './channels/sms/sms-gateway.js';
-import type { WebhookService } from './channels/webhooks/webhook-service.js';
+import type { SmsGatewayService } from './messaging/sms-gateway-service.js';
 import type { FerryConfig } from './config/schema.js';
 import type { Gateway } from './gateway.js';
 import { createApp, errorCatalogueMarkdown } from './http/app.js';
@@ -109,9 +107,9 @@ export class Daemon {
     readonly log: Logger,
   ) {}
 
-  /** The SMS module's gateway (SMPP server, upstream pool, ledger, dispatcher). */
-  get sms(): SmsGateway {
-    return this.modules.service<SmsGateway>('sms');
+  /** The SMS module's gateway (SMPP server, upstream pool, ledger, dispatcher), through the messaging layer's type (tests: test/helpers/daemon.ts). */
+  get sms(): SmsGatewayService {
+    return this.modules.service<SmsGatewayService>('sms');
   }
 
   get gateway(): Gateway {
@@ -121,14 +119,6 @@ export class Daemon {
   /** The simulated upstream, when it runs (nothing it takes leaves the machine). */
   get embeddedUpstream(): EmbeddedUpstream | null {
     return this.sms.embeddedUpstream;
-  }
-
-  get otp(): OtpService {
-    return this.modules.service<OtpService>('otp');
-  }
-
-  get webhooks(): WebhookService {
-    return this.modules.service<WebhookService>('webhooks');
   }
 
   static async start(config: FerryConfig, log: Logger, modules: readonly ChannelModule[] = CHANNEL_MODULES): Promise<Daemon> {

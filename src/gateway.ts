@@ -1,9 +1,9 @@
 import type { Logger } from 'pino';
 import { AccountPolicies } from './accounts/account-policies.js';
 import type { AccountService } from './accounts/account-service.js';
-import { SmsService } from './channels/sms/sms-service.js';
-import type { DispatchPayload } from './channels/sms/types.js';
-import type { SmsConfig } from './channels/sms/config.js';
+import type { NumberValidation } from './numbers/number-validation.js';
+import { SmsService } from './messaging/sms-service.js';
+import type { DispatchPayload } from './messaging/types.js';
 import type { FerryConfig, RouteRuleConfig, UpstreamConfig } from './config/schema.js';
 import { Billing } from './billing/billing.js';
 import { PriceBook } from './billing/price-book.js';
@@ -21,7 +21,7 @@ import { ReceiptService } from './receipts/receipt-service.js';
 import { Router } from './routing/router.js';
 import { addressBudgetPolicy, bindGuardPolicy } from './smpp/customer/bind-guard.js';
 import { CustomerMetrics } from './smpp/customer/customer-metrics.js';
-import { CustomerServer } from './smpp/customer/customer-server.js';
+import { CustomerServer } from './messaging/smpp-ingress/customer-server.js';
 import { ReceiptCorrelator } from './smpp/upstream/receipt-correlator.js';
 import { ReceiptQueryStore } from './smpp/upstream/receipt-query-store.js';
 import { ReceiptQuerySweep } from './smpp/upstream/receipt-query-sweep.js';
@@ -34,7 +34,7 @@ import type { Backends, Queue } from './store/types.js';
 export interface GatewayDeps {
   config: FerryConfig;
   /** The SMS module's config section: the ingress defaults of number reading. */
-  sms: Pick<SmsConfig, 'defaultCountry' | 'numberValidation'>;
+  sms: { defaultCountry: string | null; numberValidation: { smpp: NumberValidation; rest: NumberValidation } };
   log: Logger;
   metrics: Metrics;
   backends: Backends;

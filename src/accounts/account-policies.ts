@@ -1,4 +1,4 @@
-import type { NumberValidation } from '../channels/sms/number-validation.js';
+import type { NumberValidation } from '../numbers/number-validation.js';
 import type { Db } from '../store/types.js';
 
 /** What the message path needs to know about an account on every submit. */

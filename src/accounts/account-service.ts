@@ -1,4 +1,4 @@
-import { NUMBER_VALIDATIONS, type NumberValidation } from '../channels/sms/number-validation.js';
+import { NUMBER_VALIDATIONS, type NumberValidation } from '../numbers/number-validation.js';
 import { ApiError, invalidField } from '../http/errors.js';
 import { hashPassword, verifyPassword } from '../security/secrets.js';
 import type { Db } from '../store/types.js';

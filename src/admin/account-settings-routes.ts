@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { AccountService } from '../accounts/account-service.js';
 import { AMOUNT_SCHEMA } from '../accounts/money.js';
-import { NUMBER_VALIDATIONS, type NumberValidation } from '../channels/sms/number-validation.js';
+import { NUMBER_VALIDATIONS, type NumberValidation } from '../numbers/number-validation.js';
 import { ok } from '../http/envelope.js';
 import { ApiError } from '../http/errors.js';
 import { audit } from './audit.js';

@@ -5,7 +5,7 @@
  */
 
 import { mcpConfigSchema, type McpConfig } from '../mcp/config.js';
-import { NUMBER_VALIDATIONS, type NumberValidation } from '../channels/sms/number-validation.js';
+import { NUMBER_VALIDATIONS, type NumberValidation } from '../numbers/number-validation.js';
 
 const port = (def: number) => ({ type: 'integer', minimum: 0, maximum: 65535, default: def }) as const;
 const host = { type: 'string', minLength: 1, default: '127.0.0.1' } as const;

@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import type { DispatchPayload } from '../channels/sms/types.js';
+import type { DispatchPayload } from '../messaging/types.js';
 import type { Ledger } from '../ledger/ledger.js';
 import { isFinal } from '../ledger/transitions.js';
 import type { MessageRecord } from '../ledger/types.js';

@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
-import { laneOf } from '../channels/sms/sms-service.js';
-import type { DispatchPayload } from '../channels/sms/types.js';
+import { laneOf } from '../messaging/sms-service.js';
+import type { DispatchPayload } from '../messaging/types.js';
 import type { Ledger } from '../ledger/ledger.js';
 import type { Queue } from '../store/types.js';
 import type { DispatchMetrics } from './dispatch-metrics.js';

@@ -1,4 +1,4 @@
-import { SENDER_RULE } from '../channels/sms/sender.js';
+import { SENDER_RULE } from '../messaging/sender.js';
 
 /**
  * The core's error codes: code → HTTP status → default message. With the codes each module declares (its

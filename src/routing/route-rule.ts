@@ -1,4 +1,4 @@
-import type { NumberValidation } from '../channels/sms/number-validation.js';
+import type { NumberValidation } from '../numbers/number-validation.js';
 import type { RouteRuleConfig } from '../config/schema.js';
 import { filtersFromMatch, type RouteFilter, type RouteInput } from './filters.js';
 import { RoutingError } from './routing-error.js';

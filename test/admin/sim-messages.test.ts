@@ -3,7 +3,7 @@
 import t from 'tap';
 import { simMessages } from '../../src/sim/smpp/sim-admin-routes.js';
 import type { ReceivedMessage } from '../../src/sim/smpp/simulator.js';
-import { accountWithKey, call, ferryRun, startDaemon } from '../helpers/daemon.js';
+import { accountWithKey, call, ferryRun, startDaemon, gatewayOf, simulatorOf } from '../helpers/daemon.js';
 import { startGatewayDaemon } from '../helpers/gateway.js';
 import { startSimulator } from '../../src/sim/smpp/simulator.js';
 
@@ -113,7 +113,7 @@ t.test('the embedded simulator is scriptable: outcomes by recipient, duplicate a
   const final = async (id: string) => {
     const until = Date.now() + 15_000;
     for (;;) {
-      const rec = await d.daemon.gateway.ledger.get(id);
+      const rec = await gatewayOf(d.daemon).ledger.get(id);
       if (rec && ['delivered', 'undelivered'].includes(rec.status)) return rec.status;
       if (Date.now() > until) throw new Error(`${id} not final`);
       await new Promise((r) => setTimeout(r, 25));
@@ -121,11 +121,11 @@ t.test('the embedded simulator is scriptable: outcomes by recipient, duplicate a
   };
   t.same(await Promise.all(toFail.map(final)), Array(5).fill('undelivered'), 'the rule decides for its prefix');
   t.same(await Promise.all(toPass.map(final)), Array(5).fill('delivered'), 'the others follow the weights');
-  const sim = d.daemon.embeddedUpstream!.simulator;
+  const sim = simulatorOf(d.daemon)!.simulator;
   const until = Date.now() + 10_000;
   while (sim.stats.receiptsDuplicated < 10 && Date.now() < until) await new Promise((r) => setTimeout(r, 25));
   t.equal(sim.stats.receiptsDuplicated, 10, 'every receipt was sent twice');
-  const history = await d.daemon.gateway.ledger.history(toPass[0]);
+  const history = await gatewayOf(d.daemon).ledger.history(toPass[0]);
   t.equal(history.filter((h) => h.status === 'delivered').length, 1, 'a duplicate receipt changes nothing');
 
   const env = { FERRY_ADMIN_URL: d.admin, FERRY_ADMIN_TOKEN: d.adminToken };

@@ -6,7 +6,7 @@ import { stringify } from 'yaml';
 import { FINAL_STATUSES, type MessageStatus } from '../../src/ledger/types.js';
 import type { Ledger } from '../../src/ledger/ledger.js';
 import { startSimulator, type SmscSimulator } from '../../src/sim/smpp/simulator.js';
-import { ledgerMessageId } from '../../src/smpp/customer/smpp-message-id.js';
+import { ledgerMessageId } from '../../src/messaging/smpp-ingress/smpp-message-id.js';
 import type { CustomerClient } from '../smpp/customer/customer-client.js';
 import { call, startDaemon, startDaemonProcess, testEnv, type DaemonProcess, type TestDaemon } from '../helpers/daemon.js';
 

@@ -7,13 +7,14 @@ import t from 'tap';
 import { encodePdu } from '../../src/smpp/codec.js';
 import { CommandId, CommandStatus } from '../../src/smpp/constants.js';
 import type { Pdu } from '../../src/smpp/pdu.js';
-import { ledgerMessageId } from '../../src/smpp/customer/smpp-message-id.js';
+import { ledgerMessageId } from '../../src/messaging/smpp-ingress/smpp-message-id.js';
 import { backendLabel } from '../helpers/env.js';
 import { startGatewayDaemon, type GatewayDaemon } from '../helpers/gateway.js';
 import { waitFor } from '../helpers/wait.js';
 import { anyPduArb } from '../smpp/fixtures/arbitraries.js';
 import { rawConnect, type RawPeer } from '../smpp/fixtures/raw-peer.js';
 import { DEST, sleep } from './common.js';
+import { gatewayOf } from '../helpers/daemon.js';
 
 const FUZZ_RUNS = 300;
 const MUTATED_RUNS = 200;
@@ -27,7 +28,7 @@ t.before(async () => {
 });
 t.teardown(() => gw.stop());
 
-const sessions = (): number => gw.daemon.gateway.server.sessionCount;
+const sessions = (): number => gatewayOf(gw.daemon).server.sessionCount;
 
 function header(length: number, id: number, status = 0, seq = 1): Buffer {
   const b = Buffer.alloc(16);

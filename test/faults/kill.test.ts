@@ -5,6 +5,7 @@ import { backendLabel } from '../helpers/env.js';
 import { waitFor } from '../helpers/wait.js';
 import { CustomerClient } from '../smpp/customer/customer-client.js';
 import { countBy, killableDaemon, duplicates, settle, simulator, smppLoad, upstreamConfig } from './common.js';
+import { gatewayOf } from '../helpers/daemon.js';
 
 const KILL_AFTER_ACKS = 400;
 
@@ -43,7 +44,7 @@ t.test(`SIGKILL under SMPP load, restart on the same storage: nothing acknowledg
   // Restart (in this process) on the same database / data folder / Redis prefix.
   const t0 = Date.now();
   const restarted = await restart();
-  const ledger = restarted.daemon.gateway.ledger;
+  const ledger = gatewayOf(restarted.daemon).ledger;
   const { open, missing, statuses, ms } = await settle(ledger, acked, 60_000);
   t.same(missing.slice(0, 5), [], `every acknowledged message is in the ledger (${missing.length} missing)`);
   t.same(open.slice(0, 5), [], `every acknowledged message ends final (${open.length} still open)`);

@@ -2,7 +2,7 @@
 // clear errors (ESME_RSYSERR / 503) while the pool reconnects, nothing accepted is lost, traffic resumes by itself.
 import pg from 'pg';
 import t from 'tap';
-import { accountWithKey, call, startDaemon, testEnv } from '../helpers/daemon.js';
+import { accountWithKey, call, startDaemon, testEnv, gatewayOf } from '../helpers/daemon.js';
 import { DATABASE_URL, backendLabel } from '../helpers/env.js';
 import { CustomerClient } from '../smpp/customer/customer-client.js';
 import { DEST, countBy, duplicates, settle, simulator, sleep, smppLoad, upstreamConfig, type LoadResult } from './common.js';
@@ -92,7 +92,7 @@ t.test(`Postgres connections killed under load (${backendLabel})`, { skip: DATAB
   const t0 = Date.now();
   // A receipt whose ledger write failed is refused and the SMSC offers it again; a correlation write that failed
   // is kept in memory and rewritten: so every accepted message must end final.
-  const { open, missing, statuses } = await settle(d.daemon.gateway.ledger, all, 60_000);
+  const { open, missing, statuses } = await settle(gatewayOf(d.daemon).ledger, all, 60_000);
   t.same(missing.slice(0, 5), [], `every accepted message is in the ledger (${missing.length} missing)`);
   t.same(open.slice(0, 5), [], `every accepted message ends final (${open.length} open, ${sim.stats.receiptsFailed} receipts refused and offered again)`);
   const dups = duplicates(sim, 'pgk') + duplicates(sim, 'rest-pgk');

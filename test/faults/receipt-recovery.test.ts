@@ -7,6 +7,7 @@ import { backendLabel } from '../helpers/env.js';
 import { waitFor } from '../helpers/wait.js';
 import { CustomerClient } from '../smpp/customer/customer-client.js';
 import { countBy, killableDaemon, settle, simulator, smppLoad, sleep, upstreamConfig } from './common.js';
+import { gatewayOf } from '../helpers/daemon.js';
 
 const MESSAGES = 120;
 
@@ -40,7 +41,7 @@ t.test(`receipts lost with a SIGKILL, an SMSC that never resends them: query_sm 
   const restarted = await restart(
     { FERRY_CONFIG: upstreamConfig(sim.port, { receiptQuery: { afterSeconds: 1, intervalSeconds: 1, maxPerSecond: 500 } }) },
   );
-  const ledger = restarted.daemon.gateway.ledger;
+  const ledger = gatewayOf(restarted.daemon).ledger;
   const { open, missing, statuses } = await settle(ledger, acked, 20_000);
   t.same(missing, [], 'every acknowledged message is in the ledger');
   t.same(open.slice(0, 5), [], `every message ends final (${open.length} still open)`);

@@ -2,7 +2,7 @@
 // work gets clear errors (503 / ESME_RSYSERR / ESME_RTHROTTLED) or is accepted durably in the ledger, nothing
 // accepted is lost, and traffic resumes by itself.
 import t from 'tap';
-import { accountWithKey, call, startDaemon } from '../helpers/daemon.js';
+import { accountWithKey, call, startDaemon, gatewayOf } from '../helpers/daemon.js';
 import { REDIS_URL, backendLabel } from '../helpers/env.js';
 import { CustomerClient } from '../smpp/customer/customer-client.js';
 import { DEST, countBy, duplicates, settle, simulator, sleep, smppLoad, upstreamConfig, type LoadResult } from './common.js';
@@ -94,7 +94,7 @@ t.test(`Redis down for ${OUTAGE_MS / 1000} s under load (${backendLabel})`, { sk
   t.ok(smppResumed, 'SMPP accepts again after Redis is back');
   const all = [...smpp.acked.keys(), ...rest.acked.keys()];
   const t0 = Date.now();
-  const { open, missing, statuses } = await settle(d.daemon.gateway.ledger, all, 30_000);
+  const { open, missing, statuses } = await settle(gatewayOf(d.daemon).ledger, all, 30_000);
   t.same(missing.slice(0, 5), [], `every accepted message is in the ledger (${missing.length} missing)`);
   t.same(open.slice(0, 5), [], `every accepted message ends final (${open.length} open after ${Date.now() - t0} ms)`);
   const dups = duplicates(sim, 'rds') + duplicates(sim, 'rest-rds');

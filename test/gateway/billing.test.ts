@@ -1,8 +1,8 @@
 // Billing at accept time over real connections: prices by prefix, an atomic debit that never overdraws under
 // concurrency, refunds of messages that fail, and voids of debits whose messages never reached the ledger.
 import t from 'tap';
-import { ledgerMessageId } from '../../src/smpp/customer/smpp-message-id.js';
-import { accountWithKey, call } from '../helpers/daemon.js';
+import { ledgerMessageId } from '../../src/messaging/smpp-ingress/smpp-message-id.js';
+import { accountWithKey, call, gatewayOf } from '../helpers/daemon.js';
 import { startGatewayDaemon, type GatewayDaemon } from '../helpers/gateway.js';
 
 const DEST = '233241234567';
@@ -21,9 +21,9 @@ async function balance(accountId: string): Promise<number> {
 t.test('the price table is served back and prices by longest prefix', async (t) => {
   const table = await gw.adminCall('GET', '/admin/pricing');
   t.equal(table.defaultPrice, 0.01);
-  t.equal(gw.daemon.gateway.prices.unitMicros('233241234567'), 25_000, '2332 beats 233');
-  t.equal(gw.daemon.gateway.prices.unitMicros('233541234567'), 20_000);
-  t.equal(gw.daemon.gateway.prices.unitMicros('14155552671'), 10_000, 'default');
+  t.equal(gatewayOf(gw.daemon).prices.unitMicros('233241234567'), 25_000, '2332 beats 233');
+  t.equal(gatewayOf(gw.daemon).prices.unitMicros('233541234567'), 20_000);
+  t.equal(gatewayOf(gw.daemon).prices.unitMicros('14155552671'), 10_000, 'default');
   await t.rejects(gw.adminCall('PUT', '/admin/pricing', { entries: [{ prefix: 'abc', price: 1 }] }), { code: 'VALIDATION_ERROR' });
 });
 
@@ -45,7 +45,7 @@ t.test('200 concurrent SMPP submits against credit for 40: exactly 40 accepted, 
   t.equal(rows[0].n, 40, 'one debit per accepted message');
   t.equal(Number(rows[0].total), -1_000_000);
   t.ok(Number(rows[0].min) >= 0, 'no balance after a debit was negative');
-  const rec = await gw.daemon.gateway.ledger.get(ledgerMessageId(String(ok[0].message_id))!);
+  const rec = await gatewayOf(gw.daemon).ledger.get(ledgerMessageId(String(ok[0].message_id))!);
   t.equal(rec?.costMicros, 25_000, 'the cost is on the message');
 });
 
@@ -55,7 +55,7 @@ t.test('a long message costs its segments', async (t) => {
   const c = await gw.bind('transceiver', acc.systemId, acc.password);
   const r = await c.request('submit_sm', { source_addr: 'Ferry', destination_addr: '14155552671', dest_addr_ton: 1, message_payload: Buffer.from('x'.repeat(400)) });
   t.equal(r.command_status, 0);
-  const rec = await gw.daemon.gateway.ledger.get(ledgerMessageId(String(r.message_id))!);
+  const rec = await gatewayOf(gw.daemon).ledger.get(ledgerMessageId(String(r.message_id))!);
   t.equal(rec?.segments, 3);
   t.equal(rec?.costMicros, 30_000);
   t.equal(await balance(acc.id), 0.97);
@@ -68,16 +68,16 @@ t.test('a message that ends failed is refunded once; debits without a message ar
   const r = await c.request('submit_sm', { source_addr: 'Ferry', destination_addr: DEST, dest_addr_ton: 1, short_message: 'later', schedule_delivery_time: '000001000000000R' });
   const id = ledgerMessageId(String(r.message_id))!;
   t.equal(await balance(acc.id), 0.075);
-  await gw.daemon.gateway.ledger.transition(id, 'failed', { reason: 'test' }, 'TEST');
+  await gatewayOf(gw.daemon).ledger.transition(id, 'failed', { reason: 'test' }, 'TEST');
   t.equal(await balance(acc.id), 0.1, 'refunded');
-  await gw.daemon.gateway.ledger.transition(id, 'rejected', { reason: 'late' }, 'TEST');
+  await gatewayOf(gw.daemon).ledger.transition(id, 'rejected', { reason: 'late' }, 'TEST');
   t.equal(await balance(acc.id), 0.1, 'a late change refunds nothing more');
 
-  t.ok(await gw.daemon.gateway.billing.debit(acc.id, 50_000, 'msg_neverwritten'), 'a debit whose message never reached the ledger');
+  t.ok(await gatewayOf(gw.daemon).billing.debit(acc.id, 50_000, 'msg_neverwritten'), 'a debit whose message never reached the ledger');
   t.equal(await balance(acc.id), 0.05);
-  t.equal(await gw.daemon.gateway.billing.voidOrphans(0), 1);
+  t.equal(await gatewayOf(gw.daemon).billing.voidOrphans(0), 1);
   t.equal(await balance(acc.id), 0.1, 'voided');
-  t.equal(await gw.daemon.gateway.billing.voidOrphans(0), 0, 'only once');
+  t.equal(await gatewayOf(gw.daemon).billing.voidOrphans(0), 0, 'only once');
 });
 
 t.test('200 concurrent REST sends against credit for 30: 30 sent, 170 INSUFFICIENT_CREDIT, balance exactly 0', async (t) => {

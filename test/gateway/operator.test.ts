@@ -2,9 +2,10 @@
 // inspection, and a route switch through the admin API that survives a restart.
 import t from 'tap';
 import { startSimulator } from '../../src/sim/smpp/simulator.js';
-import { ledgerMessageId } from '../../src/smpp/customer/smpp-message-id.js';
+import { ledgerMessageId } from '../../src/messaging/smpp-ingress/smpp-message-id.js';
 import { startGatewayDaemon } from '../helpers/gateway.js';
 import type { ClientPdu } from '../smpp/customer/customer-client.js';
+import { gatewayOf, simulatorOf } from '../helpers/daemon.js';
 
 const DEST = '233241234567';
 /** The ledger id of a submit_sm_resp. */
@@ -17,7 +18,7 @@ t.test('MO to a number the account owns reaches its receiver bind; receipts can 
   const acc = await gw.account('operator-mo');
   await gw.adminCall('POST', `/admin/accounts/${acc.id}/numbers`, { number: '233200000099' });
   const c = await gw.bind('transceiver', acc.systemId, acc.password);
-  const sim = gw.daemon.embeddedUpstream!.simulator;
+  const sim = simulatorOf(gw.daemon)!.simulator;
   await sim.injectMo({ source: DEST, destination: '233200000099', text: 'STOP' });
   const mo = await c.next((p) => p.command === 'deliver_sm' && p.esm_class === 0, 10_000);
   t.equal(mo.source_addr, DEST);
@@ -58,19 +59,19 @@ t.test('a route switch through the admin API takes effect at once and survives a
   const c1 = await gw1.bind('transceiver', acc.systemId, acc.password);
   const r1 = await c1.request('submit_sm', { source_addr: 'Ferry', destination_addr: DEST, dest_addr_ton: 1, short_message: 'after switch' });
   await gw1.waitStatus(rest(r1), ['delivered']);
-  t.equal((await gw1.daemon.gateway.ledger.get(rest(r1)))?.upstreamId, 'b');
+  t.equal((await gatewayOf(gw1.daemon).ledger.get(rest(r1)))?.upstreamId, 'b');
   await gw1.stopKeepingStore();
 
   const gw2 = await startGatewayDaemon({ upstreams, rules, reuse: gw1.reuse });
   t.teardown(() => gw2.stop());
-  t.same(gw2.daemon.gateway.router.overrides(), { gh: 'b' }, 'the switch was restored');
+  t.same(gatewayOf(gw2.daemon).router.overrides(), { gh: 'b' }, 'the switch was restored');
   const c2 = await gw2.bind('transceiver', acc.systemId, acc.password);
   const r2 = await c2.request('submit_sm', { source_addr: 'Ferry', destination_addr: DEST, dest_addr_ton: 1, short_message: 'after restart' });
   await gw2.waitStatus(rest(r2), ['delivered']);
-  t.equal((await gw2.daemon.gateway.ledger.get(rest(r2)))?.upstreamId, 'b');
+  t.equal((await gatewayOf(gw2.daemon).ledger.get(rest(r2)))?.upstreamId, 'b');
   await gw2.adminCall('DELETE', '/admin/routes/gh/switch');
   const r3 = await c2.request('submit_sm', { source_addr: 'Ferry', destination_addr: DEST, dest_addr_ton: 1, short_message: 'after clear' });
   await gw2.waitStatus(rest(r3), ['delivered']);
-  t.equal((await gw2.daemon.gateway.ledger.get(rest(r3)))?.upstreamId, 'a', 'cleared: back to the configured primary');
+  t.equal((await gatewayOf(gw2.daemon).ledger.get(rest(r3)))?.upstreamId, 'a', 'cleared: back to the configured primary');
   t.equal(a.received().filter((m) => m.text === 'after switch' || m.text === 'after restart').length, 0);
 });

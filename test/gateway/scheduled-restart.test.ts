@@ -1,6 +1,6 @@
 // A message scheduled over REST is kept across a daemon restart and released at its time, not before.
 import t from 'tap';
-import { accountWithKey, call } from '../helpers/daemon.js';
+import { accountWithKey, call, gatewayOf } from '../helpers/daemon.js';
 import { startGatewayDaemon } from '../helpers/gateway.js';
 
 t.test('a scheduled message is released at its time after a restart in between', async (t) => {
@@ -15,9 +15,9 @@ t.test('a scheduled message is released at its time after a restart in between',
 
   const gw2 = await startGatewayDaemon({ receiptDelayMs: 20, reuse: gw1.reuse });
   t.teardown(() => gw2.stop());
-  t.equal((await gw2.daemon.gateway.ledger.get(id))?.status, 'scheduled', 'still waiting after the restart');
+  t.equal((await gatewayOf(gw2.daemon).ledger.get(id))?.status, 'scheduled', 'still waiting after the restart');
   t.equal(await gw2.waitStatus(id, ['delivered'], 15_000), 'delivered');
-  const history = await gw2.daemon.gateway.ledger.history(id);
+  const history = await gatewayOf(gw2.daemon).ledger.history(id);
   t.same(history.map((h) => h.status), ['scheduled', 'submitted', 'delivered']);
   t.ok(history[1].at >= at.getTime() - 50, `submitted at its time (${history[1].at - at.getTime()} ms after)`);
   const status = await call(gw2.api, 'GET', `/v1/sms/status/${id}`, { token });

@@ -5,7 +5,7 @@ import t from 'tap';
 import { startSimulator } from '../../src/sim/smpp/simulator.js';
 import { privateTargetsAllowed } from '../../src/channels/webhooks/target-guard.js';
 import { simulatorDecision } from '../../src/sim/smpp/simulator-record.js';
-import { accountWithKey, call, startDaemon } from '../helpers/daemon.js';
+import { accountWithKey, call, startDaemon, gatewayOf, simulatorOf } from '../helpers/daemon.js';
 import { startGatewayDaemon } from '../helpers/gateway.js';
 
 const DEST = '233241234567';
@@ -26,7 +26,7 @@ t.test('an upstream added through the admin API retires the simulator; after a r
   const d1 = await startDaemon({ FERRY_SMPP_SIMULATOR_RECEIPT_DELAY_MS: '20' });
   let stopped = false;
   t.teardown(() => (stopped ? undefined : d1.stop()));
-  t.ok(d1.daemon.embeddedUpstream, 'with no upstream, the simulator runs');
+  t.ok(simulatorOf(d1.daemon), 'with no upstream, the simulator runs');
   let r = await readyz(d1.admin);
   t.same(r.upstreams.map((u: { id: string; kind: string; routable: boolean }) => [u.id, u.kind, u.routable]), [['embedded', 'simulator', true]]);
   t.match(r.warnings.join('\n'), /NOTHING LEAVES THIS MACHINE/);
@@ -51,8 +51,8 @@ t.test('an upstream added through the admin API retires the simulator; after a r
 
   const real = await send(d1.api, token, 'to the carrier');
   t.equal(real.status, 200);
-  await waitFor(async () => (await d1.daemon.gateway.ledger.get(real.json.data.messageId))?.status === 'delivered', 'delivered by the carrier');
-  t.equal((await d1.daemon.gateway.ledger.get(real.json.data.messageId))?.upstreamId, 'capture');
+  await waitFor(async () => (await gatewayOf(d1.daemon).ledger.get(real.json.data.messageId))?.status === 'delivered', 'delivered by the carrier');
+  t.equal((await gatewayOf(d1.daemon).ledger.get(real.json.data.messageId))?.upstreamId, 'capture');
   t.ok(carrier.received().some((m) => m.text === 'to the carrier'), 'the carrier got it');
   await d1.stopKeepingStore();
   stopped = true;
@@ -60,7 +60,7 @@ t.test('an upstream added through the admin API retires the simulator; after a r
   // Restart: the stored upstream is real, so no simulator at all.
   const d2 = await startDaemon({ FERRY_SMPP_SIMULATOR_RECEIPT_DELAY_MS: '20', FERRY_MESSAGES_MAX_ATTEMPTS: '2' }, d1.reuse);
   t.teardown(() => d2.stop());
-  t.equal(d2.daemon.embeddedUpstream, null, 'the simulator is not started next to a real upstream');
+  t.equal(simulatorOf(d2.daemon), null, 'the simulator is not started next to a real upstream');
   r = await readyz(d2.admin);
   t.same(r.upstreams.map((u: { id: string; kind: string }) => [u.id, u.kind]), [['capture', 'real']]);
   const metrics = (await call(d2.admin, 'GET', '/metrics', { headers: { authorization: `Bearer ${d2.adminToken}` } })).text;
@@ -75,10 +75,10 @@ t.test('an upstream added through the admin API retires the simulator; after a r
   for (const s of during) t.equal(s.status, 200, 'accepted: it waits for the carrier');
   await new Promise((res) => setTimeout(res, 3000));
   for (const s of during) {
-    const rec = await d2.daemon.gateway.ledger.get(s.json.data.messageId);
+    const rec = await gatewayOf(d2.daemon).ledger.get(s.json.data.messageId);
     t.not(rec?.status, 'delivered', `${s.json.data.messageId} is not delivered (${rec?.status})`);
     t.not(rec?.upstreamId, 'embedded');
-    const history = await d2.daemon.gateway.ledger.history(s.json.data.messageId);
+    const history = await gatewayOf(d2.daemon).ledger.history(s.json.data.messageId);
     t.notOk(history.some((h) => h.status === 'delivered'), 'no delivered in its history');
   }
 
@@ -98,7 +98,7 @@ t.test('a restart after every real upstream was removed still runs no simulator 
   await d1.stopKeepingStore();
   const d2 = await startDaemon({}, d1.reuse);
   t.teardown(() => d2.stop());
-  t.equal(d2.daemon.embeddedUpstream, null);
+  t.equal(simulatorOf(d2.daemon), null);
   const r = await readyz(d2.admin);
   t.same(r.upstreams, []);
   t.match(r.warnings.join('\n'), /NO UPSTREAM: the embedded simulator is not started \(real upstream carrier was configured at/);
@@ -112,7 +112,7 @@ t.test('enabled by name beside a real upstream: it runs, but only a rule naming 
   t.teardown(() => carrier.close());
   const gw = await startGatewayDaemon({ upstreams: [{ id: 'carrier', port: carrier.port }], env: { FERRY_SMPP_SIMULATOR_ENABLED: 'on' } });
   t.teardown(() => gw.stop());
-  t.ok(gw.daemon.embeddedUpstream, 'the simulator runs');
+  t.ok(simulatorOf(gw.daemon), 'the simulator runs');
   const r = await readyz(gw.admin);
   t.same(
     r.upstreams.map((u: { id: string; kind: string; routable: boolean }) => [u.id, u.kind, u.routable]),
@@ -121,7 +121,7 @@ t.test('enabled by name beside a real upstream: it runs, but only a rule naming 
       ['embedded', 'simulator', false],
     ],
   );
-  t.same(gw.daemon.gateway.router.rules().map((rule) => rule.upstreams), [['carrier']], 'the default route has only the real upstream');
+  t.same(gatewayOf(gw.daemon).router.rules().map((rule) => rule.upstreams), [['carrier']], 'the default route has only the real upstream');
   await t.rejects(gw.adminCall('POST', '/admin/routes/default/switch', { upstream: 'embedded' }), { code: 'UNKNOWN_UPSTREAM' });
   await t.rejects(gw.adminCall('PUT', '/admin/upstreams/embedded', { host: '127.0.0.1', port: carrier.port, systemId: 'ferry', password: 'pw' }), { code: 'VALIDATION_ERROR' }, 'its id is reserved');
 
@@ -143,8 +143,8 @@ t.test('enabled by name beside a real upstream: it runs, but only a rule naming 
   const toCarrier = await send(named.api, token, 'real range');
   await named.waitStatus(toSim.json.data.messageId, ['delivered']);
   await named.waitStatus(toCarrier.json.data.messageId, ['delivered']);
-  t.equal((await named.daemon.gateway.ledger.get(toSim.json.data.messageId))?.upstreamId, 'embedded');
-  t.equal((await named.daemon.gateway.ledger.get(toCarrier.json.data.messageId))?.upstreamId, 'carrier');
+  t.equal((await gatewayOf(named.daemon).ledger.get(toSim.json.data.messageId))?.upstreamId, 'embedded');
+  t.equal((await gatewayOf(named.daemon).ledger.get(toCarrier.json.data.messageId))?.upstreamId, 'carrier');
 
   await t.rejects(
     startGatewayDaemon({
@@ -198,7 +198,7 @@ t.test('two instances on one database: a real upstream added on one retires the 
   t.teardown(() => a.stop());
   const b = await startDaemon({ DATABASE_URL: a.reuse.env.DATABASE_URL });
   t.teardown(() => b.stop());
-  t.ok(b.daemon.embeddedUpstream, 'the second instance stands in with its simulator too');
+  t.ok(simulatorOf(b.daemon), 'the second instance stands in with its simulator too');
   await a.adminCall('PUT', '/admin/upstreams/carrier', { host: '127.0.0.1', port: carrier.port, systemId: 'ferry', password: 'pw' });
   await waitFor(async () => (await readyz(b.admin)).upstreams.some((u: { id: string; routable: boolean }) => u.id === 'embedded' && !u.routable), 'the other instance retires its simulator');
   const { token } = await accountWithKey(b, 'two-instances');

@@ -3,8 +3,8 @@
 // customer is the `smpp` npm client (an independent SMPP implementation).
 import t from 'tap';
 import { CommandStatus, statusName } from '../../src/smpp/constants.js';
-import { ledgerMessageId } from '../../src/smpp/customer/smpp-message-id.js';
-import { call } from '../helpers/daemon.js';
+import { ledgerMessageId } from '../../src/messaging/smpp-ingress/smpp-message-id.js';
+import { call, gatewayOf } from '../helpers/daemon.js';
 import { backendLabel } from '../helpers/env.js';
 import { startGatewayDaemon, type GatewayDaemon } from '../helpers/gateway.js';
 import type { CustomerClient } from '../smpp/customer/customer-client.js';
@@ -39,7 +39,7 @@ t.test(`SMPP, by default: the carrier decides whether a possible number exists (
   const c = await gw.bind('transceiver', acc.systemId, acc.password);
   const kannel = await submit(c, KANNEL);
   t.equal(outcome(kannel), 'ESME_ROK', `${KANNEL} TON/NPI 0/0: ${kannel}`);
-  const rec = await gw.daemon.gateway.ledger.get(ledgerMessageId(kannel.split(' ')[1] ?? '') ?? '');
+  const rec = await gatewayOf(gw.daemon).ledger.get(ledgerMessageId(kannel.split(' ')[1] ?? '') ?? '');
   t.equal(rec?.destination, KANNEL, 'read as international digits: they look international (+46, a possible length)');
   t.equal(outcome(await submit(c, '+46700000001')), 'ESME_ROK', 'a leading + is international too');
   t.equal(outcome(await submit(c, '0612345678')), 'ESME_RINVDSTADR', 'a national number of no known country: no calling code to read');

@@ -3,8 +3,9 @@
 import t from 'tap';
 import { sampleMessage } from '../helpers/ledger-rows.js';
 import { startGatewayDaemon, type GatewayDaemon } from '../helpers/gateway.js';
-import { ledgerMessageId } from '../../src/smpp/customer/smpp-message-id.js';
+import { ledgerMessageId } from '../../src/messaging/smpp-ingress/smpp-message-id.js';
 import type { ClientPdu } from '../smpp/customer/customer-client.js';
+import { gatewayOf, simulatorOf } from '../helpers/daemon.js';
 
 const DEST = '233241234567';
 // The receipt text as the smpp package hands it over: { message } decoded, or a Buffer. It decodes IA5 (data_coding
@@ -47,13 +48,13 @@ t.test('submit_sm → submit_sm_resp id → upstream → DELIVRD receipt with th
   t.match(text, new RegExp(`^id:${id} sub:001 dlvrd:001 submit date:\\d{10} done date:\\d{10} stat:DELIVRD err:000 text:hello from ferry$`));
   t.equal(await gw.waitStatus(rest(id), ['delivered']), 'delivered');
   t.equal(rest(id), `msg_${id}`, 'the REST id is msg_ + the SMPP id');
-  const history = await gw.daemon.gateway.ledger.history(rest(id));
+  const history = await gatewayOf(gw.daemon).ledger.history(rest(id));
   t.same(history.map((h) => h.status), ['queued', 'submitted', 'delivered'], 'every change recorded');
   const q = await c.request('query_sm', { message_id: id, source_addr: 'Ferry' });
   t.equal(q.command_status, 0);
   t.equal(q.message_id, id, 'query_sm_resp names the same id');
   t.equal(q.message_state, 2, 'query_sm tells the real state');
-  const sim = gw.daemon.embeddedUpstream!.simulator;
+  const sim = simulatorOf(gw.daemon)!.simulator;
   const got = sim.received().filter((m) => m.destinations.includes(DEST) && m.text === 'hello from ferry');
   t.equal(got.length, 1, 'sent upstream exactly once');
 });
@@ -66,7 +67,7 @@ t.test('a message sent whole keeps its upstream id on its row; a repeated queue 
   const id = resp.message_id as string;
   await c.next(isReceiptFor(id), 10_000);
   const rec = await gateway.ledger.get(rest(id));
-  const sim = gw.daemon.embeddedUpstream!.simulator;
+  const sim = simulatorOf(gw.daemon)!.simulator;
   const upstreamMessageId = sim.received().find((m) => m.text === 'one part')?.messageId;
   t.ok(upstreamMessageId, 'the simulator answered an id');
   t.match(rec, { status: 'delivered', partsTotal: 1, partsDone: 1, upstreamMessageId });
@@ -102,13 +103,13 @@ t.test('UCS-2 long text is one message for the customer and three parts upstream
   const id = resp.message_id as string;
   const dr = await c.next(isReceiptFor(id), 10_000);
   t.equal(dr.message_state, 2);
-  const rec = await gw.daemon.gateway.ledger.get(rest(id));
+  const rec = await gatewayOf(gw.daemon).ledger.get(rest(id));
   t.equal(rec?.segments, 3);
   t.equal(rec?.encoding, 'UCS-2');
   t.equal(rec?.partsTotal, 3);
-  const parts = await gw.daemon.gateway.ledger.parts(rest(id));
+  const parts = await gatewayOf(gw.daemon).ledger.parts(rest(id));
   t.same(parts.map((p) => p.status), ['delivered', 'delivered', 'delivered']);
-  const sim = gw.daemon.embeddedUpstream!.simulator;
+  const sim = simulatorOf(gw.daemon)!.simulator;
   const sent = sim.received().filter((m) => m.destinations.includes(DEST) && m.dataCoding === 8 && m.concat && body.includes(m.text));
   t.equal(sent.length, 3, 'three UCS-2 parts upstream');
   t.same(sent.map((m) => m.concat?.seq).sort(), [1, 2, 3]);
@@ -163,11 +164,11 @@ t.test('cancel_sm of a scheduled message; it is never sent', async (t) => {
   });
   t.equal(resp.command_status, 0);
   const id = resp.message_id as string;
-  t.equal((await gw.daemon.gateway.ledger.get(rest(id)))?.status, 'scheduled');
+  t.equal((await gatewayOf(gw.daemon).ledger.get(rest(id)))?.status, 'scheduled');
   const cancel = await c.request('cancel_sm', { message_id: id, source_addr: 'Ferry', destination_addr: DEST });
   t.equal(cancel.command_status, 0);
-  t.equal((await gw.daemon.gateway.ledger.get(rest(id)))?.status, 'cancelled');
-  t.equal(await gw.daemon.gateway.queue.get(rest(id)), null, 'removed from the queue');
+  t.equal((await gatewayOf(gw.daemon).ledger.get(rest(id)))?.status, 'cancelled');
+  t.equal(await gatewayOf(gw.daemon).queue.get(rest(id)), null, 'removed from the queue');
   const again = await c.request('cancel_sm', { message_id: id, source_addr: 'Ferry', destination_addr: DEST });
   t.equal(again.command_status, 0x11, 'ESME_RCANCELFAIL the second time');
 });

@@ -2,11 +2,12 @@
 // ends final, receipts carry the ids the customer was given, and nothing is lost on the way.
 import t from 'tap';
 import { startSimulator, type SmscSimulator } from '../../src/sim/smpp/simulator.js';
-import { ledgerMessageId } from '../../src/smpp/customer/smpp-message-id.js';
+import { ledgerMessageId } from '../../src/messaging/smpp-ingress/smpp-message-id.js';
 import { FINAL_STATUSES } from '../../src/ledger/types.js';
 import { startGatewayDaemon, type GatewayDaemon } from '../helpers/gateway.js';
 import { waitFor } from '../helpers/wait.js';
 import type { ClientPdu, CustomerClient } from '../smpp/customer/customer-client.js';
+import { gatewayOf } from '../helpers/daemon.js';
 
 const DEST = '233241234567';
 
@@ -36,7 +37,7 @@ async function submitMany(c: CustomerClient, n: number, tag: string): Promise<st
 async function allFinal(gw: GatewayDaemon, ids: string[], timeoutMs = 30_000): Promise<Map<string, string>> {
   const until = Date.now() + timeoutMs;
   for (;;) {
-    const rows = await gw.daemon.gateway.ledger.getMany(ids);
+    const rows = await gatewayOf(gw.daemon).ledger.getMany(ids);
     const open = ids.filter((id) => !rows.has(id) || !FINAL_STATUSES.includes(rows.get(id)!.status));
     if (!open.length) return new Map([...rows].map(([id, r]) => [id, r.status]));
     if (Date.now() > until) throw new Error(`${open.length} of ${ids.length} messages not final, e.g. ${open[0]} is ${rows.get(open[0])?.status}`);
@@ -85,7 +86,7 @@ t.test('a down primary fails over to the second candidate', async (t) => {
   const c = await gw.bind('transceiver', acc.systemId, acc.password);
   const ids = await submitMany(c, 40, 'failover');
   await allFinal(gw, ids);
-  const rows = await gw.daemon.gateway.ledger.getMany(ids);
+  const rows = await gatewayOf(gw.daemon).ledger.getMany(ids);
   t.same(new Set([...rows.values()].map((r) => r.upstreamId)), new Set(['b']), 'all went to the failover upstream');
   t.same(new Set([...rows.values()].map((r) => r.routeRule)), new Set(['gh']));
   t.equal(a.received().length, 0);
@@ -99,13 +100,13 @@ t.test('a route switch under load moves the next messages, loses none', async (t
   const c = await gw.bind('transceiver', acc.systemId, acc.password);
   const before = submitMany(c, 200, 'switch-1');
   await eventually(() => a.received().length >= 20);
-  gw.daemon.gateway.router.switchRoute('gh', 'b', 'test');
+  gatewayOf(gw.daemon).router.switchRoute('gh', 'b', 'test');
   const switchedAt = Date.now();
   const after = await submitMany(c, 100, 'switch-2');
   const ids = [...(await before), ...after];
   const statuses = await allFinal(gw, ids);
   t.equal([...statuses.values()].filter((s) => s === 'delivered').length, ids.length, 'every message delivered');
-  const rows = await gw.daemon.gateway.ledger.getMany(after);
+  const rows = await gatewayOf(gw.daemon).ledger.getMany(after);
   t.same(new Set([...rows.values()].map((r) => r.upstreamId)), new Set(['b']), 'messages accepted after the switch went to b');
   // Messages already routed and waiting for a's window when the switch came may still go to a; nothing after that.
   t.equal(a.received().filter((m) => m.receivedAt > switchedAt + 2500).length, 0, 'a got nothing once its in-flight messages were sent');
@@ -145,7 +146,7 @@ t.test('a restart with queued messages sends them all', async (t) => {
   const acc = await gw1.account('restart');
   const c1 = await gw1.bind('transmitter', acc.systemId, acc.password);
   const ids = await submitMany(c1, 60, 'restart');
-  const rows = await gw1.daemon.gateway.ledger.getMany(ids);
+  const rows = await gatewayOf(gw1.daemon).ledger.getMany(ids);
   t.same(new Set([...rows.values()].map((r) => r.status)), new Set(['queued']), 'accepted and waiting');
   await gw1.stopKeepingStore();
   a.setBehaviour({ refuseBinds: 0 });

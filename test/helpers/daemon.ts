@@ -2,7 +2,11 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
 import { loadConfig } from '../../src/config/load.js';
 import { CHANNEL_MODULES } from '../../src/channels/index.js';
+import type { OtpService } from '../../src/channels/otp/index.js';
 import { Daemon } from '../../src/daemon.js';
+import type { Gateway } from '../../src/gateway.js';
+import type { SmsGatewayService } from '../../src/messaging/sms-gateway-service.js';
+import type { EmbeddedUpstream } from '../../src/sim/smpp/embedded.js';
 import type { DestinationStream } from 'pino';
 import { createLogger } from '../../src/log.js';
 import { packageRoot } from '../../src/util/paths.js';
@@ -22,6 +26,21 @@ export interface TestDaemon {
   stopKeepingStore(): Promise<void>;
   /** What a restart needs to come back on the same storage. */
   reuse: { env: Record<string, string>; store: Awaited<ReturnType<typeof testDatabase>> };
+}
+
+/** The SMS module's message path (ledger, router, pool, SMPP server) of a daemon: the daemon holds no product getters. */
+export function gatewayOf(d: Daemon): Gateway {
+  return d.modules.service<SmsGatewayService>('sms').gateway;
+}
+
+/** The embedded SMSC simulator the SMS module runs, or null. */
+export function simulatorOf(d: Daemon): EmbeddedUpstream | null {
+  return d.modules.service<SmsGatewayService>('sms').embeddedUpstream;
+}
+
+/** The OTP module's service. */
+export function otpOf(d: Daemon): OtpService {
+  return d.modules.service<OtpService>('otp');
 }
 
 /** The environment a daemon under test runs with: ephemeral loopback ports, private data. */

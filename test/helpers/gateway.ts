@@ -6,7 +6,7 @@ import type { AccountService } from '../../src/accounts/account-service.js';
 import type { RouteRuleConfig, UpstreamConfig } from '../../src/config/schema.js';
 import type { MessageStatus } from '../../src/ledger/types.js';
 import { CustomerClient, type ClientBindType } from '../smpp/customer/customer-client.js';
-import { startDaemon, type TestDaemon } from './daemon.js';
+import { startDaemon, type TestDaemon, gatewayOf } from './daemon.js';
 
 export interface GatewayDaemon extends TestDaemon {
   smppPort: number;
@@ -74,7 +74,7 @@ export async function startGatewayDaemon(
     async waitStatus(messageId, statuses, timeoutMs = 10_000) {
       const until = Date.now() + timeoutMs;
       for (;;) {
-        const rec = await d.daemon.gateway.ledger.get(messageId);
+        const rec = await gatewayOf(d.daemon).ledger.get(messageId);
         if (rec && statuses.includes(rec.status)) return rec.status;
         if (Date.now() > until) throw new Error(`${messageId} is ${rec?.status ?? 'missing'}, not ${statuses.join('|')}, after ${timeoutMs} ms`);
         await new Promise((r) => setTimeout(r, 25));

@@ -17,7 +17,7 @@ import { createLogger } from '../../src/log.js';
 import { Metrics } from '../../src/metrics.js';
 import { startSimulator } from '../../src/sim/smpp/simulator.js';
 import { encodeGsm7 } from '../../src/smpp/text/gsm7.js';
-import { call, startDaemon, type CallResult } from '../helpers/daemon.js';
+import { call, startDaemon, type CallResult, otpOf } from '../helpers/daemon.js';
 import { backendLabel } from '../helpers/env.js';
 import { rawHttp, type RawResponse } from '../helpers/raw-http.js';
 import { CustomerClient } from '../smpp/customer/customer-client.js';
@@ -352,7 +352,7 @@ t.test(`every error answer is a catalogued envelope (${backendLabel})`, async (t
       code: 'OTP_EXPIRED',
       run: async () => {
         const o = await otp({ expiry: { amount: 1, duration: 'minutes' } });
-        const service = d.daemon.otp;
+        const service = otpOf(d.daemon);
         service.clock = () => Date.now() + 60_001;
         try {
           return await api('POST', '/v1/otp/verify', { body: { id: o.json.data.id, pin: '000000' } });

@@ -1,6 +1,6 @@
 import t from 'tap';
 import { VERSION } from '../../src/version.js';
-import { accountWithKey, call, startDaemon } from '../helpers/daemon.js';
+import { accountWithKey, call, startDaemon, simulatorOf } from '../helpers/daemon.js';
 import { backendLabel } from '../helpers/env.js';
 
 t.test(`bad input gets clear envelope errors and the process stays up (${backendLabel})`, async (t) => {
@@ -90,14 +90,14 @@ t.test(`OpenAPI document, metrics and probes (${backendLabel})`, async (t) => {
 t.test(`with no upstream configured an embedded simulator runs, and says so (${backendLabel})`, async (t) => {
   const d = await startDaemon();
   t.teardown(() => d.stop());
-  t.ok(d.daemon.embeddedUpstream, 'embedded upstream started');
+  t.ok(simulatorOf(d.daemon), 'embedded upstream started');
   const ready = await call(d.admin, 'GET', '/readyz');
   t.equal(ready.status, 200);
   t.match(ready.json.warnings.join(' '), /NOTHING LEAVES THIS MACHINE/);
 
   const off = await startDaemon({ FERRY_SMPP_SIMULATOR_ENABLED: 'off' });
   t.teardown(() => off.stop());
-  t.equal(off.daemon.embeddedUpstream, null);
+  t.equal(simulatorOf(off.daemon), null);
   const offReady = (await call(off.admin, 'GET', '/readyz')).json;
   t.same(offReady.upstreams, [], 'no upstream at all');
   t.match(offReady.warnings.join(' '), /NO UPSTREAM: the embedded simulator is not started \(smpp.simulator.enabled is off\); messages are refused with NO_ROUTE/, 'and it says so');

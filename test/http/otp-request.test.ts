@@ -1,5 +1,5 @@
 import t from 'tap';
-import { call, startDaemon, type TestDaemon } from '../helpers/daemon.js';
+import { call, startDaemon, type TestDaemon, otpOf, simulatorOf } from '../helpers/daemon.js';
 import { backendLabel } from '../helpers/env.js';
 
 /** An account in Ghana (local numbers read as +233) with a key of the given scopes. */
@@ -23,7 +23,7 @@ function newPhone(): { local: string; intl: string } {
 t.test(`OTP request and verify over HTTP (${backendLabel})`, async (t) => {
   const d = await startDaemon({ FERRY_SMPP_SIMULATOR_RECEIPT_DELAY_MS: '20' });
   t.teardown(() => d.stop());
-  const sim = d.daemon.embeddedUpstream!.simulator;
+  const sim = simulatorOf(d.daemon)!.simulator;
   const acme = await customer(d, 'acme');
   const other = await customer(d, 'other');
 
@@ -154,7 +154,7 @@ t.test(`OTP request and verify over HTTP (${backendLabel})`, async (t) => {
   t.test('OTP_EXPIRED after the expiry; the phone may request again', async (t) => {
     const o = await sent({ expiry: { amount: 1, duration: 'minutes' } });
     t.match(o.text, /expires in 1 minutes\./);
-    const otp = d.daemon.otp;
+    const otp = otpOf(d.daemon);
     otp.clock = () => Date.now() + 60_001;
     t.teardown(() => {
       otp.clock = Date.now;
@@ -327,7 +327,7 @@ t.test(`OTP request and verify over HTTP (${backendLabel})`, async (t) => {
   });
 
   t.test('events for webhooks: requested, failed, verified, expired; never the code', async (t) => {
-    const otp = d.daemon.otp;
+    const otp = otpOf(d.daemon);
     const events: Array<{ type: string; data: Record<string, unknown> }> = [];
     otp.onEvent = (type, data) => {
       events.push({ type, data: { ...data } });

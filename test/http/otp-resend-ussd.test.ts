@@ -1,7 +1,7 @@
 import t from 'tap';
 import { UssdServiceOp } from '../../src/smpp/constants.js';
 import type { ReceivedMessage } from '../../src/sim/smpp/simulator.js';
-import { call, startDaemon, type TestDaemon } from '../helpers/daemon.js';
+import { call, startDaemon, type TestDaemon, otpOf, simulatorOf } from '../helpers/daemon.js';
 import { backendLabel } from '../helpers/env.js';
 
 async function customer(d: TestDaemon, name: string) {
@@ -25,7 +25,7 @@ t.test(`OTP resend and USSD fallback over HTTP and SMPP (${backendLabel})`, asyn
   // A one-second cooldown keeps "after the cooldown" fast; the rule is the same at the default 60 s.
   const d = await startDaemon({ FERRY_SMPP_SIMULATOR_RECEIPT_DELAY_MS: '20', FERRY_OTP_RESEND_COOLDOWN_SECONDS: '1' });
   t.teardown(() => d.stop());
-  const sim = d.daemon.embeddedUpstream!.simulator;
+  const sim = simulatorOf(d.daemon)!.simulator;
   const acme = await customer(d, 'acme');
   const beta = await customer(d, 'beta');
 
@@ -145,7 +145,7 @@ t.test(`OTP resend and USSD fallback over HTTP and SMPP (${backendLabel})`, asyn
     t.equal(both.text, `Your codes: ${b.code} from BetaBank, valid 5 min; ${a.code} from Ferry, valid 5 min`, 'newest first, with the sender');
 
     const short = await sent({ expiry: { amount: 1, duration: 'minutes' } });
-    const otp = d.daemon.otp;
+    const otp = otpOf(d.daemon);
     otp.clock = () => Date.now() + 60_001;
     t.teardown(() => {
       otp.clock = Date.now;

@@ -1,5 +1,5 @@
 import t from 'tap';
-import { call, startDaemon, type TestDaemon } from '../helpers/daemon.js';
+import { call, startDaemon, type TestDaemon, gatewayOf, simulatorOf } from '../helpers/daemon.js';
 import { backendLabel } from '../helpers/env.js';
 
 async function customer(d: TestDaemon, name: string) {
@@ -21,7 +21,7 @@ async function until<T>(fn: () => Promise<T>, done: (v: T) => boolean, limitMs =
 t.test(`SMS status, resend and inbound over REST (${backendLabel})`, async (t) => {
   const d = await startDaemon({ FERRY_SMPP_SIMULATOR_RECEIPT_DELAY_MS: '20' });
   t.teardown(() => d.stop());
-  const sim = d.daemon.embeddedUpstream!.simulator;
+  const sim = simulatorOf(d.daemon)!.simulator;
   const acme = await customer(d, 'acme');
   const rival = await customer(d, 'rival');
   const send = (body: unknown, token = acme.token) => call(d.api, 'POST', '/v1/sms/send', { token, body });
@@ -119,7 +119,7 @@ t.test(`SMS status, resend and inbound over REST (${backendLabel})`, async (t) =
   t.test('resend of a failed message (failed by the ledger before it was sent)', async (t) => {
     const later = await send({ to: '0241234568', from: 'Ferry', message: 'later', scheduledAt: new Date(Date.now() + 3_600_000).toISOString() });
     const id = later.json.data.messageId;
-    await d.daemon.gateway.ledger.transition(id, 'failed', { reason: 'test' }, 'MAX_ATTEMPTS');
+    await gatewayOf(d.daemon).ledger.transition(id, 'failed', { reason: 'test' }, 'MAX_ATTEMPTS');
     const failed = await status(id);
     t.equal(failed.json.data.status, 'failed');
     t.equal(failed.json.data.error, 'MAX_ATTEMPTS');

@@ -5,7 +5,7 @@ import type { AddressInfo } from 'node:net';
 import t from 'tap';
 import { TargetGuard } from '../../src/channels/webhooks/target-guard.js';
 import { WebhookHttp } from '../../src/channels/webhooks/webhook-http.js';
-import { accountWithKey, call, startDaemon } from '../helpers/daemon.js';
+import { accountWithKey, call, startDaemon, simulatorOf } from '../helpers/daemon.js';
 import { backendLabel } from '../helpers/env.js';
 import { WebhookReceiver } from '../helpers/webhook-receiver.js';
 import { waitFor } from '../helpers/wait.js';
@@ -27,7 +27,7 @@ t.test(`webhook events and endpoint health (${backendLabel})`, async (t) => {
 
   t.test('sms.inbound for an MO to an owned number', async (t) => {
     await d.adminCall('POST', `/admin/accounts/${account.id}/numbers`, { number: '233200000077' });
-    await d.daemon.embeddedUpstream!.simulator.injectMo({ source: '233241234567', destination: '233200000077', text: 'HELLO' });
+    await simulatorOf(d.daemon)!.simulator.injectMo({ source: '233241234567', destination: '233200000077', text: 'HELLO' });
     await waitFor(() => rx.received.some((r) => r.json?.type === 'sms.inbound'), 10_000, 'sms.inbound');
     const ev = rx.received.find((r) => r.json?.type === 'sms.inbound')!.json;
     t.equal(ev.accountId, account.id);
@@ -40,7 +40,7 @@ t.test(`webhook events and endpoint health (${backendLabel})`, async (t) => {
     t.equal(req.status, 200, req.text);
     const id = req.json.data.id as string;
     const sms = await (async () => {
-      const sim = d.daemon.embeddedUpstream!.simulator;
+      const sim = simulatorOf(d.daemon)!.simulator;
       await waitFor(() => sim.received().some((m) => m.destinations[0] === '233241230001'), 10_000, 'the OTP SMS');
       return sim.received().find((m) => m.destinations[0] === '233241230001')!.text;
     })();

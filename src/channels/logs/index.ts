@@ -10,7 +10,7 @@ import { logsStorage } from './storage.js';
 import { logsConfigSchema, type LogsConfig } from './config.js';
 import { LOGS_ERRORS } from './errors.js';
 import { LOGS_SCOPES } from './scopes.js';
-import type { OtpService } from '../otp/otp-service.js';
+import type { OtpService } from '../otp/index.js';
 import { logsCli } from './cli.js';
 import { LOGS_HISTORIC_ADMIN_PATHS, logsAdminRoutes } from './logs-admin-routes.js';
 

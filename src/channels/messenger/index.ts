@@ -1,3 +1,4 @@
+/* eslint-disable @typescript-eslint/no-restricted-imports -- TODO(i43): removed when i43-ctx (the one guarded HTTP client in the module context) lands */
 import { readFileSync } from 'node:fs';
 import { credentialsCipher, unseal } from './sealed-credentials.js';
 import { MESSENGER_MCP_TOOLS } from './messenger-mcp-tools.js';

@@ -1,6 +1,6 @@
 import type { ChannelModule } from '../../platform/channel-module.js';
-import type { SmsGateway } from '../sms/sms-gateway.js';
-import type { WebhookService } from '../webhooks/webhook-service.js';
+import type { SmsGatewayService } from '../../messaging/sms-gateway-service.js';
+import type { WebhookService } from '../webhooks/index.js';
 import { OtpMetrics } from './otp-metrics.js';
 import { OTP_MCP_TOOLS } from './otp-mcp-tools.js';
 import { otpRoutes } from './otp-routes.js';
@@ -8,7 +8,11 @@ import { OtpService } from './otp-service.js';
 import { otpConfigSchema, type OtpConfig } from './config.js';
 import { OTP_ERRORS } from './errors.js';
 import { OTP_SCOPES } from './scopes.js';
-import { publishUssdFallback, UssdOtpFallback } from './ussd-otp-fallback.js';
+import { UssdOtpFallback } from './ussd-otp-fallback.js';
+import { dialsServiceCode } from '../../messaging/ussd-mo-handlers.js';
+
+// The service other products reach through ctx.use('otp') (import type only: rule in eslint.config.js).
+export type { OtpService } from './otp-service.js';
 
 /** OTP: codes sent as SMS on the priority lane, verify and resend under /v1/otp, and the USSD fallback. */
 export const otpModule: ChannelModule<OtpService> = {
@@ -21,7 +25,7 @@ export const otpModule: ChannelModule<OtpService> = {
   dependsOn: ['sms', 'webhooks'],
   async create(ctx) {
     const config = { otp: ctx.section<OtpConfig>() };
-    const sms = ctx.use<SmsGateway>('sms');
+    const sms = ctx.use<SmsGatewayService>('sms');
     const metrics = new OtpMetrics(ctx.metrics.registry);
     const otp = new OtpService({
       store: ctx.backends.otp,
@@ -41,10 +45,10 @@ export const otpModule: ChannelModule<OtpService> = {
       log: ctx.rootLog.child({ component: 'ussd-otp' }),
       metrics,
     });
-    // The SMPP path while no USSD module runs; the USSD module takes the SMPP ingress and serves this code on every
-    // ingress through its reserved-code registry.
-    sms.setUssdHandler((mo) => ussd.handle(mo));
-    publishUssdFallback(otp, ussd);
+    // The SMPP path while no USSD module runs; the USSD module, registered after this one, takes the SMPP sessions and
+    // serves this code on every ingress through its reserved-code registry.
+    const unregisterUssd = sms.ussd.register({ name: 'otp', accepts: dialsServiceCode(config.otp.ussdServiceCode), handle: ussd.handle });
+    otp.ussdFallback = ussd;
     return {
       service: otp,
       mcpTools: OTP_MCP_TOOLS,
@@ -59,6 +63,7 @@ export const otpModule: ChannelModule<OtpService> = {
         });
       },
       async stop() {
+        unregisterUssd();
         await ussd.close();
         otp.close();
       },

@@ -2,9 +2,9 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { envelopeSchema, errorEnvelopeSchema, ok } from '../../http/envelope.js';
 import { ApiError, rateLimited, type FieldError } from '../../http/errors.js';
 import { countSegments } from '../../smpp/text/segments.js';
-import { normalizeNumber } from '../sms/phone.js';
-import { isValidSender, SENDER_RULE } from '../sms/sender.js';
-import { MAX_MESSAGE_CHARS, smsHttpError } from '../sms/sms-routes.js';
+import { normalizeNumber } from '../../numbers/phone.js';
+import { isValidSender, SENDER_RULE } from '../../messaging/sender.js';
+import { MAX_MESSAGE_CHARS, smsHttpError } from '../../messaging/sms-http-errors.js';
 import { expiryMinutes, OTP_LIMITS, PIN_TYPES, renderOtpMessage, type OtpDuration, type OtpPinType, type OtpService } from './otp-service.js';
 
 export interface OtpRoutesDeps {

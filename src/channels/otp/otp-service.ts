@@ -4,8 +4,9 @@ import { SecretCipher } from '../../security/cipher.js';
 import { deriveKey } from '../../security/secrets.js';
 import type { OtpRecord, OtpStore } from '../../store/types.js';
 import { newId } from '../../util/ids.js';
-import type { SmsApi } from '../sms/types.js';
+import type { SmsApi } from '../../messaging/types.js';
 import type { OtpMetrics } from './otp-metrics.js';
+import type { UssdOtpFallback } from './ussd-otp-fallback.js';
 
 export type OtpPinType = 'NUMERIC' | 'ALPHANUMERIC' | 'ALPHABETIC';
 export type OtpDuration = 'minutes' | 'hours';
@@ -143,6 +144,8 @@ export class OtpService {
   clock: () => number;
   /** Webhook events (from the options; may also be set once the webhook service exists). */
   onEvent: OtpServiceOptions['onEvent'];
+  /** The USSD fallback, set by the OTP module: the USSD module (which reaches OTP only through this service) serves it as a reserved code. */
+  ussdFallback: UssdOtpFallback | null = null;
   private readonly cipher: SecretCipher;
   private readonly hashKey: Buffer;
   /** OTPs this instance sent, until they are verified, locked or found expired (for otp.expired). */

@@ -3,7 +3,7 @@ import { Npi, Ton, UssdServiceOp } from '../../smpp/constants.js';
 import type { Tlvs } from '../../smpp/tlv.js';
 import type { OutboundMessage, SubmitOutcome, UpstreamMo } from '../../smpp/upstream/outbound.js';
 import { newId } from '../../util/ids.js';
-import { normalizeNumber } from '../sms/phone.js';
+import { normalizeNumber } from '../../numbers/phone.js';
 import type { OtpMetrics, OtpUssdOutcome } from './otp-metrics.js';
 import type { OtpService, PendingOtp } from './otp-service.js';
 
@@ -38,20 +38,6 @@ export function ussdAnswer(pending: readonly PendingOtp[], now: number): string 
   if (pending.length === 1) return `Your code is ${pending[0].code}, valid ${remainingText(pending[0].expiresAt - now)}`;
   const list = pending.slice(0, MAX_CODES).map((p) => `${p.code} from ${p.sender}, valid ${remainingText(p.expiresAt - now)}`);
   return `Your codes: ${list.join('; ')}`;
-}
-
-const fallbacks = new WeakMap<object, UssdOtpFallback>();
-
-/**
- * The fallback an OTP service answers USSD with: the OTP module publishes it beside its service, and the USSD module
- * (which depends on OTP, so OTP cannot reach it) registers its reservedHandler in the session core's registry.
- */
-export function ussdFallbackOf(otp: object): UssdOtpFallback | null {
-  return fallbacks.get(otp) ?? null;
-}
-
-export function publishUssdFallback(otp: object, fallback: UssdOtpFallback): void {
-  fallbacks.set(otp, fallback);
 }
 
 /**

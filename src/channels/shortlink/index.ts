@@ -2,7 +2,7 @@ import { Redis } from 'ioredis';
 import { SHORTLINK_MCP_TOOLS } from './shortlink-mcp-tools.js';
 import type { FastifyInstance } from 'fastify';
 import type { ChannelModule } from '../../platform/channel-module.js';
-import type { WebhookService } from '../webhooks/webhook-service.js';
+import type { WebhookService } from '../webhooks/index.js';
 import { ClientAddress, loadGeo } from './click-info.js';
 import { RedisClickLimiter, SqlClickLimiter, type ClickLimiter } from './click-limiter.js';
 import { PasswordChecks } from './password-checks.js';

@@ -1,4 +1,4 @@
-import { NUMBER_VALIDATIONS, type NumberValidation } from './number-validation.js';
+import { NUMBER_VALIDATIONS, type NumberValidation } from '../../numbers/number-validation.js';
 
 /** The `sms` section of the config, declared by the module (index.ts) and merged into the one schema at boot (src/config/module-sections.ts). */
 export const smsConfigSchema = {

@@ -6,7 +6,7 @@ import type { Ledger } from '../../ledger/ledger.js';
 import type { CustomerOutbox } from '../../receipts/customer-outbox.js';
 import type { Router, SwitchResult } from '../../routing/router.js';
 import { RoutingError } from '../../routing/routing-error.js';
-import { ledgerMessageId } from '../../smpp/customer/smpp-message-id.js';
+import { ledgerMessageId } from '../../messaging/smpp-ingress/smpp-message-id.js';
 import type { UpstreamPool } from '../../smpp/upstream/upstream-pool.js';
 import type { UpstreamStatus } from '../../smpp/upstream/upstream.js';
 import { UpstreamStore } from '../../smpp/upstream/upstream-store.js';

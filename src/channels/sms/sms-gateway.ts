@@ -6,9 +6,10 @@ import { RouteSwitchStore } from '../../routing/route-switch-store.js';
 import { SecretCipher } from '../../security/cipher.js';
 import { EMBEDDED_UPSTREAM_WARNING, startEmbeddedUpstream, type EmbeddedUpstream } from '../../sim/smpp/embedded.js';
 import { SIMULATOR_UPSTREAM_ID, SimulatorRecord, simulatorDecision } from '../../sim/smpp/simulator-record.js';
-import type { UpstreamMo } from '../../smpp/upstream/outbound.js';
 import { UpstreamStore } from '../../smpp/upstream/upstream-store.js';
 import type { ModuleContext } from '../../platform/channel-module.js';
+import type { SmsGatewayService } from '../../messaging/sms-gateway-service.js';
+import { UssdMoHandlers } from '../../messaging/ussd-mo-handlers.js';
 
 /** How often an instance running the stand-in simulator looks whether another one recorded a real upstream. */
 const RETIREMENT_POLL_MS = 2000;
@@ -19,7 +20,7 @@ export class SmsStartupError extends Error {
 }
 
 /** What the SMS module gives the daemon (admin API) and the modules that depend on it (OTP). */
-export interface SmsGateway {
+export interface SmsGateway extends SmsGatewayService {
   gateway: Gateway;
   upstreamStore: UpstreamStore;
   pricing: PricingStore;
@@ -30,8 +31,8 @@ export interface SmsGateway {
   configUpstreams: ReadonlyMap<string, UpstreamConfig>;
   /** The country local numbers are read in when the account sets none (sms.defaultCountry); OTP and USSD read numbers with it. */
   defaultCountry: string | null;
-  /** Where USSD dialogue messages from upstreams go (the OTP module's fallback); none until one is set. */
-  setUssdHandler(handler: (mo: UpstreamMo) => void | Promise<void>): void;
+  /** Where USSD dialogue messages from upstreams go: OTP's fallback and the USSD module register here. */
+  ussd: UssdMoHandlers;
 }
 
 /** The embedded simulator as an upstream: a couple of binds with room for a real load test. */
@@ -99,7 +100,7 @@ export async function startSmsGateway(ctx: ModuleContext, onClose: (name: string
   }
   log.info({ simulator: decision.start ? 'running' : 'off', reason: decision.reason }, 'embedded SMSC simulator');
 
-  let ussdHandler: ((mo: UpstreamMo) => void | Promise<void>) | null = null;
+  const ussd = new UssdMoHandlers();
   let pricing!: PricingStore;
   let routeSwitches!: RouteSwitchStore;
   let gateway: Gateway;
@@ -117,8 +118,8 @@ export async function startSmsGateway(ctx: ModuleContext, onClose: (name: string
           const key = ctx.deriveKey('message-body');
           return new SecretCipher({ current: { id: SecretCipher.keyIdOf(key), key } });
         })(),
-        // Sessions arriving before a handler is set (start-up) get no answer.
-        onUssd: (mo) => ussdHandler?.(mo),
+        // Sessions arriving before a handler is registered (start-up) get no answer.
+        onUssd: ussd.dispatch,
         simulator: embeddedUpstream ? { id: SIMULATOR_UPSTREAM_ID, explicit: simMode === 'on' } : null,
         onSimulatorRetired: (upstreamId) => {
           ctx.unwarn(EMBEDDED_UPSTREAM_WARNING);
@@ -166,9 +167,7 @@ export async function startSmsGateway(ctx: ModuleContext, onClose: (name: string
     embeddedUpstream,
     configUpstreams: new Map(config.smpp.upstreams.map((u) => [u.id, u])),
     defaultCountry: ctx.section<SmsConfig>().defaultCountry,
-    setUssdHandler: (h) => {
-      ussdHandler = h;
-    },
+    ussd,
   };
 }
 

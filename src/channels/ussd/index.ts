@@ -1,9 +1,8 @@
 import type { ChannelModule } from '../../platform/channel-module.js';
 import { USSD_MCP_TOOLS } from './ussd-mcp-tools.js';
-import type { OtpService } from '../otp/otp-service.js';
-import { ussdFallbackOf } from '../otp/ussd-otp-fallback.js';
-import type { SmsGateway } from '../sms/sms-gateway.js';
-import type { WebhookService } from '../webhooks/webhook-service.js';
+import type { SmsGatewayService } from '../../messaging/sms-gateway-service.js';
+import type { OtpService } from '../otp/index.js';
+import type { WebhookService } from '../webhooks/index.js';
 import { aggregatorRoutes } from './dialects/aggregators.js';
 import { SmppUssdDialect } from './dialects/smpp-binds.js';
 import { RedisLiveSessions, SqlLiveSessions, type LiveSessions } from './live-sessions.js';
@@ -55,7 +54,7 @@ export const ussdModule: ChannelModule<UssdService> = {
     let clock: () => number = Date.now;
     const now = () => clock();
     const webhooks = ctx.use<WebhookService>('webhooks');
-    const sms = ctx.use<SmsGateway>('sms');
+    const sms = ctx.use<SmsGatewayService>('sms');
     const store = new UssdStore(ctx.db, now);
     const sessions = new SessionStore(ctx.db);
     const signingKey = ctx.deriveKey('ussd-app-signing');
@@ -85,9 +84,9 @@ export const ussdModule: ChannelModule<UssdService> = {
       metrics: new UssdMetrics(ctx.metrics.registry),
     });
     const smpp = new SmppUssdDialect({ core, pool: sms.gateway.pool, log: ctx.log });
-    // The OTP fallback's code is a reserved code of the core: answered before any claim on every ingress (SMPP,
-    // aggregators, simulate). USSD then takes the SMPP ingress whole.
-    const otpFallback = ussdFallbackOf(ctx.use<OtpService>('otp'));
+    // The OTP fallback's code (published on the OTP service) is a reserved code of the core: answered before any claim
+    // on every ingress (SMPP, aggregators, simulate). USSD then takes every SMPP session, the OTP code's too.
+    const otpFallback = ctx.use<OtpService>('otp').ussdFallback;
     if (otpFallback) {
       try {
         core.reserved.register(otpFallback.reservedHandler());
@@ -95,7 +94,7 @@ export const ussdModule: ChannelModule<UssdService> = {
         ctx.log.warn({ err: (err as Error).message }, 'USSD: the OTP fallback code is not served (otp.ussdServiceCode is not a service code)');
       }
     }
-    sms.setUssdHandler(smpp.handle);
+    const unregisterUssd = sms.ussd.register({ name: 'ussd', handle: smpp.handle });
     if (sms.embeddedUpstream && !ctx.config.smpp.upstreams.length) {
       ctx.warn("USSD: carrier sessions come only from the embedded SMSC simulator (dial one with `ferry ussd dial '*384#' --phone …`); aggregators still reach /v1/ussd/in/{connector}");
     }
@@ -151,6 +150,7 @@ export const ussdModule: ChannelModule<UssdService> = {
         sweep.unref();
       },
       async stop() {
+        unregisterUssd();
         clearInterval(sweep);
         await smpp.close();
         apps.close();

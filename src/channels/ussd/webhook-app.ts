@@ -1,3 +1,4 @@
+/* eslint-disable @typescript-eslint/no-restricted-imports -- TODO(i43): removed when i43-ctx (the one guarded HTTP client in the module context) lands */
 import { createHmac } from 'node:crypto';
 import { GuardedHttpError, type GuardedHttp } from '../../security/guarded-http.js';
 import { signatureHeader } from '../webhooks/signature.js';

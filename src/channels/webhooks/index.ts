@@ -11,6 +11,10 @@ import { registerInspectListing } from '../../admin/inspect-routes.js';
 import { webhooksCli } from './cli.js';
 import { webhookListing } from './webhook-inspect.js';
 
+// The service other products reach through ctx.use('webhooks') (import type only: rule in eslint.config.js).
+export type { WebhookService } from './webhook-service.js';
+export type { TargetGuard } from './target-guard.js';
+
 /** Webhooks: endpoints under /v1/webhooks, and the fan-out and sender that deliver every product's events. */
 export const webhooksModule: ChannelModule<WebhookService> = {
   name: 'webhooks',

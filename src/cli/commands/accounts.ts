@@ -1,6 +1,6 @@
 import { Command } from 'commander';
 import { AmountError, checkPlaces, parseAmount, type ParsedAmount } from '../../accounts/money.js';
-import { NUMBER_VALIDATIONS } from '../../channels/sms/number-validation.js';
+import { NUMBER_VALIDATIONS } from '../../numbers/number-validation.js';
 import { adminCall, adminTarget, CliError } from '../admin-client.js';
 import { print } from '../output.js';
 

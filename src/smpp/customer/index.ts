@@ -1,19 +1,5 @@
-/** The customer-facing SMPP server: ESMEs bind to Ferry and submit. */
-export { CustomerServer, type CustomerServerOptions, type CustomerTlsOptions } from './customer-server.js';
+/** The customer-facing SMPP server: ESMEs bind to it; what their requests mean is the caller's (src/messaging/smpp-ingress). */
+export { BindServer, type BindServerOptions, type BindChecker, type BindCredentials, type CustomerTlsOptions } from './bind-server.js';
 export { BindRegistry, type CustomerBind, type BindRegistryEvents } from './bind-registry.js';
 export { CustomerMetrics, type BindFailureReason, type CustomerBindSource } from './customer-metrics.js';
-export { CustomerRequests, type CustomerRequestsOptions } from './customer-requests.js';
 export { IpAllowList, plainAddress } from './ip-allow-list.js';
-export { MESSAGE_STATE_OF_STATUS, RECEIPT_STAT_OF_STATUS, messageStateOf } from './message-state.js';
-export {
-  SMS_ERROR_STATUS,
-  MAX_SEGMENTS,
-  MAX_BINARY_OCTETS,
-  MAX_SCHEDULE_AHEAD_MS,
-  statusOfSmsError,
-  submissionFromPdu,
-  isSubmitRefusal,
-  type SubmitFields,
-  type SubmitContext,
-  type SubmitRefusal,
-} from './submit-sm.js';

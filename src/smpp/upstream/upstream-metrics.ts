@@ -1,5 +1,4 @@
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
-import type { Router } from '../../routing/router.js';
 import { ReceiptStat, statusName } from '../constants.js';
 import type { RetryReason } from './outbound.js';
 
@@ -198,8 +197,8 @@ export class UpstreamMetrics {
     return new UpstreamMetricHandles(this, upstreamId);
   }
 
-  /** Counts the router's switches; returns the unsubscribe function. */
-  observeRouter(router: Router): () => void {
+  /** Counts the router's switches (src/routing's Router); returns the unsubscribe function. */
+  observeRouter(router: { onSwitch(listener: (event: { ruleId: string }) => void): () => void }): () => void {
     return router.onSwitch((e) => this.routeSwitches.labels(e.ruleId).inc());
   }
 }

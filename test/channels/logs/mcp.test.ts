@@ -3,7 +3,7 @@ import { randomBytes } from 'node:crypto';
 import t, { type Test } from 'tap';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { call, startDaemon, type TestDaemon } from '../../helpers/daemon.js';
+import { call, startDaemon, type TestDaemon, simulatorOf } from '../../helpers/daemon.js';
 import { backendLabel } from '../../helpers/env.js';
 
 async function customer(d: TestDaemon, name: string, scopes: string | string[] = 'all') {
@@ -71,7 +71,7 @@ t.test(`MCP server at /mcp (${backendLabel})`, async (t) => {
 
   t.test('send_sms reaches the SMSC simulator and its status reads back; idempotency key honoured', async (t) => {
     const client = await mcpClient(t, d.api, full.token);
-    const sim = d.daemon.embeddedUpstream!.simulator;
+    const sim = simulatorOf(d.daemon)!.simulator;
     const res = await client.callTool({ name: 'send_sms', arguments: { to: '0241230001', from: 'Ferry', message: 'hello from an agent', idempotencyKey: 'agent-1' } });
     t.notOk(res.isError, JSON.stringify(res));
     const sent = structured(res);

@@ -1,7 +1,7 @@
 import type { MenuTree } from '../../../src/channels/ussd/menu-tree.js';
 import type { UssdService } from '../../../src/channels/ussd/index.js';
 import type { ReceivedMessage } from '../../../src/sim/smpp/simulator.js';
-import { accountWithKey, call, type TestDaemon } from '../../helpers/daemon.js';
+import { accountWithKey, call, type TestDaemon, simulatorOf } from '../../helpers/daemon.js';
 
 export const BANK_TREE: MenuTree = {
   start: 'main',
@@ -43,7 +43,7 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** USSD submits the SMSC simulator received for a phone, waiting for at least n. */
 export async function ussdTo(d: TestDaemon, phone: string, n = 1): Promise<ReceivedMessage[]> {
-  const sim = d.daemon.embeddedUpstream!.simulator;
+  const sim = simulatorOf(d.daemon)!.simulator;
   const until = Date.now() + 10_000;
   for (;;) {
     const found = sim.received().filter((m) => m.destinations[0] === phone && m.tlvs?.ussd_service_op !== undefined);

@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import t from 'tap';
 import type { MenuTree } from '../../../src/channels/ussd/menu-tree.js';
 import { UssdServiceOp } from '../../../src/smpp/constants.js';
-import { call, LogLines, startDaemon, type TestDaemon } from '../../helpers/daemon.js';
+import { call, LogLines, startDaemon, type TestDaemon, simulatorOf } from '../../helpers/daemon.js';
 import { backendLabel, DATABASE_URL } from '../../helpers/env.js';
 import { atHop, BANK_TREE, customer, newPhone, publishedMenu, ussdOf, ussdTo } from './ussd-helpers.js';
 
@@ -27,7 +27,7 @@ const OTP_CODE = '*889*142#';
 async function otpFor(d: TestDaemon, api: Awaited<ReturnType<typeof customer>>['api'], phone: string): Promise<string> {
   const r = await api('POST', '/v1/otp/request', { phone: `+${phone}`, from: 'Ferry', message: 'Your code is {code}.' });
   if (r.status !== 200) throw new Error(r.text);
-  const sim = d.daemon.embeddedUpstream!.simulator;
+  const sim = simulatorOf(d.daemon)!.simulator;
   const until = Date.now() + 10_000;
   for (;;) {
     const sms = sim.received().find((m) => m.destinations[0] === phone && m.tlvs?.ussd_service_op === undefined);
@@ -40,7 +40,7 @@ async function otpFor(d: TestDaemon, api: Awaited<ReturnType<typeof customer>>['
 t.test(`USSD service codes belong to their owner (${backendLabel})`, async (t) => {
   const d = await startDaemon();
   t.teardown(() => d.stop());
-  const sim = d.daemon.embeddedUpstream!.simulator;
+  const sim = simulatorOf(d.daemon)!.simulator;
   const acme = await customer(d, 'acme');
   const rival = await customer(d, 'rival');
   const acmeMenu = await publishedMenu(acme.api, BANK_TREE, 'bank');

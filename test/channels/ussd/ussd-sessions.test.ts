@@ -4,7 +4,7 @@
 // publish while sessions run, the network's timeout, resume.
 import t from 'tap';
 import { UssdServiceOp } from '../../../src/smpp/constants.js';
-import { call, startDaemon } from '../../helpers/daemon.js';
+import { call, startDaemon, simulatorOf } from '../../helpers/daemon.js';
 import { backendLabel, REDIS_URL } from '../../helpers/env.js';
 import { Redis } from 'ioredis';
 import { WebhookReceiver } from '../../helpers/webhook-receiver.js';
@@ -15,7 +15,7 @@ t.test(`USSD sessions (${backendLabel})`, async (t) => {
   t.teardown(() => d.stop());
   const acme = await customer(d, 'acme');
   const rival = await customer(d, 'rival');
-  const sim = d.daemon.embeddedUpstream!.simulator;
+  const sim = simulatorOf(d.daemon)!.simulator;
   const rx = await WebhookReceiver.start();
   t.teardown(() => rx.close());
   t.equal((await acme.api('POST', '/v1/webhooks', { url: rx.url, events: ['ussd.session.started', 'ussd.session.ended'] })).status, 200);

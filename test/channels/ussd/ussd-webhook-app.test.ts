@@ -7,7 +7,7 @@ import type { AddressInfo } from 'node:net';
 import t from 'tap';
 import UssdMenu from 'ussd-menu-builder';
 import { UssdServiceOp } from '../../../src/smpp/constants.js';
-import { startDaemon } from '../../helpers/daemon.js';
+import { startDaemon, simulatorOf } from '../../helpers/daemon.js';
 import { backendLabel } from '../../helpers/env.js';
 import { atHop, customer, newPhone, publishedMenu, ussdTo } from './ussd-helpers.js';
 
@@ -77,7 +77,7 @@ t.test(`USSD webhook apps (${backendLabel})`, async (t) => {
     if (r.status !== 200) throw new Error(r.json?.code);
     return r.json.data as { signingSecret: string };
   };
-  const sim = d.daemon.embeddedUpstream!.simulator;
+  const sim = simulatorOf(d.daemon)!.simulator;
 
   t.test('an ussd-menu-builder app over SMPP, unchanged; requests signed like webhooks', async (t) => {
     const { signingSecret } = await claim('*710#', '/menu');

@@ -3,7 +3,7 @@ import { AccountService } from '../../../src/accounts/account-service.js';
 import { createLogger } from '../../../src/log.js';
 import { CommandStatus } from '../../../src/smpp/constants.js';
 import { CustomerMetrics } from '../../../src/smpp/customer/customer-metrics.js';
-import { CustomerServer, type CustomerServerOptions } from '../../../src/smpp/customer/customer-server.js';
+import { CustomerServer, type CustomerServerOptions } from '../../../src/messaging/smpp-ingress/customer-server.js';
 import { testDb } from '../../helpers/db.js';
 import { CustomerClient, type ClientBindType } from './customer-client.js';
 import { MemoryIngress } from './memory-ingress.js';

@@ -1,6 +1,6 @@
 // A stand-in for the SMS service, for the SMPP protocol-mapping tests only: it records what the SMPP layer hands
 // over. The end-to-end tests through the real ledger live with the SMS service.
-import type { AcceptedSms, SmsIngress, SmsSubmission } from '../../../src/channels/sms/types.js';
+import type { AcceptedSms, SmsIngress, SmsSubmission } from '../../../src/messaging/types.js';
 import type { MessageRecord, MessageStatus } from '../../../src/ledger/types.js';
 import { newId } from '../../../src/util/ids.js';
 

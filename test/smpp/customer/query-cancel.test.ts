@@ -1,9 +1,9 @@
 import t from 'tap';
-import { SmsError } from '../../../src/channels/sms/types.js';
+import { SmsError } from '../../../src/messaging/types.js';
 import type { MessageStatus } from '../../../src/ledger/types.js';
 import { CommandStatus, MessageState } from '../../../src/smpp/constants.js';
-import { MESSAGE_STATE_OF_STATUS, RECEIPT_STAT_OF_STATUS, messageStateOf } from '../../../src/smpp/customer/message-state.js';
-import { ledgerMessageId, smppMessageId } from '../../../src/smpp/customer/smpp-message-id.js';
+import { MESSAGE_STATE_OF_STATUS, RECEIPT_STAT_OF_STATUS, messageStateOf } from '../../../src/messaging/smpp-ingress/message-state.js';
+import { ledgerMessageId, smppMessageId } from '../../../src/messaging/smpp-ingress/smpp-message-id.js';
 import { encodeGsm7 } from '../../../src/smpp/text/gsm7.js';
 import { CustomerClient } from './customer-client.js';
 import { customerFixture, type CustomerFixture, type TestAccount } from './customer-fixture.js';

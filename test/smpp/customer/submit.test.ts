@@ -1,8 +1,8 @@
 import t from 'tap';
-import { SmsError, type SmsErrorCode } from '../../../src/channels/sms/types.js';
+import { SmsError, type SmsErrorCode } from '../../../src/messaging/types.js';
 import { CommandStatus, statusName } from '../../../src/smpp/constants.js';
-import { smppMessageId } from '../../../src/smpp/customer/smpp-message-id.js';
-import { MAX_SCHEDULE_AHEAD_MS, SMS_ERROR_STATUS, isSubmitRefusal, submissionFromPdu } from '../../../src/smpp/customer/submit-sm.js';
+import { smppMessageId } from '../../../src/messaging/smpp-ingress/smpp-message-id.js';
+import { MAX_SCHEDULE_AHEAD_MS, SMS_ERROR_STATUS, isSubmitRefusal, submissionFromPdu } from '../../../src/messaging/smpp-ingress/submit-sm.js';
 import { encodeGsm7 } from '../../../src/smpp/text/gsm7.js';
 import { encodeUcs2 } from '../../../src/smpp/text/encoding.js';
 import { concatUdh16, concatUdh8 } from '../../../src/smpp/text/udh.js';

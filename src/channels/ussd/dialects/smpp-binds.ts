@@ -3,7 +3,7 @@ import { Npi, Ton, UssdServiceOp } from '../../../smpp/constants.js';
 import type { Tlvs } from '../../../smpp/tlv.js';
 import type { OutboundMessage, SubmitOutcome, UpstreamMo } from '../../../smpp/upstream/outbound.js';
 import { newId } from '../../../util/ids.js';
-import { normalizeNumber } from '../../sms/phone.js';
+import { normalizeNumber } from '../../../numbers/phone.js';
 import type { Answer, UssdCore } from '../session-core.js';
 import { canonicalCode } from '../service-code.js';
 

@@ -1,7 +1,7 @@
 import t from 'tap';
 import { getCountries, getCountryCallingCode, parsePhoneNumberFromString } from 'libphonenumber-js';
 import examples from 'libphonenumber-js/examples.mobile.json';
-import { normalizeNumber, parseNumber, readNumber } from '../../src/channels/sms/phone.js';
+import { normalizeNumber, parseNumber, readNumber } from '../../src/numbers/phone.js';
 
 t.test('recipients normalise to international digits', async (t) => {
   t.equal(normalizeNumber('+233241234567'), '233241234567');

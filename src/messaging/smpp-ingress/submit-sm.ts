@@ -3,7 +3,7 @@
  *
  * Refusals found here, by field (command_status):
  * - source_addr_ton not 0–6 → ESME_RINVSRCTON; source_addr_npi not 0,1,3,4,6,8,9,10,14,18 → ESME_RINVSRCNPI
- * - source_addr not a sender ID under the one sender rule (channels/sms/sender.ts: alphanumeric, 1–11 GSM characters
+ * - source_addr not a sender ID under the one sender rule (messaging/sender.ts: alphanumeric, 1–11 GSM characters
  *   with a letter, or 1–15 digits with an optional leading +), or not the shape its TON says (TON 5: alphanumeric, or
  *   at most 11 digits; TON 0: either; any other TON: numeric) → ESME_RINVSRCADR
  * - dest_addr_ton / dest_addr_npi out of range → ESME_RINVDSTTON / ESME_RINVDSTNPI
@@ -21,14 +21,14 @@
  * - schedule_delivery_time malformed or more than 7 days ahead → ESME_RINVSCHED
  * - validity_period malformed, already past, or not after the scheduled time → ESME_RINVEXPIRY
  */
-import { validSmppSource } from '../../channels/sms/sender.js';
-import { SmsError, type SmsErrorCode, type SmsSubmission } from '../../channels/sms/types.js';
-import { alphabetOf, decodeText } from '../text/encoding.js';
-import { countSegments } from '../text/segments.js';
-import { messageParts } from '../text/udh.js';
-import { CommandStatus, EsmClass } from '../constants.js';
-import type { Tlvs } from '../tlv.js';
-import { parseSmppTime } from '../time.js';
+import { validSmppSource } from '../sender.js';
+import { SmsError, type SmsErrorCode, type SmsSubmission } from '../types.js';
+import { alphabetOf, decodeText } from '../../smpp/text/encoding.js';
+import { countSegments } from '../../smpp/text/segments.js';
+import { messageParts } from '../../smpp/text/udh.js';
+import { CommandStatus, EsmClass } from '../../smpp/constants.js';
+import type { Tlvs } from '../../smpp/tlv.js';
+import { parseSmppTime } from '../../smpp/time.js';
 
 /** Longest message accepted, in segments of the coding Ferry would choose. */
 export const MAX_SEGMENTS = 10;

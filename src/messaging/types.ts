@@ -1,5 +1,5 @@
-import type { Lane } from '../../store/types.js';
-import type { MessageStatus } from '../../ledger/types.js';
+import type { Lane } from '../store/types.js';
+import type { MessageStatus } from '../ledger/types.js';
 
 /**
  * One message as an ingress hands it to the SMS service, after the ingress has parsed its own protocol
@@ -138,7 +138,7 @@ export interface SmsIngress {
   /** Cancels a queued or scheduled message of the account that nothing was sent for yet (cancel_sm, DELETE). */
   cancel(messageId: string, accountId: string): Promise<boolean>;
   /** The message as the ledger has it, or null when unknown or another account's. */
-  find(messageId: string, accountId: string): Promise<import('../../ledger/types.js').MessageRecord | null>;
+  find(messageId: string, accountId: string): Promise<import('../ledger/types.js').MessageRecord | null>;
 }
 
 /** What the REST channel needs beyond a single submit. */

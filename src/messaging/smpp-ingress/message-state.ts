@@ -1,5 +1,5 @@
 import type { MessageStatus } from '../../ledger/types.js';
-import { MessageState } from '../constants.js';
+import { MessageState } from '../../smpp/constants.js';
 
 /** interface_version of SMPP v5.0 binds: only they know message_state SCHEDULED. */
 const INTERFACE_VERSION_50 = 0x50;

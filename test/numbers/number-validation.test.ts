@@ -1,5 +1,5 @@
 import t from 'tap';
-import { accepts, effectiveValidation } from '../../src/channels/sms/number-validation.js';
+import { accepts, effectiveValidation } from '../../src/numbers/number-validation.js';
 
 t.test('each policy accepts its grade and the better ones', async (t) => {
   t.same(['valid', 'possible', 'digits'].map((g) => accepts('strict', g as 'valid')), [true, false, false]);

@@ -1,7 +1,7 @@
 import t from 'tap';
-import { normalizeSender, SENDER_RULE, senderKind, validSmppSource } from '../../src/channels/sms/sender.js';
+import { normalizeSender, SENDER_RULE, senderKind, validSmppSource } from '../../src/messaging/sender.js';
 import { CommandStatus } from '../../src/smpp/constants.js';
-import { isSubmitRefusal, submissionFromPdu } from '../../src/smpp/customer/submit-sm.js';
+import { isSubmitRefusal, submissionFromPdu } from '../../src/messaging/smpp-ingress/submit-sm.js';
 import { encodeGsm7 } from '../../src/smpp/text/gsm7.js';
 import { call, startDaemon } from '../helpers/daemon.js';
 import { backendLabel } from '../helpers/env.js';

@@ -1,19 +1,19 @@
-import type { AccountPolicies, AccountPolicy } from '../../accounts/account-policies.js';
-import type { Billing } from '../../billing/billing.js';
-import type { PriceBook } from '../../billing/price-book.js';
-import type { QueueFeeder } from '../../dispatch/queue-feeder.js';
-import { LedgerBusyError } from '../../ledger/ledger-busy-error.js';
-import type { Ledger } from '../../ledger/ledger.js';
-import type { LedgerWriter } from '../../ledger/ledger-writer.js';
-import type { MessageRecord, NewMessage } from '../../ledger/types.js';
-import type { Router } from '../../routing/router.js';
-import { alphabetOf } from '../../smpp/text/encoding.js';
-import { countSegments } from '../../smpp/text/segments.js';
-import { isDataError } from '../../store/sql/db.js';
-import type { Lane, PushItem, Queue, Throttle } from '../../store/types.js';
-import { newId } from '../../util/ids.js';
-import { accepts, effectiveValidation, type NumberValidation } from './number-validation.js';
-import { readNumber } from './phone.js';
+import type { AccountPolicies, AccountPolicy } from '../accounts/account-policies.js';
+import type { Billing } from '../billing/billing.js';
+import type { PriceBook } from '../billing/price-book.js';
+import type { QueueFeeder } from '../dispatch/queue-feeder.js';
+import { LedgerBusyError } from '../ledger/ledger-busy-error.js';
+import type { Ledger } from '../ledger/ledger.js';
+import type { LedgerWriter } from '../ledger/ledger-writer.js';
+import type { MessageRecord, NewMessage } from '../ledger/types.js';
+import type { Router } from '../routing/router.js';
+import { alphabetOf } from '../smpp/text/encoding.js';
+import { countSegments } from '../smpp/text/segments.js';
+import { isDataError } from '../store/sql/db.js';
+import type { Lane, PushItem, Queue, Throttle } from '../store/types.js';
+import { newId } from '../util/ids.js';
+import { accepts, effectiveValidation, type NumberValidation } from '../numbers/number-validation.js';
+import { readNumber } from '../numbers/phone.js';
 import { normalizeSender, SENDER_RULE } from './sender.js';
 import {
   SmsError,

@@ -2,18 +2,15 @@ import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
-import type { AccountService, SmppCredentials } from '../../accounts/account-service.js';
-import type { SmsIngress } from '../../channels/sms/types.js';
 import { hashPassword, verifyPassword } from '../../security/secrets.js';
 import type { CooldownPolicy, FailureCooldowns } from '../../store/types.js';
 import { CommandStatus, INTERFACE_VERSION_34 } from '../constants.js';
 import type { BindPdu } from '../pdu.js';
 import { SmppServer } from '../server.js';
-import type { BindDecision, BindType, Session } from '../session.js';
+import type { BindDecision, BindType, RequestHandler, Session } from '../session.js';
 import { BindGuard, type BindVerdict as GuardVerdict } from './bind-guard.js';
 import { BindRegistry } from './bind-registry.js';
 import type { BindFailureReason, CustomerMetrics } from './customer-metrics.js';
-import { CustomerRequests } from './customer-requests.js';
 import { IpAllowList, plainAddress } from './ip-allow-list.js';
 
 export interface CustomerTlsOptions {
@@ -24,14 +21,31 @@ export interface CustomerTlsOptions {
   key: string | Buffer;
 }
 
-export interface CustomerServerOptions {
+/** A bind's SMPP credentials as the account store has them. */
+export interface BindCredentials {
+  systemId: string;
+  accountId: string;
+  maxBinds: number;
+}
+
+/** Checks a bind's system_id and password (and, through `addressAllowed`, the account's allowed addresses). */
+export interface BindChecker {
+  checkSmppBind(
+    systemId: string,
+    password: string,
+    addressAllowed: (allowedIps: string[] | null) => boolean,
+  ): Promise<{ ok: true; credentials: BindCredentials } | { ok: false; reason: 'unknown_system_id' | 'wrong_password' | 'suspended' | 'ip_not_allowed' }>;
+}
+
+export interface BindServerOptions {
   host: string;
   /** Plain TCP port (0 picks a free one). */
   port: number;
   /** A second listener serving SMPP over TLS; none when absent or null. */
   tls?: CustomerTlsOptions | null;
-  accounts: Pick<AccountService, 'checkSmppBind'>;
-  sms: SmsIngress;
+  accounts: BindChecker;
+  /** Answers what a bound customer sends besides binds and keep-alives; given the server's bind registry. */
+  requests: (binds: BindRegistry) => RequestHandler;
   /** Close sessions silent (or unbound) for this long; 0 disables. */
   idleTimeoutMs: number;
   log: Logger;
@@ -50,8 +64,6 @@ export interface CustomerServerOptions {
   enquireLinkIntervalMs?: number;
   /** system_id Ferry answers in bind responses (default 'Ferry'). */
   systemId?: string;
-  /** Clock for relative SMPP times (default Date.now). */
-  now?: () => number;
   /** Failed binds per (address, system_id), and per address when addressPolicy is set, and their cool-downs (BindGuard); none when absent. */
   bindGuard?: { cooldowns: FailureCooldowns; policy: CooldownPolicy; addressPolicy?: CooldownPolicy | null } | null;
 }
@@ -59,7 +71,7 @@ export interface CustomerServerOptions {
 // How long close() waits for customers to answer unbind before dropping them.
 const UNBIND_TIMEOUT_MS = 1000;
 
-type BindVerdict = GuardVerdict<SmppCredentials>;
+type BindVerdict = GuardVerdict<BindCredentials>;
 
 const BIND_TYPE_OF: Record<BindPdu['command'], BindType> = {
   bind_transmitter: 'transmitter',
@@ -85,7 +97,8 @@ function pem(value: string | Buffer): string | Buffer {
 /**
  * The SMPP server customers (ESMEs) bind to: a plain listener and optionally a TLS one. Binds are checked against
  * the account's SMPP credentials (password, allowed addresses, concurrent binds per system_id); bound sessions are
- * tracked in `binds` for receipt delivery, and their requests answered by CustomerRequests.
+ * tracked in `binds` for receipt delivery, and their requests answered by the handler `requests` builds (the SMS
+ * ingress, src/messaging/smpp-ingress: this library knows the protocol, not what a submit means).
  *
  * Every bind refusal is ESME_RBINDFAIL: unknown system_id, wrong password, suspended account, address not allowed,
  * too many binds, an (address, system_id) cooling down or an address over its budget (BindGuard). An unknown system_id
@@ -95,7 +108,7 @@ function pem(value: string | Buffer): string | Buffer {
  * Before a bind: one address holds at most `maxSessionsPerAddress` connections (more are closed at accept), and a
  * connection not bound within `bindTimeoutMs` is closed, so no address can sit on the listener's `maxSessions`.
  */
-export class CustomerServer {
+export class BindServer {
   readonly binds = new BindRegistry();
   private readonly listeners: SmppServer[] = [];
   private readonly plain: SmppServer;
@@ -107,11 +120,10 @@ export class CustomerServer {
   private closing: Promise<void> | undefined;
   private listening: { plain: AddressInfo; tls: AddressInfo | null } | undefined;
 
-  private constructor(private readonly options: CustomerServerOptions) {
-    const requests = new CustomerRequests({ sms: options.sms, binds: this.binds, log: options.log, metrics: options.metrics, now: options.now });
+  constructor(private readonly options: BindServerOptions) {
     const sessionOptions = {
       authenticate: (bind: BindPdu, session: Session) => this.authenticate(bind, session),
-      onRequest: requests.handle,
+      onRequest: options.requests(this.binds),
       idleTimeoutMs: options.idleTimeoutMs,
       enquireLinkIntervalMs: options.enquireLinkIntervalMs ?? 0,
       windowSize: options.windowSize,
@@ -131,21 +143,20 @@ export class CustomerServer {
     this.guard = options.bindGuard ? new BindGuard({ ...options.bindGuard, log: options.log, metrics: options.metrics }) : null;
   }
 
-  /** Starts listening (plain, then TLS when configured); rejects when a port cannot be bound. */
-  static async start(options: CustomerServerOptions): Promise<CustomerServer> {
-    const server = new CustomerServer(options);
+  /** Starts listening (plain, then TLS when configured); rejects, closed, when a port cannot be bound. */
+  async listen(): Promise<void> {
+    const { options } = this;
     // Hashed now, so the first unknown system_id does not cost two scrypts.
     await dummyPasswordHash();
     try {
-      const plain = await server.plain.listen(options.port, options.host);
-      const tls = server.secure && options.tls ? await server.secure.listen(options.tls.port, options.host) : null;
-      server.listening = { plain, tls };
+      const plain = await this.plain.listen(options.port, options.host);
+      const tls = this.secure && options.tls ? await this.secure.listen(options.tls.port, options.host) : null;
+      this.listening = { plain, tls };
       options.log.info({ host: options.host, port: plain.port, tlsPort: tls?.port ?? null }, 'customer SMPP server listening');
     } catch (err) {
-      await server.close();
+      await this.close();
       throw err;
     }
-    return server;
   }
 
   /** The bound ports (useful when started on port 0). */

@@ -1,5 +1,5 @@
 import { getCountries, getCountryCallingCode, parsePhoneNumberFromString, PhoneNumber, type CountryCode } from 'libphonenumber-js';
-import { trimOldest } from '../../util/trim-oldest.js';
+import { trimOldest } from '../util/trim-oldest.js';
 
 const DIGITS = /^\+?[0-9]{3,17}$/;
 /** International digits (E.164: at most 15), with the leading '+' or '00' taken off. */

@@ -1,4 +1,4 @@
-import { gsm7CharCost } from '../../smpp/text/gsm7.js';
+import { gsm7CharCost } from '../smpp/text/gsm7.js';
 
 /**
  * The one sender ID rule, for every ingress (REST send and bulk, OTP `from`, SMPP source_addr) and every text that
