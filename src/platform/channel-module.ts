@@ -7,6 +7,8 @@ import type { McpTool } from '../mcp/mcp-tool.js';
 import type { Metrics } from '../metrics.js';
 import type { Backends, Db } from '../store/types.js';
 import type { OutboundRegistry } from './outbound-registry.js';
+import type { Role, RoleSet } from './roles.js';
+import type { JobSpec } from './scheduler.js';
 
 /** Spec §9.2: how far along a product is; shown in the OpenAPI document as the tag's `x-maturity`. */
 export type Maturity = 'stable' | 'beta' | 'alpha';
@@ -40,6 +42,26 @@ export interface ModuleContext {
   readonly outbound: OutboundRegistry;
   /** The service of a module this one depends on (listed in `dependsOn`). */
   use<T>(moduleName: string): T;
+  // Process roles (src/platform/roles.ts): what this process runs, for a module that starts parts per role.
+  /** The roles this process runs (`ferry start --role`); every role by default. */
+  readonly roles: RoleSet;
+}
+
+/**
+ * A listener a module declares, resolved from its config. The host opens it right after the module's start() when
+ * its role runs here, closes it before the module's stop(), and reports its bound address by name (`ferry started`,
+ * /readyz).
+ */
+export interface ModuleListener {
+  /** The name it is reported by (`smpp`, `shortlink`, `emailInbound`). */
+  readonly name: string;
+  readonly kind: 'http' | 'tcp' | 'udp';
+  readonly role: Role;
+  readonly host: string;
+  readonly port: number;
+  /** Opens it; resolves with the bound address (host:port, or the URL of an http listener). */
+  open(): Promise<string>;
+  close(): Promise<void>;
 }
 
 /** What `create` returns: the running parts of a module. */
@@ -58,6 +80,11 @@ export interface ModuleInstance<S = unknown> {
   readonly mcpTools?: readonly McpTool[];
   /** Throws (with a message) when the module cannot serve; part of /readyz. */
   health?(): Promise<void>;
+  // Jobs and listeners (src/platform/scheduler.ts; the host opens listeners and runs jobs in their roles).
+  /** Periodic jobs, run by the platform's one scheduler in their roles (default workers). */
+  readonly jobs?: readonly JobSpec[];
+  /** Listeners, opened by the host after start() in their role. */
+  readonly listeners?: readonly ModuleListener[];
 }
 
 /**
@@ -80,4 +107,7 @@ export interface ChannelModule<S = unknown> {
   /** Modules whose service it uses; they boot before it and stop after it. */
   readonly dependsOn?: readonly string[];
   create(ctx: ModuleContext): Promise<ModuleInstance<S>>;
+  // Process roles: where its workers run.
+  /** The roles in whose process its start() and stop() run (default: every role); routes run in `api`, admin routes everywhere. */
+  readonly roles?: readonly Role[];
 }
