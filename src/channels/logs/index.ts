@@ -30,30 +30,21 @@ export const logsModule: ChannelModule<LogsService> = {
       flushMs: config.logs.flushMs,
     });
     const sessions = new LogSessions({ db: ctx.db, csrfKey: ctx.deriveKey('logs-page-csrf'), ttlMs: config.logs.sessionHours * 3_600_000 });
-    let purgeTimer: NodeJS.Timeout | undefined;
-    let purging: Promise<unknown> | null = null;
-    const purge = () => {
-      purging = Promise.all([logs.purgeExpired(), sessions.purgeExpired()])
-        .then(([n]) => n && ctx.log.info({ rows: n, retentionDays: config.logs.retentionDays }, 'request logs past retention deleted'))
-        .catch((err: Error) => ctx.log.warn({ err: err.message }, 'request log retention failed; retried at the next pass'))
-        .finally(() => (purging = null));
+    // Retention of request logs and page sessions: one instance of a cluster at a time (the platform's scheduler).
+    const purge = async () => {
+      const [n] = await Promise.all([logs.purgeExpired(), sessions.purgeExpired()]);
+      if (n) ctx.log.info({ rows: n, retentionDays: config.logs.retentionDays }, 'request logs past retention deleted');
     };
     return {
       service: logs,
       mcpTools: LOGS_MCP_TOOLS,
+      jobs: [{ name: 'logs.purge', everyMs: config.logs.purgeIntervalSeconds * 1000, scope: 'cluster', runAtStart: true, run: purge }],
       async routes(app) {
         if (config.logs.enabled) app.ferryResponseObservers.push(writer.observe);
         await app.register(logsRoutes, { logs });
         await app.register(logPageRoutes, { logs, sessions });
       },
-      async start() {
-        purge();
-        purgeTimer = setInterval(purge, config.logs.purgeIntervalSeconds * 1000);
-        purgeTimer.unref();
-      },
       async stop() {
-        clearInterval(purgeTimer);
-        await purging;
         await writer.close();
       },
     };

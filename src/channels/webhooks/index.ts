@@ -12,6 +12,8 @@ export const webhooksModule: ChannelModule<WebhookService> = {
   tag: { name: 'webhooks', description: 'Webhook endpoints, signing secrets, deliveries and replay' },
   scopes: ['webhooks:manage'],
   configKey: 'webhooks',
+  // Process roles: the fan-out and sender are workers (other roles write events and manage endpoints).
+  roles: ['workers'],
   async create(ctx) {
     const { config } = ctx;
     const privateTargets = privateTargetsAllowed(config.webhooks.allowPrivateTargets, {
