@@ -143,10 +143,10 @@ export class Gateway {
       onUnmatchedReceipt: this.receipts.onUnmatchedReceipt,
       onMo: this.receipts.onMo,
     };
-    // Binds belong to the smpp role: elsewhere the pool stays empty and routes are checked against the upstream list.
-    this.pool = this.roles.has('smpp') ? UpstreamPool.start(d.upstreams, poolOptions) : new UpstreamPool(poolOptions);
+    // Binds start with the workers (startWorkers), in the smpp role only: until then, and in other roles, routes are
+    // checked against the upstream list.
+    this.pool = new UpstreamPool(poolOptions);
     this.pool.on('bindState', (upstreamId, bindIndex, state) => log.info({ upstream: upstreamId, bind: bindIndex, state }, 'upstream bind state'));
-    this.pool.on('changed', (upstreamId, change) => this.upstreamChanged(upstreamId, change));
     for (const u of d.upstreams) metrics.upstreamSimulated.set({ upstream: u.id }, u.id === simulatorId ? 1 : 0);
     this.pool.on('correlationError', (err, messageId) => log.error({ messageId, err: (err as Error).message }, 'receipt correlation not recorded'));
     this.dispatcher = new Dispatcher({
@@ -212,7 +212,7 @@ export class Gateway {
 
   /** Whether a route may send to this upstream: the simulator only while it is the sole upstream, or named alone by the operator. */
   routable(id: string): boolean {
-    const ids = this.roles.has('smpp') ? this.pool.ids() : this.d.upstreams.map((u) => u.id);
+    const ids = this.binding ? this.pool.ids() : this.d.upstreams.map((u) => u.id);
     if (!ids.includes(id)) return false;
     const simulatorId = this.d.simulator?.id;
     if (id !== simulatorId) return true;
@@ -261,13 +261,29 @@ export class Gateway {
 
   /** `beforeTraffic` runs once everything exists and before any listener or worker starts (restore stored state). */
   static async start(d: GatewayDeps, beforeTraffic?: (g: Gateway) => Promise<void>): Promise<Gateway> {
-    const g = new Gateway(d);
-    await beforeTraffic?.(g);
-    await g.boot();
+    const g = await Gateway.create(d, beforeTraffic);
+    await g.startWorkers();
     return g;
   }
 
-  private async boot(): Promise<void> {
+  /** The gateway with its stored state restored, nothing bound or started (the module's create). */
+  static async create(d: GatewayDeps, beforeTraffic?: (g: Gateway) => Promise<void>): Promise<Gateway> {
+    const g = new Gateway(d);
+    await beforeTraffic?.(g);
+    return g;
+  }
+
+  /** The pool holds the upstreams' binds (smpp role, from startWorkers on). */
+  private binding = false;
+
+  /** Binds the upstreams and starts the workers of this process's roles (the module's start); the SMPP server opens with its listener. */
+  async startWorkers(): Promise<void> {
+    if (this.roles.has('smpp')) {
+      for (const u of this.d.upstreams) this.pool.upsert(u);
+      this.binding = true;
+      // Changes from here on (the admin API, another instance's record) move routes and the simulator's standing.
+      this.pool.on('changed', (upstreamId, change) => this.upstreamChanged(upstreamId, change));
+    }
     if (this.roles.has('workers')) {
       // Accepted messages the queue lost track of (a crash between commit and push) go back before anything new.
       await this.reconciler.sweep();

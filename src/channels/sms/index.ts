@@ -46,6 +46,7 @@ export const smsModule: ChannelModule<SmsGateway> = {
         });
       },
       async start() {
+        await gateway.startWorkers();
         pricing.start();
         routeSwitches.start();
       },

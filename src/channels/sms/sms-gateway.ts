@@ -110,7 +110,7 @@ export async function startSmsGateway(
   let routeSwitches!: RouteSwitchStore;
   let gateway: Gateway;
   try {
-    gateway = await Gateway.start(
+    gateway = await Gateway.create(
       {
         config,
         log: ctx.rootLog,
