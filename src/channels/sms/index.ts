@@ -22,6 +22,8 @@ export const smsModule: ChannelModule<SmsGateway> = {
     const { gateway, pricing, routeSwitches } = sms;
     const idempotency = new IdempotencyStore(ctx.db);
     jobs.push({ name: 'sms.idempotency-purge', everyMs: 3_600_000, scope: 'cluster', run: () => idempotency.purge() });
+    // A price table saved through another instance's admin API reaches this one within 5 s (every role prices or refunds).
+    jobs.push({ name: 'sms.pricing-refresh', everyMs: 5000, scope: 'instance', roles: ['api', 'smpp', 'workers'], run: () => pricing.restore() });
     // The customer SMPP server: plain and TLS ports are one server, opened with the first (smpp role).
     const { host, port, tls } = ctx.config.smpp;
     const listeners: ModuleListener[] = [
@@ -47,12 +49,10 @@ export const smsModule: ChannelModule<SmsGateway> = {
       },
       async start() {
         await gateway.startWorkers();
-        pricing.start();
         routeSwitches.start();
       },
       async stop() {
         await routeSwitches.stop();
-        pricing.stop();
         await gateway.stop(ctx.config.shutdown.drainTimeoutMs);
         for (const c of closers) await c.close();
       },
