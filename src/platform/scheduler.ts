@@ -86,14 +86,6 @@ export class Scheduler {
     for (const r of this.jobs.values()) this.begin(r);
   }
 
-  /** Runs a job now (tests, admin); resolves when the run ended. False when its lease is another's. */
-  async runNow(name: string): Promise<boolean> {
-    const r = this.jobs.get(name);
-    if (!r) throw new Error(`no job ${name}`);
-    await r.run;
-    return this.tick(r);
-  }
-
   /** No new runs; waits for the running ones (the caller bounds this by the shutdown budget) and gives leases back. */
   async stop(): Promise<void> {
     this.started = false;
@@ -127,6 +119,7 @@ export class Scheduler {
       });
   }
 
+  /** One run; false when the lease is another instance's. */
   private async tick(r: Running): Promise<boolean> {
     const { job } = r;
     const ttl = this.o.leaseMs?.(job) ?? Math.max(job.everyMs * 3, 30_000);
