@@ -12,8 +12,6 @@ export const webhooksModule: ChannelModule<WebhookService> = {
   tag: { name: 'webhooks', description: 'Webhook endpoints, signing secrets, deliveries and replay' },
   scopes: ['webhooks:manage'],
   configKey: 'webhooks',
-  // Process roles: the fan-out and sender are workers (other roles write events and manage endpoints).
-  roles: ['workers'],
   async create(ctx) {
     const { config } = ctx;
     const privateTargets = privateTargetsAllowed(config.webhooks.allowPrivateTargets, {
@@ -40,7 +38,8 @@ export const webhooksModule: ChannelModule<WebhookService> = {
       async routes(app) {
         await app.register(webhookRoutes, { webhooks });
       },
-      start: () => webhooks.start(),
+      // The fan-out and sender are workers; other roles write events and manage endpoints, and still stop (OTP events flush).
+      start: async () => (ctx.roles.has('workers') ? webhooks.start() : undefined),
       stop: () => webhooks.stop(),
     };
   },
