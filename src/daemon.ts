@@ -20,6 +20,9 @@ import { Metrics } from './metrics.js';
 import type { ChannelModule } from './platform/channel-module.js';
 import { ModuleHost } from './platform/module-host.js';
 import { OutboundRegistry } from './platform/outbound-registry.js';
+import { SqlJobLease } from './platform/job-lease.js';
+import { parseRoles, type RoleSet } from './platform/roles.js';
+import { Scheduler } from './platform/scheduler.js';
 import type { OutboundPipeline } from './outbound/outbound-pipeline.js';
 import { OutboundReconciler } from './outbound/outbound-reconciler.js';
 import { deriveKey, loadAdminToken, loadSecretKey } from './security/secrets.js';
@@ -45,6 +48,9 @@ export interface Readiness {
   warnings: string[];
   /** Every upstream, real or the embedded simulator, and whether it takes new traffic. */
   upstreams: ReturnType<Gateway['upstreamKinds']>;
+  /** The process roles, and every module listener with its address when it is open in this process. */
+  roles: string;
+  listeners: ReturnType<ModuleHost['listeners']>;
 }
 
 /** Built when the API starts: the scope and error tables hold what the running modules declared. */
@@ -97,7 +103,12 @@ export class Daemon {
   modules!: ModuleHost;
   /** The outbound pipeline, when a module registered a product or provider in it. */
   outbound: OutboundPipeline | null = null;
-  addresses: { http: string; admin: string; smpp: string; smppTls: string | null } = { http: '', admin: '', smpp: '', smppTls: null };
+  /** Bound addresses; `listeners` has every module listener open here by name (smpp and smppTls are two of them). */
+  addresses: { http: string; admin: string; smpp: string; smppTls: string | null; listeners: Record<string, string> } = { http: '', admin: '', smpp: '', smppTls: null, listeners: {} };
+  /** The process roles this daemon runs (`ferry start --role`). */
+  roles!: RoleSet;
+  /** The one scheduler of the modules' periodic jobs. */
+  scheduler!: Scheduler;
   private unlock: (() => void) | null = null;
   private stopping: Promise<void> | null = null;
   private readonly closers: { name: string; close: () => Promise<unknown> }[] = [];
@@ -139,6 +150,18 @@ export class Daemon {
 
   private async boot(): Promise<void> {
     const { config, log } = this;
+    try {
+      this.roles = parseRoles(config.roles);
+    } catch (err) {
+      throw new StartupError(`roles: ${(err as Error).message}`);
+    }
+    // Split roles hand work to each other through the database and the queues: embedded ones are private to a process.
+    if (!this.roles.isAll && (!config.database.url || !config.redis.url)) {
+      throw new StartupError(
+        `role ${this.roles} runs only part of Ferry, and split roles need shared stores: set database.url (DATABASE_URL, Postgres) and redis.url (REDIS_URL); the embedded database and queues are private to one process`,
+      );
+    }
+    this.modules.roles = this.roles;
     this.unlock = lockDataDir(config.dataDir);
     const adminToken = loadAdminToken(config.dataDir, config.admin.token);
     const master = loadSecretKey(config.dataDir, config.security.secretKey);
@@ -209,6 +232,7 @@ export class Daemon {
         db: this.db,
         backends: this.backends,
         accounts: this.accounts,
+        roles: this.roles,
         masterKey: master,
         deriveKey: (purpose) => deriveKey(master, purpose),
         warn: (message) => void this.warnings.push(message),
@@ -233,23 +257,39 @@ export class Daemon {
         staleMs: config.outbound.staleSeconds * 1000,
       });
     }
-    this.outbound?.start();
-    await this.modules.start();
-    const ports = this.gateway.server.ports;
-    this.addresses.smpp = `${config.smpp.host}:${ports.plain}`;
-    this.addresses.smppTls = ports.tls ? `${config.smpp.host}:${ports.tls}` : null;
+    // The pipeline's senders and reconciler are workers; other roles only hand it jobs.
+    if (this.roles.has('workers')) this.outbound?.start();
+    try {
+      await this.modules.start();
+    } catch (err) {
+      throw new StartupError((err as Error).message);
+    }
+    this.addresses.listeners = this.modules.listenerAddresses;
+    this.addresses.smpp = this.modules.listenerAddresses.smpp ?? '';
+    this.addresses.smppTls = this.modules.listenerAddresses.smppTls ?? null;
+    // Jobs stop before the modules do (their first shutdown step), so no job runs against a stopped module.
+    this.scheduler = new Scheduler({ lease: new SqlJobLease(this.db), log: log.child({ component: 'scheduler' }), registry: this.metrics.registry });
+    for (const job of this.modules.jobs()) this.scheduler.add(job);
+    this.scheduler.start();
+    this.closers.unshift({ name: 'scheduler', close: () => this.scheduler.stop() });
 
-    this.api = await this.buildApi();
+    // The admin listener (health, metrics) runs in every role; the API listener in the api role.
     this.admin = await this.buildAdmin(adminToken);
     this.addresses.admin = await listen(this.admin, 'admin', config.admin.host, config.admin.port);
     this.closers.unshift({ name: 'admin listener', close: () => this.admin.close() });
-    this.addresses.http = await listen(this.api, 'http', config.http.host, config.http.port);
-    this.closers.unshift({ name: 'http listener', close: () => this.api.close() });
+    if (this.roles.has('api')) {
+      this.api = await this.buildApi();
+      this.addresses.http = await listen(this.api, 'http', config.http.host, config.http.port);
+      this.closers.unshift({ name: 'http listener', close: () => this.api.close() });
+    }
 
     log.info(
       {
         version: VERSION,
-        http: this.addresses.http,
+        roles: this.roles.toString(),
+        listeners: this.addresses.listeners,
+        jobs: this.scheduler.names(),
+        http: this.addresses.http || null,
         admin: this.addresses.admin,
         smpp: this.addresses.smpp,
         smppTls: this.addresses.smppTls,
@@ -338,7 +378,14 @@ export class Daemon {
     // A module that can tell it cannot serve (its provider's credentials refused, its worker dead) says so here.
     if (this.modules) Object.assign(checks, await this.modules.health());
     const ready = !this.stopping && Object.values(checks).every((c) => c.ok);
-    return { ready, checks, warnings: this.warnings, upstreams: this.modules?.has('sms') ? this.gateway.upstreamKinds() : [] };
+    return {
+      ready,
+      checks,
+      warnings: this.warnings,
+      upstreams: this.modules?.has('sms') ? this.gateway.upstreamKinds() : [],
+      roles: this.roles?.toString() ?? 'all',
+      listeners: this.modules?.listeners() ?? [],
+    };
   }
 
   /** Registers something to close on shutdown; later registrations close first. */

@@ -30,6 +30,7 @@ import { UpstreamMetrics } from './smpp/upstream/upstream-metrics.js';
 import type { UpstreamMo } from './smpp/upstream/outbound.js';
 import { UpstreamPool } from './smpp/upstream/upstream-pool.js';
 import type { Backends, Queue } from './store/types.js';
+import { RoleSet } from './platform/roles.js';
 
 export interface GatewayDeps {
   config: FerryConfig;
@@ -52,6 +53,11 @@ export interface GatewayDeps {
   simulator?: { id: string; explicit: boolean } | null;
   /** A real upstream was added while the stand-in simulator ran: it takes no new traffic from now on. */
   onSimulatorRetired?: (upstreamId: string) => void;
+  /**
+   * The process roles (default all): upstream binds, dispatch, receipt queries and the customer SMPP server run in
+   * `smpp`; the reconciler in `workers`; the pressure sample wherever messages are accepted (`api`, `smpp`).
+   */
+  roles?: RoleSet;
 }
 
 /**
@@ -132,16 +138,18 @@ export class Gateway {
     });
     const upstreamMetrics = new UpstreamMetrics(metrics.registry);
     upstreamMetrics.observeRouter(this.router);
-    this.pool = UpstreamPool.start(d.upstreams, {
+    const poolOptions = {
       throttle: backends.throttle,
       metrics: upstreamMetrics,
       correlator: new ReceiptCorrelator(new SqlCorrelationStore(db)),
       onReceipt: this.receipts.onReceipt,
       onUnmatchedReceipt: this.receipts.onUnmatchedReceipt,
       onMo: this.receipts.onMo,
-    });
+    };
+    // Binds start with the workers (startWorkers), in the smpp role only: until then, and in other roles, routes are
+    // checked against the upstream list.
+    this.pool = new UpstreamPool(poolOptions);
     this.pool.on('bindState', (upstreamId, bindIndex, state) => log.info({ upstream: upstreamId, bind: bindIndex, state }, 'upstream bind state'));
-    this.pool.on('changed', (upstreamId, change) => this.upstreamChanged(upstreamId, change));
     for (const u of d.upstreams) metrics.upstreamSimulated.set({ upstream: u.id }, u.id === simulatorId ? 1 : 0);
     this.pool.on('correlationError', (err, messageId) => log.error({ messageId, err: (err as Error).message }, 'receipt correlation not recorded'));
     this.dispatcher = new Dispatcher({
@@ -207,11 +215,12 @@ export class Gateway {
 
   /** Whether a route may send to this upstream: the simulator only while it is the sole upstream, or named alone by the operator. */
   routable(id: string): boolean {
-    if (!this.pool.has(id)) return false;
+    const ids = this.binding ? this.pool.ids() : this.d.upstreams.map((u) => u.id);
+    if (!ids.includes(id)) return false;
     const simulatorId = this.d.simulator?.id;
     if (id !== simulatorId) return true;
     if (this.simulatorRetired) return false;
-    return this.pool.ids().every((other) => other === simulatorId);
+    return ids.every((other) => other === simulatorId);
   }
 
   /** Drops route switches that point at the simulator while it may not take traffic (a stored one, or one made before a real upstream came). */
@@ -255,19 +264,67 @@ export class Gateway {
 
   /** `beforeTraffic` runs once everything exists and before any listener or worker starts (restore stored state). */
   static async start(d: GatewayDeps, beforeTraffic?: (g: Gateway) => Promise<void>): Promise<Gateway> {
-    const g = new Gateway(d);
-    await beforeTraffic?.(g);
-    await g.boot();
+    const g = await Gateway.create(d, beforeTraffic);
+    await g.startWorkers();
     return g;
   }
 
-  private async boot(): Promise<void> {
+  /** The gateway with its stored state restored, nothing bound or started (the module's create). */
+  static async create(d: GatewayDeps, beforeTraffic?: (g: Gateway) => Promise<void>): Promise<Gateway> {
+    const g = new Gateway(d);
+    await beforeTraffic?.(g);
+    return g;
+  }
+
+  /** The pool holds the upstreams' binds (smpp role, from startWorkers on). */
+  private binding = false;
+
+  /** Binds the upstreams and starts the workers of this process's roles (the module's start); the SMPP server opens with its listener. */
+  async startWorkers(): Promise<void> {
+    if (this.roles.has('smpp')) {
+      for (const u of this.d.upstreams) this.pool.upsert(u);
+      this.binding = true;
+      // Changes from here on (the admin API, another instance's record) move routes and the simulator's standing.
+      this.pool.on('changed', (upstreamId, change) => this.upstreamChanged(upstreamId, change));
+    }
+    if (this.roles.has('workers')) {
+      // Accepted messages the queue lost track of (a crash between commit and push) go back before anything new.
+      await this.reconciler.sweep();
+      this.reconciler.start();
+    }
+    if (this.roles.has('smpp')) {
+      this.dispatcher.start();
+      this.receiptQueries.start();
+    }
+    if (this.roles.has('api') || this.roles.has('smpp')) {
+      this.pressureTimer = setInterval(() => void this.samplePressure(), 500);
+      this.pressureTimer.unref();
+    }
+  }
+
+  private get roles(): RoleSet {
+    return this.d.roles ?? RoleSet.all();
+  }
+
+  /**
+   * Opens the customer SMPP server (plain and TLS ports) and starts delivering receipts and MOs to its binds: they go
+   * out on the customer's bind, so they run where the binds are. Called by the SMS module's listeners; once.
+   */
+  openServer(): Promise<CustomerServer> {
+    this.opening ??= this.startServer();
+    return this.opening;
+  }
+
+  /** Closes the customer SMPP server (no new binds, sessions closed); the receipts' delivery stops with the gateway. */
+  async closeServer(): Promise<void> {
+    const server = await this.opening?.catch(() => null);
+    await server?.close();
+  }
+
+  private opening: Promise<CustomerServer> | undefined;
+
+  private async startServer(): Promise<CustomerServer> {
     const { config, log, metrics } = this.d;
-    // Accepted messages the queue lost track of (a crash between commit and push) go back before anything new.
-    await this.reconciler.sweep();
-    this.reconciler.start();
-    this.dispatcher.start();
-    this.receiptQueries.start();
     const tls = config.smpp.tls.enabled && config.smpp.tls.cert && config.smpp.tls.key ? { port: config.smpp.tls.port, cert: config.smpp.tls.cert, key: config.smpp.tls.key } : null;
     this.server = await CustomerServer.start({
       host: config.smpp.host,
@@ -292,8 +349,7 @@ export class Gateway {
       retentionMs: config.smpp.receiptRetentionHours * 3_600_000,
     });
     this.delivery.start();
-    this.pressureTimer = setInterval(() => void this.samplePressure(), 500);
-    this.pressureTimer.unref();
+    return this.server;
   }
 
   // Saturated = the queue is deeper than maxBacklog and the dispatcher holds every window it can: refuse new work.
@@ -311,12 +367,12 @@ export class Gateway {
   /** Stops in the order that loses nothing: ingress, then accepts, then sending, then receipts. */
   async stop(drainMs: number): Promise<void> {
     clearInterval(this.pressureTimer);
-    await this.server?.close();
+    await this.closeServer();
     await this.billing.close().catch(() => undefined);
     await this.writer.close().catch(() => undefined);
     await this.feeder.flush();
-    await this.reconciler.stop();
-    await this.receiptQueries.stop();
+    if (this.roles.has('workers')) await this.reconciler.stop();
+    if (this.roles.has('smpp')) await this.receiptQueries.stop();
     await Promise.all([this.dispatcher.stop(), this.pool.close(Math.min(drainMs, 5000))]);
     await this.delivery?.stop();
     await this.ledger.close();

@@ -21,6 +21,7 @@ export class ConfigError extends Error {
 const ENV_ALIASES: Record<string, string> = {
   DATABASE_URL: 'database.url',
   REDIS_URL: 'redis.url',
+  FERRY_ROLE: 'roles',
 };
 
 interface SchemaNode {

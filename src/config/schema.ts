@@ -359,6 +359,13 @@ export const coreConfigSchema = {
         drainTimeoutMs: { type: 'integer', minimum: 0, default: 10000 },
       },
     },
+    roles: {
+      type: ['array', 'string'],
+      items: { type: 'string', enum: ['all', 'api', 'smpp', 'workers', 'realtime', 'media'] },
+      default: 'all',
+      description:
+        'process roles this instance runs (docs/operations.md, Process roles): all, or a list of api, smpp, workers, realtime, media (env FERRY_ROLE or FERRY_ROLES, comma-separated; ferry start --role). Split roles need Postgres and Redis',
+    },
   },
 } as const;
 
@@ -454,4 +461,6 @@ export interface FerryConfig {
   security: { secretKey: string | null };
   auth: { failureLimit: number; failureWindowSeconds: number; rotationGraceSeconds: number; cacheSeconds: number };
   shutdown: { drainTimeoutMs: number };
+  /** Process roles: 'all', a comma-separated string, or a list (src/platform/roles.ts reads it). */
+  roles: string | string[];
 }

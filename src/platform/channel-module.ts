@@ -12,6 +12,8 @@ import type { Metrics } from '../metrics.js';
 import type { TableDeclaration } from '../store/sql/table-declaration.js';
 import type { Backends, Db } from '../store/types.js';
 import type { OutboundRegistry } from './outbound-registry.js';
+import type { Role, RoleSet } from './roles.js';
+import type { JobSpec } from './scheduler.js';
 
 /** Spec §9.2: how far along a product is; shown in the OpenAPI document as the tag's `x-maturity`. */
 export type Maturity = 'stable' | 'beta' | 'alpha';
@@ -48,6 +50,26 @@ export interface ModuleContext {
   // Declarations: the module's own config section.
   /** This module's config section (its `config` declaration), validated and with its defaults filled in. */
   section<T>(): T;
+  // Process roles (src/platform/roles.ts): what this process runs, for a module that starts parts per role.
+  /** The roles this process runs (`ferry start --role`); every role by default. */
+  readonly roles: RoleSet;
+}
+
+/**
+ * A listener a module declares, resolved from its config. The host opens it right after the module's start() when
+ * its role runs here, closes it before the module's stop(), and reports its bound address by name (`ferry started`,
+ * /readyz).
+ */
+export interface ModuleListener {
+  /** The name it is reported by (`smpp`, `shortlink`, `emailInbound`). */
+  readonly name: string;
+  readonly kind: 'http' | 'tcp' | 'udp';
+  readonly role: Role;
+  readonly host: string;
+  readonly port: number;
+  /** Opens it; resolves with the bound address (host:port, or the URL of an http listener). */
+  open(): Promise<string>;
+  close(): Promise<void>;
 }
 
 /** What `create` returns: the running parts of a module. */
@@ -69,6 +91,11 @@ export interface ModuleInstance<S = unknown> {
   readonly mcpTools?: readonly McpTool[];
   /** Throws (with a message) when the module cannot serve; part of /readyz. */
   health?(): Promise<void>;
+  // Jobs and listeners (src/platform/scheduler.ts; the host opens listeners and runs jobs in their roles).
+  /** Periodic jobs, run by the platform's one scheduler in their roles (default workers). */
+  readonly jobs?: readonly JobSpec[];
+  /** Listeners, opened by the host after start() in their role. */
+  readonly listeners?: readonly ModuleListener[];
 }
 
 /**
@@ -99,6 +126,9 @@ export interface ChannelModule<S = unknown> {
   /** Namespaces its scopes may use besides its name (e.g. a product named `messenger` owning `whatsapp:…`). */
   readonly scopeNamespaces?: readonly string[];
   create(ctx: ModuleContext): Promise<ModuleInstance<S>>;
+  // Process roles: where its workers run.
+  /** The roles in whose process its start() and stop() run (default: every role); routes run in `api`, admin routes everywhere. */
+  readonly roles?: readonly Role[];
   // CLI, simulators and admin paths (issue 43): what `ferry` and the admin listener get from the module.
   /** Adds its commands to `ferry` (e.g. `ferry <name> list`). Static: runs without `create()`, the daemon need not run. */
   readonly cli?: (program: Command, ctx: CliContext) => void;

@@ -9,6 +9,8 @@ import type { TableDeclaration } from '../store/sql/table-declaration.js';
 import type { ChannelModule, ModuleContext, ModuleInstance } from './channel-module.js';
 import { checkAdminPath } from './admin-paths.js';
 import { bootOrder, declaredTables, migrationFolders } from './module-order.js';
+import { RoleSet } from './roles.js';
+import type { JobSpec } from './scheduler.js';
 
 /** The core's part of every module's context; the host adds the module's own logger and `use`. */
 export type CoreContext = Omit<ModuleContext, 'log' | 'use' | 'section'>;
@@ -52,16 +54,18 @@ export class ModuleHost {
     }
   }
 
-  /** Starts workers in boot order. */
+  /** Starts workers in boot order (those of modules that run in this process's roles), then opens each module's listeners. */
   async start(): Promise<void> {
     for (const m of this.order) {
-      await this.instances.get(m.name)?.start?.();
+      if (this.roles.any(m.roles)) await this.instances.get(m.name)?.start?.();
       this.started.push(m.name);
+      await this.openListeners(m.name);
     }
   }
 
-  /** Registers every module's routes on the API app. */
+  /** Registers every module's routes on the API app (the api role's listener). */
   async routes(app: FastifyInstance): Promise<void> {
+    if (!this.roles.has('api')) return;
     for (const m of this.order) await this.instances.get(m.name)?.routes?.(app);
   }
 
@@ -117,7 +121,13 @@ export class ModuleHost {
     return [...this.order]
       .reverse()
       .filter((m) => this.instances.has(m.name))
-      .map((m) => ({ name: m.name, close: async () => this.instances.get(m.name)?.stop?.() }));
+      .map((m) => ({
+        name: m.name,
+        close: async () => {
+          await this.closeListeners(m.name);
+          if (this.roles.any(m.roles)) await this.instances.get(m.name)?.stop?.();
+        },
+      }));
   }
 
   /** OpenAPI tags of the modules, with their maturity. */
@@ -128,6 +138,51 @@ export class ModuleHost {
   /** Migration folders the modules bring. */
   migrationFolders(): string[] {
     return migrationFolders(this.order);
+  }
+  // Process roles, listeners and jobs (issue 43).
+  /** The roles this process runs; set by the daemon before create(). */
+  roles: RoleSet = RoleSet.all();
+  /** Bound addresses of the open listeners, by listener name. */
+  readonly listenerAddresses: Record<string, string> = {};
+  private readonly openedListeners = new Map<string, Array<{ name: string; close(): Promise<void> }>>();
+
+  /** The jobs of every created module that run in this process's roles (default role: workers). */
+  jobs(): JobSpec[] {
+    return this.order.flatMap((m) => [...(this.instances.get(m.name)?.jobs ?? [])]).filter((j) => this.roles.any(j.roles ?? ['workers']));
+  }
+
+  /** Every declared listener with its role and, when open here, its address (for /readyz). */
+  listeners(): Array<{ module: string; name: string; kind: string; role: string; address: string | null }> {
+    return this.order.flatMap((m) =>
+      (this.instances.get(m.name)?.listeners ?? []).map((l) => ({ module: m.name, name: l.name, kind: l.kind, role: l.role, address: this.listenerAddresses[l.name] ?? null })),
+    );
+  }
+
+  private async openListeners(moduleName: string): Promise<void> {
+    const opened: Array<{ name: string; close(): Promise<void> }> = [];
+    this.openedListeners.set(moduleName, opened);
+    for (const l of this.instances.get(moduleName)?.listeners ?? []) {
+      if (!this.roles.has(l.role)) continue;
+      if (l.name in this.listenerAddresses) throw new Error(`listener ${l.name} is declared twice`);
+      try {
+        this.listenerAddresses[l.name] = await l.open();
+      } catch (err) {
+        const code = (err as NodeJS.ErrnoException).code;
+        if (code === 'EADDRINUSE') throw new Error(`${l.name} listener: ${l.host}:${l.port} is already in use`);
+        if (code === 'EACCES') throw new Error(`${l.name} listener: no permission to listen on ${l.host}:${l.port}`);
+        if (code === 'EADDRNOTAVAIL') throw new Error(`${l.name} listener: address ${l.host} is not available on this machine`);
+        throw new Error(`${l.name} listener on ${l.host}:${l.port}: ${(err as Error).message}`);
+      }
+      opened.unshift(l);
+    }
+  }
+
+  private async closeListeners(moduleName: string): Promise<void> {
+    for (const l of this.openedListeners.get(moduleName) ?? []) {
+      await l.close();
+      delete this.listenerAddresses[l.name];
+    }
+    this.openedListeners.delete(moduleName);
   }
 
   // Storage (issue 43, tables).

@@ -80,6 +80,15 @@ t.test('start-up failures exit non-zero with one line naming the cause', async (
   t.equal(noRedis.code, 1);
   t.match(noRedis.stderr, /redis/i);
   t.notMatch(noRedis.stderr, /hunter2/, 'the password is not printed');
+
+  // Process roles: a split role on the embedded stores, and an unknown role (--role over FERRY_ROLE).
+  const embedded = { ...env, DATABASE_URL: '', REDIS_URL: '' };
+  const split = await ferryRun(['start', '--role', 'workers'], embedded);
+  t.equal(split.code, 1);
+  t.match(split.stderr, /ferry: role workers runs only part of Ferry, and split roles need shared stores/);
+  const unknownRole = await ferryRun(['start', '--role', 'api,web'], { ...embedded, FERRY_ROLE: 'all' });
+  t.equal(unknownRole.code, 1);
+  t.match(unknownRole.stderr, /ferry: roles: unknown role web/);
 });
 
 t.test('the admin token is generated into the data folder, mode 0600', async (t) => {

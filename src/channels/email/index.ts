@@ -101,7 +101,6 @@ export const emailModule: ChannelModule<EmailModuleService> = {
       log: ctx.log,
       onReport: (id, report) => email.onReport(id, report),
     });
-    await inbound.listen();
 
     let simulator: MailSimulator | null = null;
     let relayUrl = cfg.smtp.url;
@@ -192,13 +191,26 @@ export const emailModule: ChannelModule<EmailModuleService> = {
 
     const idempotency = new IdempotencyStore(ctx.db);
     const schedules = new EmailSchedules({ db: ctx.db, email, log: ctx.log });
-    let timer: NodeJS.Timeout | null = null;
     return {
       service: { email, domains, templates, schedules, inbound, verp, simulator, setResolver: (r) => void (resolver = r) },
       mcpTools: EMAIL_MCP_TOOLS,
       async adminRoutes(app) {
         await emailAdminRoutes(app, { db: ctx.db, accounts: ctx.accounts, email, simulator: () => simulator });
       },
+      // Due schedules are looked for every 30 s, on one instance at a time (the claim in SQL also keeps runs apart).
+      jobs: [{ name: 'email.schedules', everyMs: 30_000, scope: 'cluster', run: () => schedules.runDue(Date.now()) }],
+      // The bounce domain's SMTP listener (ingress, with the API).
+      listeners: [
+        {
+          name: 'emailInbound',
+          kind: 'tcp',
+          role: 'api',
+          host: cfg.inbound.host,
+          port: cfg.inbound.port,
+          open: async () => `${cfg.inbound.host}:${await inbound.listen()}`,
+          close: () => inbound.close(),
+        },
+      ],
       async routes(app) {
         api = app;
         await app.register(emailRoutes, { email, domains, templates, idempotency, sendHorizonDays: 30 });
@@ -210,14 +222,9 @@ export const emailModule: ChannelModule<EmailModuleService> = {
           ctx.warn(UNSUBSCRIBE_HTTP_WARNING);
           ctx.log.warn({ base: publicBase() }, UNSUBSCRIBE_HTTP_WARNING);
         }
-        // Due schedules are looked for every 30 s; the claim in SQL keeps two instances from running one twice.
-        timer = setInterval(() => void schedules.runDue(Date.now()).catch((err: Error) => ctx.log.warn({ err: err.message }, 'email schedules')), 30_000);
-        timer.unref();
       },
       async stop() {
-        if (timer) clearInterval(timer);
         smtp.close();
-        await inbound.close();
         await simulator?.close();
         if (simulator) ctx.unwarn(EMBEDDED_MAIL_WARNING);
         ctx.unwarn(UNSUBSCRIBE_HTTP_WARNING);

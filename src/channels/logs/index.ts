@@ -43,13 +43,10 @@ export const logsModule: ChannelModule<LogsService> = {
       flushMs: section.flushMs,
     });
     const sessions = new LogSessions({ db: ctx.db, csrfKey: ctx.deriveKey('logs-page-csrf'), ttlMs: section.sessionHours * 3_600_000 });
-    let purgeTimer: NodeJS.Timeout | undefined;
-    let purging: Promise<unknown> | null = null;
-    const purge = () => {
-      purging = Promise.all([logs.purgeExpired(), sessions.purgeExpired()])
-        .then(([n]) => n && ctx.log.info({ rows: n, retentionDays: section.retentionDays }, 'request logs past retention deleted'))
-        .catch((err: Error) => ctx.log.warn({ err: err.message }, 'request log retention failed; retried at the next pass'))
-        .finally(() => (purging = null));
+    // Retention of request logs and page sessions: one instance of a cluster at a time (the platform's scheduler).
+    const purge = async () => {
+      const [n] = await Promise.all([logs.purgeExpired(), sessions.purgeExpired()]);
+      if (n) ctx.log.info({ rows: n, retentionDays: section.retentionDays }, 'request logs past retention deleted');
     };
     return {
       service: logs,
@@ -57,19 +54,13 @@ export const logsModule: ChannelModule<LogsService> = {
       async adminRoutes(app) {
         await logsAdminRoutes(app, { db: ctx.db, accounts: ctx.accounts, logs });
       },
+      jobs: [{ name: 'logs.purge', everyMs: section.purgeIntervalSeconds * 1000, scope: 'cluster', runAtStart: true, run: purge }],
       async routes(app) {
         if (section.enabled) app.ferryResponseObservers.push(writer.observe);
         await app.register(logsRoutes, { logs });
         await app.register(logPageRoutes, { logs, sessions });
       },
-      async start() {
-        purge();
-        purgeTimer = setInterval(purge, section.purgeIntervalSeconds * 1000);
-        purgeTimer.unref();
-      },
       async stop() {
-        clearInterval(purgeTimer);
-        await purging;
         await writer.close();
       },
     };

@@ -80,33 +80,49 @@ export const shortlinkModule: ChannelModule<ShortlinkService> = {
       async routes(app) {
         await app.register(shortlinkRoutes, { service });
       },
+      // The public redirect, on its own listener (shortlink.host:port), with the API.
+      listeners: [
+        {
+          name: 'shortlink',
+          kind: 'http',
+          role: 'api',
+          host: cfg.host,
+          port: cfg.port,
+          open: async () => {
+            server = await buildRedirectServer({
+              cache,
+              limiter,
+              recorder,
+              addresses,
+              rateWindows: ctx.backends.rateWindows,
+              cookieKey: ctx.deriveKey('shortlink-cookie'),
+              passwordAttemptsPerMinute: cfg.passwordAttemptsPerMinute,
+              passwordAttemptsPerLinkPerMinute: cfg.passwordAttemptsPerLinkPerMinute,
+              passwordChecks: new PasswordChecks(cfg.passwordChecksAtOnce, cfg.passwordChecksQueued),
+              secureCookies: (cfg.baseUrl ?? '').startsWith('https:'),
+              clock: Date.now,
+            });
+            const address = await server.listen({ host: cfg.host, port: cfg.port });
+            service.redirectAddress = address;
+            service.baseUrl = (cfg.baseUrl ?? address).replace(/\/+$/, '');
+            if (!cfg.baseUrl) ctx.warn(`shortlink.baseUrl is not set: short links point at the redirect listener's own address ${address}`);
+            ctx.log.info({ address, baseUrl: service.baseUrl }, 'short link redirects listening');
+            return address;
+          },
+          // Closed by the host before stop(): no new clicks, then stop() flushes the clicks it recorded.
+          close: async () => {
+            await server?.close();
+            server = null;
+          },
+        },
+      ],
       async start() {
         loadGeo();
         await pub?.connect();
         await sub?.connect();
         await cache.start();
-        server = await buildRedirectServer({
-          cache,
-          limiter,
-          recorder,
-          addresses,
-          rateWindows: ctx.backends.rateWindows,
-          cookieKey: ctx.deriveKey('shortlink-cookie'),
-          passwordAttemptsPerMinute: cfg.passwordAttemptsPerMinute,
-          passwordAttemptsPerLinkPerMinute: cfg.passwordAttemptsPerLinkPerMinute,
-          passwordChecks: new PasswordChecks(cfg.passwordChecksAtOnce, cfg.passwordChecksQueued),
-          secureCookies: (cfg.baseUrl ?? '').startsWith('https:'),
-          clock: Date.now,
-        });
-        const address = await server.listen({ host: cfg.host, port: cfg.port });
-        service.redirectAddress = address;
-        service.baseUrl = (cfg.baseUrl ?? address).replace(/\/+$/, '');
-        if (!cfg.baseUrl) ctx.warn(`shortlink.baseUrl is not set: short links point at the redirect listener's own address ${address}`);
-        ctx.log.info({ address, baseUrl: service.baseUrl }, 'short link redirects listening');
       },
       async stop() {
-        // The listener first (no new clicks), then the clicks it recorded.
-        await server?.close();
         await recorder.stop();
         pub?.disconnect();
         sub?.disconnect();

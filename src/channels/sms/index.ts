@@ -1,4 +1,5 @@
-import type { ChannelModule } from '../../platform/channel-module.js';
+import type { ChannelModule, ModuleListener } from '../../platform/channel-module.js';
+import type { JobSpec } from '../../platform/scheduler.js';
 import { IdempotencyStore } from '../../http/idempotency.js';
 import { SMS_MCP_TOOLS } from './sms-mcp-tools.js';
 import { smsRoutes } from './sms-routes.js';
@@ -26,10 +27,21 @@ export const smsModule: ChannelModule<SmsGateway> = {
   errors: SMS_ERRORS,
   async create(ctx) {
     const closers: { name: string; close: () => Promise<unknown> }[] = [];
-    const sms = await startSmsGateway(ctx, (name, close) => closers.unshift({ name, close }));
+    const jobs: JobSpec[] = [];
+    const sms = await startSmsGateway(ctx, (name, close) => closers.unshift({ name, close }), (job) => jobs.push(job));
     const { gateway, pricing, routeSwitches } = sms;
     const idempotency = new IdempotencyStore(ctx.db);
-    let purge: NodeJS.Timeout | undefined;
+    jobs.push({ name: 'sms.idempotency-purge', everyMs: 3_600_000, scope: 'cluster', run: () => idempotency.purge() });
+    // A price table saved through another instance's admin API reaches this one within 5 s (every role prices or refunds).
+    jobs.push({ name: 'sms.pricing-refresh', everyMs: 5000, scope: 'instance', roles: ['api', 'smpp', 'workers'], run: () => pricing.restore() });
+    // The customer SMPP server: plain and TLS ports are one server, opened with the first (smpp role).
+    const { host, port, tls } = ctx.config.smpp;
+    const listeners: ModuleListener[] = [
+      { name: 'smpp', kind: 'tcp', role: 'smpp', host, port, open: async () => `${host}:${(await gateway.openServer()).ports.plain}`, close: () => gateway.closeServer() },
+    ];
+    if (tls.enabled && tls.cert && tls.key) {
+      listeners.push({ name: 'smppTls', kind: 'tcp', role: 'smpp', host, port: tls.port, open: async () => `${host}:${(await gateway.openServer()).ports.tls}`, close: async () => undefined });
+    }
     return {
       service: sms,
       mcpTools: SMS_MCP_TOOLS,
@@ -44,13 +56,15 @@ export const smsModule: ChannelModule<SmsGateway> = {
             upstreamStore: sms.upstreamStore,
             configUpstreamIds: new Set(sms.configUpstreams.keys()),
             configUpstream: (id) => sms.configUpstreams.get(id),
-            onOwed: () => g.delivery.wake(),
+            onOwed: () => g.delivery?.wake(),
           },
           pricing: { prices: g.prices, store: pricing },
           sim: { simulator: () => sms.embeddedUpstream?.simulator ?? null },
           inspect: { db: ctx.db, accounts: ctx.accounts },
         });
       },
+      jobs,
+      listeners,
       async routes(app) {
         await app.register(smsRoutes, {
           sms: gateway.sms,
@@ -62,15 +76,11 @@ export const smsModule: ChannelModule<SmsGateway> = {
         });
       },
       async start() {
-        pricing.start();
+        await gateway.startWorkers();
         routeSwitches.start();
-        purge = setInterval(() => void idempotency.purge().catch(() => undefined), 3_600_000);
-        purge.unref();
       },
       async stop() {
-        clearInterval(purge);
         await routeSwitches.stop();
-        pricing.stop();
         await gateway.stop(ctx.config.shutdown.drainTimeoutMs);
         for (const c of closers) await c.close();
       },

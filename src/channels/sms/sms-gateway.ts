@@ -10,6 +10,7 @@ import { UpstreamStore } from '../../smpp/upstream/upstream-store.js';
 import type { ModuleContext } from '../../platform/channel-module.js';
 import type { SmsGatewayService } from '../../messaging/sms-gateway-service.js';
 import { UssdMoHandlers } from '../../messaging/ussd-mo-handlers.js';
+import type { JobSpec } from '../../platform/scheduler.js';
 
 /** How often an instance running the stand-in simulator looks whether another one recorded a real upstream. */
 const RETIREMENT_POLL_MS = 2000;
@@ -36,7 +37,7 @@ export interface SmsGateway extends SmsGatewayService {
 }
 
 /** The embedded simulator as an upstream: a couple of binds with room for a real load test. */
-function embeddedUpstreamConfig(e: EmbeddedUpstream): UpstreamConfig {
+function embeddedUpstreamConfig(e: Pick<EmbeddedUpstream, 'host' | 'port' | 'systemId' | 'password'>): UpstreamConfig {
   return {
     id: SIMULATOR_UPSTREAM_ID,
     host: e.host,
@@ -65,7 +66,13 @@ function embeddedUpstreamConfig(e: EmbeddedUpstream): UpstreamConfig {
  * exists, and the gateway on them. The stored price table and route switches are applied before the gateway takes
  * its first message: a restart must not price or route even one message by the config file's defaults.
  */
-export async function startSmsGateway(ctx: ModuleContext, onClose: (name: string, close: () => Promise<unknown>) => void): Promise<SmsGateway> {
+export async function startSmsGateway(
+  ctx: ModuleContext,
+  onClose: (name: string, close: () => Promise<unknown>) => void,
+  addJob: (job: JobSpec) => void = () => undefined,
+): Promise<SmsGateway> {
+  // The simulator is an upstream: it runs with the binds, in the smpp role; other roles only route to it.
+  const binds = ctx.roles.has('smpp');
   const { config, log, db } = ctx;
   // Upstreams added through the admin API live in the settings table, their passwords encrypted with a key
   // derived from the secret key; they override config-file entries of the same id.
@@ -85,7 +92,9 @@ export async function startSmsGateway(ctx: ModuleContext, onClose: (name: string
   const simMode = config.smpp.simulator.enabled;
   const decision = simulatorDecision(simMode, real, retired);
   let embeddedUpstream: EmbeddedUpstream | null = null;
-  if (decision.start) {
+  if (decision.start && !binds) {
+    upstreams.push(embeddedUpstreamConfig({ host: '127.0.0.1', port: 0, systemId: '', password: '' }));
+  } else if (decision.start) {
     embeddedUpstream = await startEmbeddedUpstream({
       logger: log.child({ component: 'embedded-upstream' }),
       behaviour: { receiptDelayMs: config.smpp.simulator.receiptDelayMs },
@@ -105,7 +114,7 @@ export async function startSmsGateway(ctx: ModuleContext, onClose: (name: string
   let routeSwitches!: RouteSwitchStore;
   let gateway: Gateway;
   try {
-    gateway = await Gateway.start(
+    gateway = await Gateway.create(
       {
         config,
         sms: ctx.section<SmsConfig>(),
@@ -120,7 +129,8 @@ export async function startSmsGateway(ctx: ModuleContext, onClose: (name: string
         })(),
         // Sessions arriving before a handler is registered (start-up) get no answer.
         onUssd: ussd.dispatch,
-        simulator: embeddedUpstream ? { id: SIMULATOR_UPSTREAM_ID, explicit: simMode === 'on' } : null,
+        simulator: decision.start ? { id: SIMULATOR_UPSTREAM_ID, explicit: simMode === 'on' } : null,
+        roles: ctx.roles,
         onSimulatorRetired: (upstreamId) => {
           ctx.unwarn(EMBEDDED_UPSTREAM_WARNING);
           ctx.warn(`the embedded simulator was retired when real upstream ${upstreamId} was added: it takes no new messages and is not started again`);
@@ -143,21 +153,22 @@ export async function startSmsGateway(ctx: ModuleContext, onClose: (name: string
     throw new SmsStartupError(`SMPP gateway: ${e.message}`);
   }
   // Another instance sharing the database may add a real upstream: its record retires this instance's stand-in too.
-  let watch: NodeJS.Timeout | undefined;
-  if (embeddedUpstream && simMode === 'auto') {
+  if (decision.start && simMode === 'auto') {
     const g = gateway;
-    watch = setInterval(() => {
-      void simulatorRecord
-        .read()
-        .then((r) => {
-          if (!r) return;
-          g.retireSimulator(r.upstream);
-          clearInterval(watch);
-        })
-        .catch(() => undefined); // the database is down: the next look will tell
-    }, RETIREMENT_POLL_MS);
-    watch.unref();
-    onClose('simulator retirement watch', async () => clearInterval(watch));
+    let retiredHere = false;
+    addJob({
+      name: 'sms.simulator-retirement',
+      everyMs: RETIREMENT_POLL_MS,
+      scope: 'instance',
+      roles: ['api', 'smpp'],
+      run: async () => {
+        if (retiredHere) return;
+        const r = await simulatorRecord.read(); // the database is down: the next look will tell
+        if (!r) return;
+        g.retireSimulator(r.upstream);
+        retiredHere = true;
+      },
+    });
   }
   return {
     gateway,

@@ -99,8 +99,6 @@ export const ussdModule: ChannelModule<UssdService> = {
       ctx.warn("USSD: carrier sessions come only from the embedded SMSC simulator (dial one with `ferry ussd dial '*384#' --phone …`); aggregators still reach /v1/ussd/in/{connector}");
     }
 
-    let sweep: NodeJS.Timeout | undefined;
-    let sweeping = false;
     return {
       service: {
         core,
@@ -116,6 +114,16 @@ export const ussdModule: ChannelModule<UssdService> = {
       async adminRoutes(app) {
         await ussdAdminRoutes(app, { db: ctx.db, accounts: ctx.accounts, sessions, simulator: () => sms.embeddedUpstream?.simulator ?? null });
       },
+      // Idle dialogues end with NETWORK_TIMEOUT; each instance sweeps where dialogues arrive (SMPP binds, the HTTP API).
+      jobs: [
+        {
+          name: 'ussd.idle-sweep',
+          everyMs: cfg.sweepSeconds * 1000,
+          scope: 'instance',
+          roles: ['api', 'smpp'],
+          run: () => core.sweep(),
+        },
+      ],
       async routes(app) {
         await app.register(ussdRoutes, {
           store,
@@ -139,19 +147,9 @@ export const ussdModule: ChannelModule<UssdService> = {
             "USSD: overlapping service codes of two accounts (claimed before overlaps were refused); dials reach the older claim's account",
           );
         }
-        sweep = setInterval(() => {
-          if (sweeping) return;
-          sweeping = true;
-          void core
-            .sweep()
-            .catch((err: Error) => ctx.log.warn({ err: err.message }, 'USSD idle sweep failed'))
-            .finally(() => (sweeping = false));
-        }, cfg.sweepSeconds * 1000);
-        sweep.unref();
       },
       async stop() {
         unregisterUssd();
-        clearInterval(sweep);
         await smpp.close();
         apps.close();
         await live.close();

@@ -53,7 +53,8 @@ export const webhooksModule: ChannelModule<WebhookService> = {
       async routes(app) {
         await app.register(webhookRoutes, { webhooks });
       },
-      start: () => webhooks.start(),
+      // The fan-out and sender are workers; other roles write events and manage endpoints, and still stop (OTP events flush).
+      start: async () => (ctx.roles.has('workers') ? webhooks.start() : undefined),
       stop: () => webhooks.stop(),
     };
   },
