@@ -23,6 +23,7 @@ import { Metrics } from './metrics.js';
 import type { ChannelModule } from './platform/channel-module.js';
 import { ModuleHost } from './platform/module-host.js';
 import { OutboundRegistry } from './platform/outbound-registry.js';
+import { buildModulePlatform } from './platform/build-module-platform.js';
 import type { OutboundPipeline } from './outbound/outbound-pipeline.js';
 import { OutboundReconciler } from './outbound/outbound-reconciler.js';
 import { deriveKey, loadAdminToken, loadSecretKey } from './security/secrets.js';
@@ -208,6 +209,10 @@ export class Daemon {
     // The pipeline stops after every module (they may hand it work while they stop), so its step goes in first.
     const outbound = new OutboundRegistry();
     this.closers.unshift({ name: 'outbound pipeline', close: async () => this.outbound?.stop() });
+    // The modules' shared facilities (derived keys, events, Redis clients, pub/sub, guarded HTTP, credentials): their
+    // Redis clients close after every module stopped.
+    const platform = buildModulePlatform({ config, db: this.db, master, log });
+    this.closers.unshift({ name: 'module platform', close: () => platform.close() });
     try {
       await this.modules.create({
         outbound,
@@ -217,8 +222,7 @@ export class Daemon {
         db: this.db,
         backends: this.backends,
         accounts: this.accounts,
-        masterKey: master,
-        deriveKey: (purpose) => deriveKey(master, purpose),
+        facilities: platform.forModule,
         warn: (message) => void this.warnings.push(message),
         unwarn: (message) => {
           const i = this.warnings.indexOf(message);

@@ -4,9 +4,13 @@ import { registerEventTypes } from '../events/catalogue.js';
 import type { McpTool } from '../mcp/mcp-tool.js';
 import type { ChannelModule, ModuleContext, ModuleInstance } from './channel-module.js';
 import { bootOrder, migrationFolders } from './module-order.js';
+import type { ModuleFacilities } from './module-platform.js';
 
 /** The core's part of every module's context; the host adds the module's own logger and `use`. */
-export type CoreContext = Omit<ModuleContext, 'log' | 'use'>;
+export type CoreContext = Omit<ModuleContext, 'log' | 'use' | keyof ModuleFacilities> & {
+  /** The facilities scoped to one module (keys, events, Redis, pub/sub, HTTP, credentials). */
+  facilities(module: ChannelModule): ModuleFacilities;
+};
 
 /**
  * Boots a list of modules in dependency order, mounts their routes, and stops them in reverse. A module reaches
@@ -33,6 +37,7 @@ export class ModuleHost {
       const allowed = new Set(m.dependsOn ?? []);
       const ctx: ModuleContext = {
         ...core,
+        ...core.facilities(m),
         log: core.rootLog.child({ component: m.name }),
         use: <T>(name: string): T => {
           if (!allowed.has(name)) throw new Error(`module ${m.name} uses ${name} without declaring it in dependsOn`);

@@ -1,12 +1,11 @@
 import { readFileSync } from 'node:fs';
-import { credentialsCipher, unseal } from './sealed-credentials.js';
+import { CREDENTIALS_KEY_PURPOSE, credentialsCipherOf, unseal } from './sealed-credentials.js';
 import { MESSENGER_MCP_TOOLS } from './messenger-mcp-tools.js';
 import type { AddressInfo } from 'node:net';
 import type { FastifyInstance } from 'fastify';
 import { IdempotencyStore } from '../../http/idempotency.js';
 import type { ChannelModule } from '../../platform/channel-module.js';
 import { MessengerSimulator } from '../../sim/messenger/messenger-simulator.js';
-import { privateTargetsAllowed, TargetGuard } from '../webhooks/target-guard.js';
 import { BusinessNumbers } from './business-numbers.js';
 import { MediaChecker } from './media-check.js';
 import { messengerAdminRoutes } from './messenger-admin-routes.js';
@@ -39,20 +38,14 @@ export const messengerModule: ChannelModule<MessengerModuleService> = {
     // Without configured credentials the embedded simulator and Ferry share secrets derived from the master key.
     const derived = (purpose: string) => ctx.deriveKey(`messenger-${purpose}`).toString('hex');
     // A credential may be sealed in the config (`ferry messenger seal` → sealed:…): opened here, never written anywhere.
-    const cipher = credentialsCipher(ctx.masterKey);
+    const cipher = credentialsCipherOf(ctx.deriveKey(CREDENTIALS_KEY_PURPOSE));
     const opened = (setting: 'accessToken' | 'appSecret' | 'verifyToken') => (c[setting] === null ? null : unseal(cipher, setting, c[setting]));
     const accessToken = opened('accessToken') ?? (embedded ? derived('access-token') : null);
     const appSecret = opened('appSecret') ?? (embedded ? derived('app-secret') : null);
     const verifyToken = opened('verifyToken') ?? derived('verify-token');
     if (!accessToken || !appSecret) throw new Error('messenger: messenger.accessToken and messenger.appSecret are required with messenger.baseUrl');
 
-    const privateTargets = privateTargetsAllowed(ctx.config.webhooks.allowPrivateTargets, {
-      httpHost: ctx.config.http.host,
-      embeddedDatabase: ctx.db.kind !== 'postgres',
-      trustProxy: Boolean(ctx.config.http.trustProxy),
-      publicUrl: ctx.config.http.publicUrl,
-    });
-    const media = new MediaChecker({ guard: new TargetGuard(privateTargets.allowed), ca: c.mediaCaFile ? readFileSync(c.mediaCaFile, 'utf8') : null });
+    const media = new MediaChecker({ guard: ctx.http, ca: c.mediaCaFile ? readFileSync(c.mediaCaFile, 'utf8') : null });
 
     let api: FastifyInstance | null = null;
     const webhookUrl = () => {
@@ -63,7 +56,7 @@ export const messengerModule: ChannelModule<MessengerModuleService> = {
       db: ctx.db,
       accounts: ctx.accounts,
       cipher,
-      fingerprintKey: ctx.deriveKey('messenger-credential-fingerprint'),
+      credentials: ctx.credentials,
       config: { phoneNumberId: c.phoneNumberId, displayNumber: null, wabaId: c.businessAccountId, accessToken, appSecret, verifyToken },
       configAccount: c.account,
     });

@@ -1,7 +1,7 @@
 import { createHmac } from 'node:crypto';
 import { GuardedHttpError, type GuardedHttp } from '../../security/guarded-http.js';
 import { signatureHeader } from '../webhooks/signature.js';
-import type { TargetGuard } from '../webhooks/target-guard.js';
+import type { TargetGuard } from '../../security/target-guard.js';
 import { newId } from '../../util/ids.js';
 import type { AppDialect } from './menu-tree.js';
 import type { AppReply, HopContext } from './menu-engine.js';
