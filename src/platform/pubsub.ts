@@ -131,8 +131,8 @@ export class PubSubHub {
       return `${this.prefix}${name}:${channel}`;
     };
     return {
-      publish: (channel, payload) => this.transport.publish(full(channel), payload),
-      subscribe: (channel, handler, o) => this.transport.subscribe(full(channel), handler, o),
+      publish: async (channel, payload) => this.transport.publish(full(channel), payload),
+      subscribe: async (channel, handler, o) => this.transport.subscribe(full(channel), handler, o),
     };
   }
 }

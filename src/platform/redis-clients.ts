@@ -55,8 +55,12 @@ export class RedisClientFactory {
     const all = this.clients.splice(0);
     await Promise.all(
       all.map(async (c) => {
-        if (c.status === 'end' || c.status === 'wait') return c.disconnect();
-        await c.quit().catch(() => c.disconnect());
+        if (c.status === 'end') return;
+        const ended = new Promise<void>((resolve) => c.once('end', () => resolve()));
+        if (c.status === 'wait') c.disconnect();
+        else await c.quit().catch(() => c.disconnect());
+        // Resolved when the connection is gone (QUIT answered and the socket closed), so nothing outlives shutdown.
+        await ended;
       }),
     );
   }
