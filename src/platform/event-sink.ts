@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import { BUILTIN_EVENT_TYPES, isEventType, type EventType } from '../events/catalogue.js';
+import { isEventType, type EventType } from '../events/catalogue.js';
 import type { NewEvent } from '../events/event-outbox.js';
 import type { Queryable } from '../store/types.js';
 
@@ -73,12 +73,16 @@ export class EventSinkSlot {
     return this.sink;
   }
 
-  /** `ctx.events` of one module: its types are checked against the catalogue it declared. */
+  /**
+   * `ctx.events` of one module: a type must be in the catalogue and the module's: declared in its `events`, or of its
+   * own family (`<module>.…`: the built-in otp.* of OTP, types a product registers when it loads).
+   */
   forModule(module: { name: string; events?: Readonly<Record<string, unknown>> }): ModuleEvents {
-    const own = new Set<string>([...Object.keys(module.events ?? {}), ...BUILTIN_EVENT_TYPES.filter((t) => t.slice(0, t.indexOf('.')) === module.name)]);
+    const declared = new Set(Object.keys(module.events ?? {}));
+    const own = (type: string) => isEventType(type) && (declared.has(type) || type.slice(0, type.indexOf('.')) === module.name);
     const check = (list: readonly ModuleEvent[]): NewEvent[] =>
       list.map((e) => {
-        if (!isEventType(e.type) || !own.has(e.type)) throw new Error(`module ${module.name} emits event type ${JSON.stringify(e.type)}, which is not in its catalogue (its events declaration)`);
+        if (!own(e.type)) throw new Error(`module ${module.name} emits event type ${JSON.stringify(e.type)}, which is not in its catalogue (its events declaration)`);
         return { accountId: e.accountId, type: e.type, messageKey: e.messageKey ?? null, data: e.data };
       });
     const listOf = (events: ModuleEvent | readonly ModuleEvent[]): readonly ModuleEvent[] => (Array.isArray(events) ? events : [events as ModuleEvent]);

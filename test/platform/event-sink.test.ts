@@ -9,6 +9,8 @@ import { registerEventTypes } from '../../src/events/catalogue.js';
 
 // What the module host does for a module's `events` before it is created.
 registerEventTypes({ 'echo.sent': 'sent', 'echo.failed': 'failed' });
+// A product that registers its family when it loads (as messenger does) rather than in its declaration.
+registerEventTypes({ 'fam.thing': 'a thing' });
 
 function recordingSink() {
   const calls: Array<{ how: 'insert' | 'now'; q?: Queryable; events: readonly NewEvent[] }> = [];
@@ -58,4 +60,7 @@ t.test('a type outside the module’s catalogue throws, and nothing of the batch
   await t.rejects(otp.emit(q, { accountId: 'a', type: 'echo.sent' as never, data: {} }), /module otp emits event type "echo.sent"/, "another module's registered type");
   t.equal(r.calls.length, 0);
   t.equal(await otp.emit(q, { accountId: 'a', type: 'otp.verified', data: {} }), 1, "a built-in family is its module's (otp.*)");
+  const fam = slot.forModule({ name: 'fam' });
+  t.equal(await fam.emit(q, { accountId: 'a', type: 'fam.thing' as never, data: {} }), 1, 'a registered type of its own family');
+  await t.rejects(fam.emit(q, { accountId: 'a', type: 'fam.other' as never, data: {} }), /not in its catalogue/, 'its family, but not registered');
 });

@@ -86,6 +86,7 @@ export const messengerModule: ChannelModule<MessengerModuleService> = {
     const service = new MessengerService({
       db: ctx.db,
       log: ctx.log,
+      events: ctx.events,
       pipeline: () => ctx.outbound.pipeline,
       media,
       graph,
