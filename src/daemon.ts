@@ -24,6 +24,8 @@ import type { ChannelModule } from './platform/channel-module.js';
 import { ModuleHost } from './platform/module-host.js';
 import { OutboundRegistry } from './platform/outbound-registry.js';
 import { buildModulePlatform } from './platform/build-module-platform.js';
+import { credentialAdminRoutes } from './platform/credential-admin-routes.js';
+import type { ModulePlatform } from './platform/module-platform.js';
 import type { OutboundPipeline } from './outbound/outbound-pipeline.js';
 import { OutboundReconciler } from './outbound/outbound-reconciler.js';
 import { deriveKey, loadAdminToken, loadSecretKey } from './security/secrets.js';
@@ -104,6 +106,8 @@ export class Daemon {
   private unlock: (() => void) | null = null;
   private stopping: Promise<void> | null = null;
   private readonly closers: { name: string; close: () => Promise<unknown> }[] = [];
+  /** The modules' shared facilities (keys, events, Redis clients, pub/sub, guarded HTTP, credentials). */
+  platform!: ModulePlatform;
 
   private constructor(
     readonly config: FerryConfig,
@@ -211,7 +215,7 @@ export class Daemon {
     this.closers.unshift({ name: 'outbound pipeline', close: async () => this.outbound?.stop() });
     // The modules' shared facilities (derived keys, events, Redis clients, pub/sub, guarded HTTP, credentials): their
     // Redis clients close after every module stopped.
-    const platform = buildModulePlatform({ config, db: this.db, master, log });
+    const platform = (this.platform = buildModulePlatform({ config, db: this.db, master, log }));
     this.closers.unshift({ name: 'module platform', close: () => platform.close() });
     try {
       await this.modules.create({
@@ -348,7 +352,10 @@ export class Daemon {
       },
       pricing: { prices: g.prices, store: sms.pricing },
       sim: { simulator: () => this.embeddedUpstream?.simulator ?? null },
-      moduleRoutes: (app) => this.modules.adminRoutes(app),
+      moduleRoutes: async (app) => {
+        await this.modules.adminRoutes(app);
+        await app.register(credentialAdminRoutes, { accounts: this.accounts, views: (account, module) => this.platform.credentialViews(account, module) });
+      },
       inspect: { db: this.db, accounts: this.accounts, modules: this.modules },
       ...(this.modules.has('logs') ? { keyStats: (accountId: string, days?: number) => this.modules.service<LogsService>('logs').keyStats(accountId, days) } : {}),
     });

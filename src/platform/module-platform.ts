@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import { CredentialStore, type ModuleCredentials } from '../security/credential-store.js';
+import { CredentialStore, type CredentialView, type ModuleCredentials } from '../security/credential-store.js';
 import type { TargetGuard } from '../security/target-guard.js';
 import type { Db } from '../store/types.js';
 import { EventSinkSlot, type ModuleEvents } from './event-sink.js';
@@ -61,6 +61,19 @@ export class ModulePlatform {
       }),
     };
   };
+
+  /** An account's credentials of every module (or one), as fingerprints: each read with its module's keys. */
+  async credentialViews(accountId: string, module?: string): Promise<Array<CredentialView & { module: string }>> {
+    const { rows } = await this.o.db.query<{ module: string }>(
+      `SELECT DISTINCT module FROM provider_credentials WHERE account_id = $1 AND ($2::text IS NULL OR module = $2) ORDER BY module`,
+      [accountId, module ?? null],
+    );
+    const out: Array<CredentialView & { module: string }> = [];
+    for (const { module: name } of rows) {
+      for (const v of await this.forModule({ name }).credentials.list(accountId)) out.push({ module: name, ...v });
+    }
+    return out;
+  }
 
   async close(): Promise<void> {
     await this.redis.close();

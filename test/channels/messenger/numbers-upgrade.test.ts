@@ -1,6 +1,7 @@
 // A business number added before the credential store (migration 0036: credentials sealed in messenger_numbers) still
 // sends after the upgrade: migration 0037 moves its sealed credentials into provider_credentials unchanged (the messenger
-// module's credential key is the one that sealed them), and the columns go.
+// module's credential key is the one that sealed them), and the columns go. GET /admin/credentials shows them as
+// fingerprints.
 import t from 'tap';
 import { createHmac } from 'node:crypto';
 import { credentialsCipher, seal, SEALED_PREFIX } from '../../../src/channels/messenger/sealed-credentials.js';
@@ -56,4 +57,14 @@ t.test(`a number added before the credential store still sends (${backendLabel})
   t.equal(messengerOf(d).simulator!.sent.at(-1)?.from, OLD.phoneNumberId, 'sent from the old number');
   const verify = await fetch(`${d.api}/v1/messenger/webhook?hub.mode=subscribe&hub.verify_token=${OLD.verifyToken}&hub.challenge=c123`);
   t.equal(await verify.text(), 'c123', "the number's verify token still answers the handshake");
+
+  // The credential store's admin view: fingerprints, never a value.
+  const held = await d.adminCall('GET', '/admin/credentials?account=legacy');
+  t.same(
+    held.credentials.map((c: any) => [c.module, c.name, c.fingerprint, c.version]),
+    (['accessToken', 'appSecret', 'verifyToken'] as const).map((s) => ['messenger', `number:${OLD.phoneNumberId}:${s}`, fingerprint(OLD[s]), 1]),
+  );
+  for (const v of [OLD.accessToken, OLD.appSecret, OLD.verifyToken]) t.notOk(JSON.stringify(held).includes(v), 'no value in the answer');
+  t.same((await d.adminCall('GET', '/admin/credentials?account=legacy&module=push')).credentials, [], 'one module only');
+  await t.rejects(d.adminCall('GET', '/admin/credentials?account=nobody'), { code: 'ACCOUNT_NOT_FOUND' });
 });
