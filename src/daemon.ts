@@ -23,6 +23,9 @@ import { OutboundRegistry } from './platform/outbound-registry.js';
 import { SqlJobLease } from './platform/job-lease.js';
 import { parseRoles, type RoleSet } from './platform/roles.js';
 import { Scheduler } from './platform/scheduler.js';
+import { buildModulePlatform } from './platform/build-module-platform.js';
+import { credentialAdminRoutes } from './platform/credential-admin-routes.js';
+import type { ModulePlatform } from './platform/module-platform.js';
 import type { OutboundPipeline } from './outbound/outbound-pipeline.js';
 import { OutboundReconciler } from './outbound/outbound-reconciler.js';
 import { deriveKey, loadAdminToken, loadSecretKey } from './security/secrets.js';
@@ -112,6 +115,8 @@ export class Daemon {
   private unlock: (() => void) | null = null;
   private stopping: Promise<void> | null = null;
   private readonly closers: { name: string; close: () => Promise<unknown> }[] = [];
+  /** The modules' shared facilities (keys, events, Redis clients, pub/sub, guarded HTTP, credentials). */
+  platform!: ModulePlatform;
 
   private constructor(
     readonly config: FerryConfig,
@@ -223,6 +228,10 @@ export class Daemon {
     // The pipeline stops after every module (they may hand it work while they stop), so its step goes in first.
     const outbound = new OutboundRegistry();
     this.closers.unshift({ name: 'outbound pipeline', close: async () => this.outbound?.stop() });
+    // The modules' shared facilities (derived keys, events, Redis clients, pub/sub, guarded HTTP, credentials): their
+    // Redis clients close after every module stopped.
+    const platform = (this.platform = buildModulePlatform({ config, db: this.db, master, log }));
+    this.closers.unshift({ name: 'module platform', close: () => platform.close() });
     try {
       await this.modules.create({
         outbound,
@@ -233,8 +242,7 @@ export class Daemon {
         backends: this.backends,
         accounts: this.accounts,
         roles: this.roles,
-        masterKey: master,
-        deriveKey: (purpose) => deriveKey(master, purpose),
+        facilities: platform.forModule,
         warn: (message) => void this.warnings.push(message),
         unwarn: (message) => {
           const i = this.warnings.indexOf(message);
@@ -358,7 +366,11 @@ export class Daemon {
     });
     // Each module's admin routes (SMS's gateway, pricing and simulator, every product's read-only lists, the logs' key
     // statistics) come from the module, under its admin paths (ModuleHost.adminRoutes).
-    await app.register(adminRoutes, { token, accounts: this.accounts, keys: this.keys, moduleRoutes: (app) => this.modules.adminRoutes(app) });
+    await app.register(adminRoutes, { token, accounts: this.accounts, keys: this.keys, moduleRoutes: async (app) => {
+        await this.modules.adminRoutes(app);
+        await app.register(credentialAdminRoutes, { accounts: this.accounts, views: (account, module) => this.platform.credentialViews(account, module) });
+      },
+    });
     return app;
   }
 

@@ -338,6 +338,13 @@ export const coreConfigSchema = {
           ...nullableString,
           description: 'base64 or hex, 32 bytes: keys the API-secret hash and encrypts OTP codes; generated into dataDir/secret.key when unset. Instances sharing a database must share it.',
         },
+        allowPrivateTargets: {
+          type: ['boolean', 'string', 'null'],
+          enum: ['auto', true, false, null],
+          default: null,
+          description:
+            'the SSRF guard of every URL a customer gives (webhook endpoints, USSD apps, media links): allow http:// and private or loopback targets. auto: only with the embedded database and the API on loopback with no proxy; null: as webhooks.allowPrivateTargets says (its historic place)',
+        },
       },
     },
     auth: {
@@ -458,7 +465,7 @@ export interface FerryConfig {
   retention: RetentionConfig;
   database: { url: string | null; poolSize: number; commitsInFlight: number; preparedStatements: boolean; pipeline: boolean; maintenanceSeconds: number };
   redis: { url: string | null; keyPrefix: string };
-  security: { secretKey: string | null };
+  security: { secretKey: string | null; allowPrivateTargets: boolean | 'auto' | null };
   auth: { failureLimit: number; failureWindowSeconds: number; rotationGraceSeconds: number; cacheSeconds: number };
   shutdown: { drainTimeoutMs: number };
   /** Process roles: 'all', a comma-separated string, or a list (src/platform/roles.ts reads it). */

@@ -14,6 +14,11 @@ import type { Backends, Db } from '../store/types.js';
 import type { OutboundRegistry } from './outbound-registry.js';
 import type { Role, RoleSet } from './roles.js';
 import type { JobSpec } from './scheduler.js';
+import type { ModuleCredentials } from '../security/credential-store.js';
+import type { TargetGuard } from '../security/target-guard.js';
+import type { ModuleEvents } from './event-sink.js';
+import type { ModulePubSub } from './pubsub.js';
+import type { ModuleRedis } from './redis-clients.js';
 
 /** Spec §9.2: how far along a product is; shown in the OpenAPI document as the tag's `x-maturity`. */
 export type Maturity = 'stable' | 'beta' | 'alpha';
@@ -32,10 +37,11 @@ export interface ModuleContext {
   readonly db: Db;
   readonly backends: Backends;
   readonly accounts: AccountService;
-  /** Derives a key for one purpose from the daemon's secret key (e.g. 'webhook-secret'); the master never leaves the core. */
+  /**
+   * Derives a key for one purpose from the daemon's secret key; the master never leaves the core. A module's purposes
+   * are `<module>-…` (a few older ones are owned by name, src/platform/module-keys.ts); another's throw.
+   */
   deriveKey(purpose: string): Buffer;
-  /** The master secret, for services that derive several keys themselves (OTP). */
-  readonly masterKey: Buffer;
   /** Adds a warning to /readyz (e.g. a simulator standing in for a provider). */
   warn(message: string): void;
   /** Takes a warning back (the condition ended). */
@@ -53,6 +59,17 @@ export interface ModuleContext {
   // Process roles (src/platform/roles.ts): what this process runs, for a module that starts parts per role.
   /** The roles this process runs (`ferry start --role`); every role by default. */
   readonly roles: RoleSet;
+  // What products kept rebuilding, from the core and scoped to the module (src/platform/module-platform.ts).
+  /** Events in the caller's transaction (types from the module's `events`), delivered by the webhooks module. */
+  readonly events: ModuleEvents;
+  /** Redis clients from the one factory (null when embedded), closed by the core at shutdown. */
+  readonly redis: ModuleRedis;
+  /** Pub/sub across the daemon's instances, namespaced per module (Redis, or in-process when embedded). */
+  readonly pubsub: ModulePubSub;
+  /** The one guarded HTTP client policy for URLs customers give (SSRF guard, pinned address, bounds, no redirects). */
+  readonly http: TargetGuard;
+  /** Per-account provider credentials of this module, sealed at rest, fingerprints only on read. */
+  readonly credentials: ModuleCredentials;
 }
 
 /**

@@ -11,9 +11,13 @@ import { checkAdminPath } from './admin-paths.js';
 import { bootOrder, declaredTables, migrationFolders } from './module-order.js';
 import { RoleSet } from './roles.js';
 import type { JobSpec } from './scheduler.js';
+import type { ModuleFacilities } from './module-platform.js';
 
 /** The core's part of every module's context; the host adds the module's own logger and `use`. */
-export type CoreContext = Omit<ModuleContext, 'log' | 'use' | 'section'>;
+export type CoreContext = Omit<ModuleContext, 'log' | 'use' | 'section' | keyof ModuleFacilities> & {
+  /** The facilities scoped to one module (keys, events, Redis, pub/sub, HTTP, credentials). */
+  facilities(module: ChannelModule): ModuleFacilities;
+};
 
 /**
  * Boots a list of modules in dependency order, mounts their routes, and stops them in reverse. A module reaches
@@ -43,6 +47,7 @@ export class ModuleHost {
       const allowed = new Set(m.dependsOn ?? []);
       const ctx: ModuleContext = {
         ...core,
+        ...core.facilities(m),
         log: core.rootLog.child({ component: m.name }),
         use: <T>(name: string): T => {
           if (!allowed.has(name)) throw new Error(`module ${m.name} uses ${name} without declaring it in dependsOn`);

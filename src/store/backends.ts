@@ -1,4 +1,4 @@
-import { Redis, type RedisOptions } from 'ioredis';
+import type { Redis } from 'ioredis';
 import { MemoryCooldowns } from './local/memory-cooldowns.js';
 import { MemoryRateWindows } from './local/memory-rate-windows.js';
 import { MemoryThrottle } from './local/memory-throttle.js';
@@ -6,6 +6,7 @@ import { SqlOtpStore } from './local/sql-otp-store.js';
 import { SqlQueue } from './local/sql-queue.js';
 import { RedisCooldowns } from './redis/redis-cooldowns.js';
 import { RedisKeys } from './redis/keys.js';
+import { newRedisClient } from './redis/redis-client.js';
 import { RedisOtpStore } from './redis/redis-otp-store.js';
 import { RedisQueue } from './redis/redis-queue.js';
 import { RedisRateWindows } from './redis/redis-rate-windows.js';
@@ -73,19 +74,8 @@ export async function openBackends(opts: BackendOptions): Promise<Backends> {
   );
 }
 
-/** Every Redis client of the daemon: fail fast while Redis is down, never queue commands for later. */
-export const REDIS_CLIENT_OPTIONS: RedisOptions = {
-  lazyConnect: true,
-  enableOfflineQueue: false,
-  maxRetriesPerRequest: 1,
-  connectTimeout: 5000,
-  // A command that gets no answer (server hung, link black-holed) fails instead of hanging its caller.
-  commandTimeout: 10_000,
-  retryStrategy: (times) => Math.min(100 * times, 2000),
-  // Commands issued in the same tick (every concurrent request's throttle, queue and OTP calls) leave in one
-  // write: one syscall instead of one per command.
-  enableAutoPipelining: true,
-};
+/** The core's Redis client options (src/store/redis/redis-client.ts, where every connection is made). */
+export { REDIS_CLIENT_OPTIONS } from './redis/redis-client.js';
 
 /**
  * Connects eagerly so a wrong URL fails the start, not the first message.
@@ -97,7 +87,7 @@ export const REDIS_CLIENT_OPTIONS: RedisOptions = {
  * (ESME_RTHROTTLED / 503); ioredis keeps reconnecting in the background and traffic resumes by itself.
  */
 async function connectRedis(url: string, onError?: (err: Error) => void): Promise<Redis> {
-  const redis = new Redis(url, REDIS_CLIENT_OPTIONS);
+  const redis = newRedisClient(url, { connectionName: 'ferry:core:backends' });
   // Without a listener ioredis prints every reconnect error; the owner decides whether to log.
   let lastError: Error | null = null;
   redis.on('error', (err: Error) => {

@@ -37,7 +37,7 @@ t.test('a module declares scopes only in its namespace and uses only what it dep
     { ...base, name: 'b', create: async (ctx) => ({ service: ctx.use<string>('a') }) },
   ]);
   const log = createLogger('silent');
-  await t.rejects(host.create({ rootLog: log } as never), /module b uses a without declaring it in dependsOn/);
+  await t.rejects(host.create({ rootLog: log, facilities: () => ({}) } as never), /module b uses a without declaring it in dependsOn/);
 });
 
 t.test('migration versions are one sequence across folders; a duplicate is refused', async (t) => {

@@ -1,5 +1,6 @@
 import type { Logger } from 'pino';
-import { EventOutbox, type NewEvent } from '../../events/event-outbox.js';
+import type { NewEvent } from '../../events/event-outbox.js';
+import type { ModuleEvents } from '../../platform/event-sink.js';
 import './email-machine.js';
 import type { OutboundPipeline, StateChange } from '../../outbound/index.js';
 import type { Db, Queryable, Transaction } from '../../store/types.js';
@@ -73,6 +74,8 @@ export interface MessageView {
 export interface EmailServiceOptions {
   db: Db;
   log: Logger;
+  /** ctx.events: email.* events in the transaction of the change. */
+  events: ModuleEvents;
   domains: SendingDomains;
   templates: TemplateStore;
   pipeline: () => OutboundPipeline;
@@ -104,7 +107,6 @@ const lower = (a: string) => a.trim().toLowerCase();
  * state machine, and suppressions kept per stream.
  */
 export class EmailService {
-  readonly outbox = new EventOutbox();
   private readonly clock: () => number;
 
   constructor(private readonly o: EmailServiceOptions) {
@@ -210,7 +212,7 @@ export class EmailService {
     const now = opts.now ?? this.clock();
     const pipeline = this.o.pipeline();
     const all = [...new Set(sends.flatMap((s) => s.recipients.map(lower)))];
-    const { jobs, out } = await this.o.db.tx(async (q) => {
+    const { jobs, out, emitted } = await this.o.db.tx(async (q) => {
       const suppressed = await this.suppressedAmong(q, accountId, opts.stream, all);
       const out: Array<{ sendId: string; recipients: SentRecipient[] }> = [];
       const messages: unknown[][] = [[], [], [], [], [], []];
@@ -255,7 +257,7 @@ export class EmailService {
       );
       if (events.length) {
         await this.history(q, events.map((e) => ({ messageId: e.messageKey!, kind: 'dropped', detail: { reason: e.data.reason } })));
-        await this.outbox.insertMany(q, events);
+        await this.o.events.emit(q, events);
       }
       const jobs = newJobs.length ? await pipeline.enqueue(q, newJobs) : [];
       if (jobs.length) {
@@ -264,9 +266,10 @@ export class EmailService {
           jobs.map((j) => j.id),
         ]);
       }
-      return { jobs, out };
+      return { jobs, out, emitted: events.length > 0 };
     });
     pipeline.push(jobs);
+    if (emitted) this.o.events.wake();
     return out;
   }
 
@@ -329,8 +332,9 @@ export class EmailService {
     await this.o.db.tx(async (q) => {
       await this.history(q, [{ messageId, kind: 'deferred', detail }]);
       await q.query(`UPDATE email_messages SET status = 'deferred', updated_at = $2 WHERE id = $1 AND status = 'queued'`, [messageId, this.clock()]);
-      await this.outbox.insert(q, { accountId, type: 'email.deferred', messageKey: messageId, data: { messageId, status: 'deferred', error: detail.code, providerError: detail.providerCode ?? null, at: new Date(this.clock()).toISOString() } });
+      await this.o.events.emit(q, { accountId, type: 'email.deferred', messageKey: messageId, data: { messageId, status: 'deferred', error: detail.code, providerError: detail.providerCode ?? null, at: new Date(this.clock()).toISOString() } });
     });
+    this.o.events.wake();
   }
 
   /** A DSN or ARF report for a message (named by its VERP address). */

@@ -78,6 +78,7 @@ export const emailModule: ChannelModule<EmailModuleService> = {
     const email = new EmailService({
       db: ctx.db,
       log: ctx.log,
+      events: ctx.events,
       domains,
       templates,
       pipeline: () => ctx.outbound.pipeline,

@@ -1,9 +1,17 @@
-import { createHmac } from 'node:crypto';
 import type { AccountService } from '../../accounts/account-service.js';
 import { ApiError } from '../../http/errors.js';
 import type { SecretCipher } from '../../security/cipher.js';
+import type { ModuleCredentials, OpenedCredential } from '../../security/credential-store.js';
 import type { Db } from '../../store/types.js';
-import { seal, SEALED_PREFIX, unseal } from './sealed-credentials.js';
+import { unseal } from './sealed-credentials.js';
+
+const SETTINGS = ['accessToken', 'appSecret', 'verifyToken'] as const;
+type Setting = (typeof SETTINGS)[number];
+
+/** A number's credential in the messenger module's credential store. */
+export function credentialName(phoneNumberId: string, setting: Setting): string {
+  return `number:${phoneNumberId}:${setting}`;
+}
 
 /** A business number with its credentials opened: for sending and verifying only, never for an answer or a log line. */
 export interface BusinessNumber {
@@ -45,9 +53,6 @@ type Row = {
   account_id: string;
   display_number: string | null;
   waba_id: string;
-  access_token_sealed: string;
-  app_secret_sealed: string;
-  verify_token_sealed: string | null;
   created_at: string | number;
   updated_at: string | number;
 };
@@ -55,9 +60,10 @@ type Row = {
 export interface BusinessNumbersOptions {
   db: Db;
   accounts: AccountService;
+  /** Opens credentials given sealed (`sealed:…`, from `ferry messenger seal`). */
   cipher: SecretCipher;
-  /** Keys the credentials' fingerprints (a keyed hash: the fingerprint says whether two values differ, nothing more). */
-  fingerprintKey: Buffer;
+  /** The module's credential store (ctx.credentials): a number's credentials are `number:<phone number id>:<setting>`. */
+  credentials: ModuleCredentials;
   /** The number of the config, credentials opened. */
   config: Omit<BusinessNumber, 'accountId' | 'source'>;
   /** messenger.account: the config number's owner (id or name); null: it serves every account without a number. */
@@ -94,31 +100,47 @@ export class BusinessNumbers {
     return { ...this.o.config, accountId: await this.configOwner(), source: 'config' };
   }
 
-  private open(r: Row): BusinessNumber {
-    const o = (setting: string, v: string) => unseal(this.o.cipher, setting, SEALED_PREFIX + v);
-    return {
-      phoneNumberId: r.phone_number_id,
-      accountId: r.account_id,
-      displayNumber: r.display_number,
-      wabaId: r.waba_id,
-      accessToken: o('accessToken', r.access_token_sealed),
-      appSecret: o('appSecret', r.app_secret_sealed),
-      verifyToken: r.verify_token_sealed === null ? null : o('verifyToken', r.verify_token_sealed),
-      source: 'admin',
-    };
+  /** The rows with their credentials (one read of the credential store per account). */
+  private async open(rows: readonly Row[]): Promise<BusinessNumber[]> {
+    const byAccount = new Map<string, OpenedCredential[]>();
+    for (const accountId of new Set(rows.map((r) => r.account_id))) {
+      const names = rows.filter((r) => r.account_id === accountId).flatMap((r) => SETTINGS.map((s) => credentialName(r.phone_number_id, s)));
+      byAccount.set(accountId, await this.o.credentials.open({ accountId, names }));
+    }
+    return rows.map((r) => {
+      const found = new Map((byAccount.get(r.account_id) ?? []).map((c) => [c.name, c.value]));
+      const value = (setting: Setting) => found.get(credentialName(r.phone_number_id, setting)) ?? null;
+      const accessToken = value('accessToken');
+      const appSecret = value('appSecret');
+      if (accessToken === null || appSecret === null) throw new Error(`messenger number ${r.phone_number_id}: its credentials are missing from the credential store`);
+      return {
+        phoneNumberId: r.phone_number_id,
+        accountId: r.account_id,
+        displayNumber: r.display_number,
+        wabaId: r.waba_id,
+        accessToken,
+        appSecret,
+        verifyToken: value('verifyToken'),
+        source: 'admin' as const,
+      };
+    });
+  }
+
+  private async openOne(r: Row | undefined): Promise<BusinessNumber | null> {
+    return r ? (await this.open([r]))[0] : null;
   }
 
   /** A number by its phone number id (the config's or a row). */
   async byId(phoneNumberId: string): Promise<BusinessNumber | null> {
     if (phoneNumberId === this.o.config.phoneNumberId) return this.configNumber();
     const { rows } = await this.o.db.query<Row>(`SELECT * FROM messenger_numbers WHERE phone_number_id = $1`, [phoneNumberId]);
-    return rows[0] ? this.open(rows[0]) : null;
+    return this.openOne(rows[0]);
   }
 
   /** The number of a WhatsApp business account (template reviews and quality updates name the WABA). */
   async byWaba(wabaId: string): Promise<BusinessNumber | null> {
     const { rows } = await this.o.db.query<Row>(`SELECT * FROM messenger_numbers WHERE waba_id = $1 ORDER BY created_at LIMIT 1`, [wabaId]);
-    if (rows[0]) return this.open(rows[0]);
+    if (rows[0]) return this.openOne(rows[0]);
     return wabaId === this.o.config.wabaId ? this.configNumber() : null;
   }
 
@@ -128,7 +150,7 @@ export class BusinessNumbers {
    */
   async forAccount(accountId: string, from?: string | null): Promise<BusinessNumber | null> {
     const { rows } = await this.o.db.query<Row>(`SELECT * FROM messenger_numbers WHERE account_id = $1 ORDER BY created_at, phone_number_id`, [accountId]);
-    const own = rows.map((r) => this.open(r));
+    const own = await this.open(rows);
     const owner = await this.configOwner();
     const configServes = owner === accountId || (!this.configOwned && own.length === 0);
     if (from) {
@@ -142,12 +164,12 @@ export class BusinessNumbers {
 
   /** Every verify token a webhook handshake may present (each app's callback is set up with its own). */
   async verifyTokens(): Promise<string[]> {
-    const { rows } = await this.o.db.query<Row>(`SELECT * FROM messenger_numbers WHERE verify_token_sealed IS NOT NULL`);
-    return [this.o.config.verifyToken, ...rows.map((r) => this.open(r).verifyToken)].filter((v): v is string => !!v);
+    const tokens = (await this.o.credentials.open({ prefix: 'number:' })).filter((c) => c.name.endsWith(':verifyToken')).map((c) => c.value);
+    return [this.o.config.verifyToken, ...tokens].filter((v): v is string => !!v);
   }
 
   fingerprint(value: string): string {
-    return 'hmac-sha256:' + createHmac('sha256', this.o.fingerprintKey).update(value).digest('hex').slice(0, 16);
+    return this.o.credentials.fingerprint(value);
   }
 
   private async view(n: BusinessNumber, times: { created: number | null; updated: number | null }): Promise<NumberView> {
@@ -174,7 +196,8 @@ export class BusinessNumbers {
     const out: NumberView[] = [];
     const cfg = await this.configNumber();
     if (accountId === undefined || cfg.accountId === accountId) out.push(await this.view(cfg, { created: null, updated: null }));
-    for (const r of rows) out.push(await this.view(this.open(r), { created: Number(r.created_at), updated: Number(r.updated_at) }));
+    const opened = await this.open(rows);
+    for (const [i, r] of rows.entries()) out.push(await this.view(opened[i], { created: Number(r.created_at), updated: Number(r.updated_at) }));
     return out;
   }
 
@@ -182,12 +205,12 @@ export class BusinessNumbers {
     if (phoneNumberId === this.o.config.phoneNumberId) return this.view(await this.configNumber(), { created: null, updated: null });
     const { rows } = await this.o.db.query<Row>(`SELECT * FROM messenger_numbers WHERE phone_number_id = $1`, [phoneNumberId]);
     if (!rows[0]) throw new ApiError('MESSENGER_NUMBER_NOT_FOUND');
-    return this.view(this.open(rows[0]), { created: Number(rows[0].created_at), updated: Number(rows[0].updated_at) });
+    return this.view((await this.openOne(rows[0]))!, { created: Number(rows[0].created_at), updated: Number(rows[0].updated_at) });
   }
 
-  /** A credential as given (plain, or sealed with this daemon's key), sealed for the row (without the prefix). */
-  private sealed(setting: string, value: string): string {
-    return seal(this.o.cipher, unsealOrRefuse(this.o.cipher, setting, value)).slice(SEALED_PREFIX.length);
+  /** A credential as given (plain, or sealed with this daemon's key), opened for the credential store. */
+  private plain(setting: string, value: string): string {
+    return unsealOrRefuse(this.o.cipher, setting, value);
   }
 
   async add(n: NewNumber): Promise<NumberView> {
@@ -202,46 +225,50 @@ export class BusinessNumbers {
       throw new ApiError('VALIDATION_ERROR', { data: { errors: [{ field: 'wabaId', message: 'this WhatsApp business account belongs to another account (or to the config number)' }] } });
     }
     const now = this.clock();
-    const r = await this.o.db.query(
-      `INSERT INTO messenger_numbers (phone_number_id, account_id, display_number, waba_id, access_token_sealed, app_secret_sealed, verify_token_sealed, created_at, updated_at)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $8) ON CONFLICT (phone_number_id) DO NOTHING`,
-      [
-        n.phoneNumberId,
-        account.id,
-        n.displayNumber ?? null,
-        n.wabaId,
-        this.sealed('accessToken', n.accessToken),
-        this.sealed('appSecret', n.appSecret),
-        n.verifyToken ? this.sealed('verifyToken', n.verifyToken) : null,
-        now,
-      ],
-    );
-    if (!r.rowCount) throw new ApiError('MESSENGER_NUMBER_EXISTS');
+    const given: Array<[Setting, string]> = [
+      ['accessToken', this.plain('accessToken', n.accessToken)],
+      ['appSecret', this.plain('appSecret', n.appSecret)],
+      ...(n.verifyToken ? [['verifyToken', this.plain('verifyToken', n.verifyToken)] as [Setting, string]] : []),
+    ];
+    // The row and its credentials commit together.
+    const added = await this.o.db.tx(async (q) => {
+      const r = await q.query(
+        `INSERT INTO messenger_numbers (phone_number_id, account_id, display_number, waba_id, created_at, updated_at)
+         VALUES ($1, $2, $3, $4, $5, $5) ON CONFLICT (phone_number_id) DO NOTHING`,
+        [n.phoneNumberId, account.id, n.displayNumber ?? null, n.wabaId, now],
+      );
+      if (!r.rowCount) return false;
+      for (const [setting, value] of given) await this.o.credentials.put(account.id, credentialName(n.phoneNumberId, setting), value, q);
+      return true;
+    });
+    if (!added) throw new ApiError('MESSENGER_NUMBER_EXISTS');
     return this.show(n.phoneNumberId);
   }
 
   /** New credentials for a number (those not given are kept). */
   async rotate(phoneNumberId: string, c: { accessToken?: string; appSecret?: string; verifyToken?: string }): Promise<NumberView> {
     if (phoneNumberId === this.o.config.phoneNumberId) throw new ApiError('MESSENGER_NUMBER_NOT_FOUND', { message: 'The config number changes in the config file' });
-    const r = await this.o.db.query(
-      `UPDATE messenger_numbers SET access_token_sealed = COALESCE($2, access_token_sealed), app_secret_sealed = COALESCE($3, app_secret_sealed),
-         verify_token_sealed = COALESCE($4, verify_token_sealed), updated_at = $5 WHERE phone_number_id = $1`,
-      [
-        phoneNumberId,
-        c.accessToken ? this.sealed('accessToken', c.accessToken) : null,
-        c.appSecret ? this.sealed('appSecret', c.appSecret) : null,
-        c.verifyToken ? this.sealed('verifyToken', c.verifyToken) : null,
-        this.clock(),
-      ],
-    );
-    if (!r.rowCount) throw new ApiError('MESSENGER_NUMBER_NOT_FOUND');
+    const given = (['accessToken', 'appSecret', 'verifyToken'] as const).flatMap((setting): Array<[Setting, string]> => (c[setting] ? [[setting, this.plain(setting, c[setting])]] : []));
+    const rotated = await this.o.db.tx(async (q) => {
+      const { rows } = await q.query<{ account_id: string }>(`UPDATE messenger_numbers SET updated_at = $2 WHERE phone_number_id = $1 RETURNING account_id`, [phoneNumberId, this.clock()]);
+      if (!rows[0]) return false;
+      // The old values are not kept: a rotation here follows a leaked or revoked credential.
+      for (const [setting, value] of given) await this.o.credentials.put(rows[0].account_id, credentialName(phoneNumberId, setting), value, q);
+      return true;
+    });
+    if (!rotated) throw new ApiError('MESSENGER_NUMBER_NOT_FOUND');
     return this.show(phoneNumberId);
   }
 
   async remove(phoneNumberId: string): Promise<void> {
     if (phoneNumberId === this.o.config.phoneNumberId) throw new ApiError('MESSENGER_NUMBER_NOT_FOUND', { message: 'The config number changes in the config file' });
-    const r = await this.o.db.query(`DELETE FROM messenger_numbers WHERE phone_number_id = $1`, [phoneNumberId]);
-    if (!r.rowCount) throw new ApiError('MESSENGER_NUMBER_NOT_FOUND');
+    const removed = await this.o.db.tx(async (q) => {
+      const { rows } = await q.query<{ account_id: string }>(`DELETE FROM messenger_numbers WHERE phone_number_id = $1 RETURNING account_id`, [phoneNumberId]);
+      if (!rows[0]) return false;
+      await this.o.credentials.remove(rows[0].account_id, { prefix: `number:${phoneNumberId}:` }, q);
+      return true;
+    });
+    if (!removed) throw new ApiError('MESSENGER_NUMBER_NOT_FOUND');
   }
 }
 

@@ -1,13 +1,11 @@
-/* eslint-disable @typescript-eslint/no-restricted-imports -- TODO(i43): removed when i43-ctx (the one guarded HTTP client in the module context) lands */
 import { readFileSync } from 'node:fs';
-import { credentialsCipher, unseal } from './sealed-credentials.js';
+import { CREDENTIALS_KEY_PURPOSE, credentialsCipherOf, unseal } from './sealed-credentials.js';
 import { MESSENGER_MCP_TOOLS } from './messenger-mcp-tools.js';
 import type { AddressInfo } from 'node:net';
 import type { FastifyInstance } from 'fastify';
 import { IdempotencyStore } from '../../http/idempotency.js';
 import type { ChannelModule } from '../../platform/channel-module.js';
 import { MessengerSimulator } from '../../sim/messenger/messenger-simulator.js';
-import type { WebhookService } from '../webhooks/webhook-service.js';
 import { BusinessNumbers } from './business-numbers.js';
 import { MediaChecker } from './media-check.js';
 import { messengerAdminRoutes } from './messenger-admin-routes.js';
@@ -51,15 +49,14 @@ export const messengerModule: ChannelModule<MessengerModuleService> = {
     // Without configured credentials the embedded simulator and Ferry share secrets derived from the master key.
     const derived = (purpose: string) => ctx.deriveKey(`messenger-${purpose}`).toString('hex');
     // A credential may be sealed in the config (`ferry messenger seal` → sealed:…): opened here, never written anywhere.
-    const cipher = credentialsCipher(ctx.masterKey);
+    const cipher = credentialsCipherOf(ctx.deriveKey(CREDENTIALS_KEY_PURPOSE));
     const opened = (setting: 'accessToken' | 'appSecret' | 'verifyToken') => (c[setting] === null ? null : unseal(cipher, setting, c[setting]));
     const accessToken = opened('accessToken') ?? (embedded ? derived('access-token') : null);
     const appSecret = opened('appSecret') ?? (embedded ? derived('app-secret') : null);
     const verifyToken = opened('verifyToken') ?? derived('verify-token');
     if (!accessToken || !appSecret) throw new Error('messenger: messenger.accessToken and messenger.appSecret are required with messenger.baseUrl');
 
-    // Media URLs meet the webhooks' SSRF guard: private targets are allowed exactly when webhooks allow them.
-    const media = new MediaChecker({ guard: ctx.use<WebhookService>('webhooks').guard, ca: c.mediaCaFile ? readFileSync(c.mediaCaFile, 'utf8') : null });
+    const media = new MediaChecker({ guard: ctx.http, ca: c.mediaCaFile ? readFileSync(c.mediaCaFile, 'utf8') : null });
 
     let api: FastifyInstance | null = null;
     const webhookUrl = () => {
@@ -70,7 +67,7 @@ export const messengerModule: ChannelModule<MessengerModuleService> = {
       db: ctx.db,
       accounts: ctx.accounts,
       cipher,
-      fingerprintKey: ctx.deriveKey('messenger-credential-fingerprint'),
+      credentials: ctx.credentials,
       config: { phoneNumberId: c.phoneNumberId, displayNumber: null, wabaId: c.businessAccountId, accessToken, appSecret, verifyToken },
       configAccount: c.account,
     });
@@ -100,6 +97,7 @@ export const messengerModule: ChannelModule<MessengerModuleService> = {
     const service = new MessengerService({
       db: ctx.db,
       log: ctx.log,
+      events: ctx.events,
       pipeline: () => ctx.outbound.pipeline,
       media,
       graph,

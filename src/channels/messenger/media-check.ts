@@ -1,6 +1,6 @@
 import { fileTypeFromBuffer } from 'file-type';
 import { GuardedHttpError, type GuardedHttp, type GuardedStream } from '../../security/guarded-http.js';
-import type { TargetGuard } from '../webhooks/index.js';
+import type { TargetGuard } from '../../security/target-guard.js';
 
 /** What each media type may be (spec §2.5): MIME types by content, and the size limit. */
 export const MEDIA_RULES = {

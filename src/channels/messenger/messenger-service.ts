@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import { EventOutbox } from '../../events/event-outbox.js';
+import type { ModuleEvents } from '../../platform/event-sink.js';
 import type { OutboundPipeline, StateChange } from '../../outbound/index.js';
 import type { Db, Queryable, Transaction } from '../../store/types.js';
 import { newId } from '../../util/ids.js';
@@ -69,6 +69,8 @@ export interface TemplateView {
 export interface MessengerServiceOptions {
   db: Db;
   log: Logger;
+  /** ctx.events: messenger.* events in the transaction of the change. */
+  events: ModuleEvents;
   /** The outbound pipeline, there from the daemon's start on. */
   pipeline: () => OutboundPipeline;
   media: MediaChecker;
@@ -110,7 +112,6 @@ const MEDIA_TYPES = new Set<string>(['image', 'video', 'audio', 'document']);
  */
 export class MessengerService {
   readonly windows: ConversationWindows;
-  private readonly outbox = new EventOutbox();
   clock: () => number;
   /** The config number's WABA: templates kept before numbers had WABAs (waba_id NULL) are its. */
   private readonly configWaba: string;
@@ -371,7 +372,7 @@ export class MessengerService {
           number.accountId !== null
             ? { rows: [{ account_id: number.accountId }] }
             : await q.query<{ account_id: string }>(`SELECT DISTINCT account_id FROM messenger_messages WHERE business_number = $1 AND recipient = $2`, [business, m.from]);
-        await this.outbox.insertMany(
+        await this.o.events.emit(
           q,
           rows.map((r) => ({
             accountId: r.account_id,
@@ -384,6 +385,7 @@ export class MessengerService {
       });
       if (stored) n++;
     }
+    if (n) this.o.events.wake();
     return n;
   }
 
@@ -393,18 +395,20 @@ export class MessengerService {
     const status = String(v.event ?? '');
     if (!name || !status) return 0;
     const reason = v.reason && v.reason !== 'NONE' ? String(v.reason) : null;
-    return this.o.db.tx(async (q) => {
+    const changed = await this.o.db.tx(async (q) => {
       const { rows } = await q.query<{ account_id: string }>(
         `UPDATE messenger_templates SET status = $3, rejection_reason = $4, updated_at = $5
          WHERE name = $1 AND language = $2 AND status <> $3 AND COALESCE(waba_id, $7) = $6 AND ($8::text IS NULL OR account_id = $8) RETURNING account_id`,
         [name, language, status, reason, this.clock(), number.wabaId, this.configWaba, number.accountId],
       );
-      await this.outbox.insertMany(
+      await this.o.events.emit(
         q,
         rows.map((r) => ({ accountId: r.account_id, type: 'messenger.template.status' as const, messageKey: `${name}:${language}`, data: { name, language, status, rejectionReason: reason } })),
       );
       return rows.length;
     });
+    if (changed) this.o.events.wake();
+    return changed;
   }
 
   /**

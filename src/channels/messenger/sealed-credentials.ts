@@ -5,10 +5,17 @@ import { deriveKey } from '../../security/secrets.js';
 export const SEALED_PREFIX = 'sealed:';
 export const CREDENTIALS_KEY_PURPOSE = 'messenger-credentials';
 
-/** The cipher of messenger credentials: AES-256-GCM with a key derived from the master key (never the master itself). */
-export function credentialsCipher(master: Buffer): SecretCipher {
-  const key = deriveKey(master, CREDENTIALS_KEY_PURPOSE);
+/**
+ * The cipher of messenger credentials: AES-256-GCM under the key derived for CREDENTIALS_KEY_PURPOSE (the module gets it
+ * from ctx.deriveKey; it is also the messenger module's credential-store key, src/security/credential-store.ts).
+ */
+export function credentialsCipherOf(key: Buffer): SecretCipher {
   return new SecretCipher({ current: { id: SecretCipher.keyIdOf(key), key } });
+}
+
+/** The same cipher from the master key, for `ferry messenger seal` (the operator's tool holds the master; modules never do). */
+export function credentialsCipher(master: Buffer): SecretCipher {
+  return credentialsCipherOf(deriveKey(master, CREDENTIALS_KEY_PURPOSE));
 }
 
 /** `ferry messenger seal`: what goes into the config instead of the plain value. */

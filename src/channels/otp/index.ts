@@ -1,6 +1,5 @@
 import type { ChannelModule } from '../../platform/channel-module.js';
 import type { SmsGatewayService } from '../../messaging/sms-gateway-service.js';
-import type { WebhookService } from '../webhooks/index.js';
 import { OtpMetrics } from './otp-metrics.js';
 import { OTP_MCP_TOOLS } from './otp-mcp-tools.js';
 import { otpRoutes } from './otp-routes.js';
@@ -30,14 +29,16 @@ export const otpModule: ChannelModule<OtpService> = {
     const otp = new OtpService({
       store: ctx.backends.otp,
       sms: sms.gateway.sms,
-      masterKey: ctx.masterKey,
+      keys: { code: ctx.deriveKey('otp-code'), hash: ctx.deriveKey('otp-hash') },
       metrics,
       log: ctx.log,
       resendCooldownMs: config.otp.resendCooldownSeconds * 1000,
       requestsPerHour: config.otp.requestsPerHour,
       retainMs: config.otp.expiredRetentionMinutes * 60_000,
     });
-    otp.onEvent = ctx.use<WebhookService>('webhooks').otpHook;
+    // OTP state lives in the OTP store (Redis or SQL), not in SQL with the events: they are written just after the
+    // change, in a statement shared by concurrent requests (the sink's insertNow); a crash in between loses that one event.
+    otp.onEvent = (type, data) => ctx.events.emitNow({ accountId: data.accountId, type, messageKey: data.id, data: { ...data } });
     const ussd = new UssdOtpFallback({
       otp,
       pool: sms.gateway.pool,

@@ -1,7 +1,6 @@
 import { createHmac, randomInt } from 'node:crypto';
 import type { Logger } from 'pino';
 import { SecretCipher } from '../../security/cipher.js';
-import { deriveKey } from '../../security/secrets.js';
 import type { OtpRecord, OtpStore } from '../../store/types.js';
 import { newId } from '../../util/ids.js';
 import type { SmsApi } from '../../messaging/types.js';
@@ -50,8 +49,8 @@ export interface OtpEventData {
 export interface OtpServiceOptions {
   store: OtpStore;
   sms: Pick<SmsApi, 'submit'>;
-  /** The daemon's 32-byte master key: OTP encryption and hashing use keys derived from it. */
-  masterKey: Buffer;
+  /** Keys derived for OTP (ctx.deriveKey('otp-code'), ctx.deriveKey('otp-hash')): code encryption and phone hashing. */
+  keys: { code: Buffer; hash: Buffer };
   metrics?: OtpMetrics;
   log?: Logger;
   resendCooldownMs: number;
@@ -155,10 +154,10 @@ export class OtpService {
   constructor(private readonly o: OtpServiceOptions) {
     this.clock = o.clock ?? Date.now;
     this.onEvent = o.onEvent;
-    const key = deriveKey(o.masterKey, 'otp-code');
+    const key = o.keys.code;
     // The key id travels in each ciphertext, so a future key change can keep reading codes made before it.
     this.cipher = new SecretCipher({ current: { id: SecretCipher.keyIdOf(key), key } });
-    this.hashKey = deriveKey(o.masterKey, 'otp-hash');
+    this.hashKey = o.keys.hash;
   }
 
   now(): number {

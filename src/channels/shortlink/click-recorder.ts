@@ -32,8 +32,8 @@ const HOUR = 3_600_000;
 export interface ClickRecorderDeps {
   db: Db;
   store: LinkStore;
-  /** Writes shortlink.click events in the batch's transaction (the webhook outbox). */
-  events: { insertMany(q: Queryable, events: readonly NewEvent[]): Promise<number> };
+  /** Writes shortlink.click events in the batch's transaction (ctx.events), and says which accounts receive them. */
+  events: { insertMany(q: Queryable, events: readonly NewEvent[]): Promise<number>; subscribed(q: Queryable, accountIds: string[]): Promise<Set<string>> };
   /** Wakes the webhook fan-out after events were written. */
   onEvents(): void;
   batchMs: number;
@@ -98,11 +98,7 @@ export class ClickRecorder {
    * batch): events nobody receives are not even built, which on embedded storage was half the cost of a batch.
    */
   private async subscribedAccounts(accounts: string[]): Promise<Set<string>> {
-    const r = await this.d.db.query<{ account_id: string }>(
-      `SELECT DISTINCT account_id FROM webhook_endpoints WHERE enabled AND account_id = ANY($1::text[]) AND events && ARRAY['*', 'shortlink.click']::text[]`,
-      [accounts],
-    );
-    return new Set(r.rows.map((x) => x.account_id));
+    return this.d.events.subscribed(this.d.db, accounts);
   }
 
   private async write(facts: Array<ClickFacts & { id: string }>): Promise<void> {

@@ -1,8 +1,6 @@
-import { Redis } from 'ioredis';
 import { SHORTLINK_MCP_TOOLS } from './shortlink-mcp-tools.js';
 import type { FastifyInstance } from 'fastify';
 import type { ChannelModule } from '../../platform/channel-module.js';
-import type { WebhookService } from '../webhooks/index.js';
 import { ClientAddress, loadGeo } from './click-info.js';
 import { RedisClickLimiter, SqlClickLimiter, type ClickLimiter } from './click-limiter.js';
 import { PasswordChecks } from './password-checks.js';
@@ -26,10 +24,6 @@ declare module '../../events/catalogue.js' {
   }
 }
 
-function redisClient(url: string): Redis {
-  return new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 1, connectTimeout: 5000, commandTimeout: 10_000, enableAutoPipelining: true, retryStrategy: (n) => Math.min(100 * n, 2000) });
-}
-
 /**
  * Short links (Beta): CRUD, QR codes and analytics under /v1/shortlink; the public redirect on its own listener
  * (shortlink.host:port), answering from an in-process cache and recording clicks in batches.
@@ -50,20 +44,17 @@ export const shortlinkModule: ChannelModule<ShortlinkService> = {
   ...shortlinkStorage,
   async create(ctx) {
     const cfg = ctx.section<ShortlinkConfig>();
-    const webhooks = ctx.use<WebhookService>('webhooks');
     const store = new LinkStore(ctx.db);
-    const redisUrl = ctx.config.redis.url;
-    const prefix = `${ctx.config.redis.keyPrefix}shortlink:`;
-    const pub = redisUrl ? redisClient(redisUrl) : null;
-    const sub = redisUrl ? redisClient(redisUrl) : null;
-    for (const r of [pub, sub]) r?.on('error', (err: Error) => ctx.log.debug({ err: err.message }, 'short link Redis connection error'));
-    const limiter: ClickLimiter = pub ? new RedisClickLimiter(pub, prefix) : new SqlClickLimiter(store);
-    const cache = new LinkCache(store, cfg.cacheTtlSeconds * 1000, pub && sub ? { pub, sub, channel: `${prefix}invalidate` } : null, ctx.log);
+    const prefix = `${ctx.redis.keyPrefix}shortlink:`;
+    // Commands wait for the connection, as the limiter always did (a short outage delays a click count, not a redirect).
+    const redis = ctx.redis.client('click-limits', { offlineQueue: true });
+    const limiter: ClickLimiter = redis ? new RedisClickLimiter(redis, prefix) : new SqlClickLimiter(store);
+    const cache = new LinkCache(store, cfg.cacheTtlSeconds * 1000, ctx.pubsub, ctx.log);
     const recorder = new ClickRecorder({
       db: ctx.db,
       store,
-      events: webhooks.events,
-      onEvents: () => webhooks.fanOut.wake(),
+      events: { insertMany: (q, events) => ctx.events.emit(q, events), subscribed: (q, accounts) => ctx.events.subscribed(q, accounts, 'shortlink.click') },
+      onEvents: () => ctx.events.wake(),
       batchMs: cfg.clickBatchMs,
       batchMax: cfg.clickBatchMax,
       log: ctx.log,
@@ -118,17 +109,14 @@ export const shortlinkModule: ChannelModule<ShortlinkService> = {
       ],
       async start() {
         loadGeo();
-        await pub?.connect();
-        await sub?.connect();
+        await redis?.connect();
         await cache.start();
       },
       async stop() {
         await recorder.stop();
-        pub?.disconnect();
-        sub?.disconnect();
       },
       async health() {
-        if (pub && pub.status !== 'ready') throw new Error(`short link Redis connection is ${pub.status}`);
+        if (redis && redis.status !== 'ready') throw new Error(`short link Redis connection is ${redis.status}`);
       },
     };
   },

@@ -1,5 +1,5 @@
-import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
+import type { ModulePubSub } from '../../platform/pubsub.js';
 import type { Link } from './link.js';
 import type { LinkStore } from './link-store.js';
 
@@ -11,11 +11,13 @@ interface Entry {
 /** Unknown slugs are remembered briefly too, so a flood of made-up slugs does not become a flood of queries. */
 const MISS_TTL_MS = 5000;
 const MAX_ENTRIES = 100_000;
+/** The channel (`<keyPrefix>shortlink:invalidate` on Redis, as before the platform's pub/sub). */
+const INVALIDATE = 'invalidate';
 
 /**
  * Slug → link, in process, so a redirect usually answers without storage. Kept coherent across instances: every
- * create, update and delete publishes the slug on a Redis channel and every instance drops it (embedded there is
- * one instance: the change drops it locally). The TTL bounds staleness should a message be lost (Redis restart).
+ * create, update and delete publishes the slug on the module's pub/sub channel `invalidate` (ctx.pubsub: Redis, or
+ * in-process when embedded) and every instance drops it. The TTL bounds staleness should a message be lost (Redis restart).
  * Concurrent misses for one slug share one query.
  */
 export class LinkCache {
@@ -27,20 +29,15 @@ export class LinkCache {
   constructor(
     private readonly store: LinkStore,
     private readonly ttlMs: number,
-    private readonly pubsub: { pub: Redis; sub: Redis; channel: string } | null,
+    private readonly pubsub: ModulePubSub | null,
     private readonly log: Logger,
     private readonly clock: () => number = Date.now,
   ) {}
 
   async start(): Promise<void> {
     if (!this.pubsub) return;
-    const { sub, channel } = this.pubsub;
-    sub.on('message', (ch: string, slug: string) => {
-      if (ch === channel) this.drop(slug);
-    });
     // After a reconnect messages may have been missed: forget everything (the TTL would, later).
-    sub.on('ready', () => this.entries.clear());
-    await sub.subscribe(channel);
+    await this.pubsub.subscribe(INVALIDATE, (slug) => this.drop(slug), { onResync: () => this.entries.clear() });
   }
 
   /** The link for a slug (null: none), from memory when fresh. */
@@ -74,7 +71,7 @@ export class LinkCache {
     for (const s of slugs) this.drop(s);
     if (!this.pubsub) return;
     for (const s of slugs) {
-      await this.pubsub.pub.publish(this.pubsub.channel, s).catch((err: Error) => {
+      await this.pubsub.publish(INVALIDATE, s).catch((err: Error) => {
         this.log.warn({ err: err.message, slug: s }, 'short link change not published; other instances keep the old link until their cache TTL');
       });
     }

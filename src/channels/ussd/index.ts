@@ -2,7 +2,6 @@ import type { ChannelModule } from '../../platform/channel-module.js';
 import { USSD_MCP_TOOLS } from './ussd-mcp-tools.js';
 import type { SmsGatewayService } from '../../messaging/sms-gateway-service.js';
 import type { OtpService } from '../otp/index.js';
-import type { WebhookService } from '../webhooks/index.js';
 import { aggregatorRoutes } from './dialects/aggregators.js';
 import { SmppUssdDialect } from './dialects/smpp-binds.js';
 import { RedisLiveSessions, SqlLiveSessions, type LiveSessions } from './live-sessions.js';
@@ -53,28 +52,26 @@ export const ussdModule: ChannelModule<UssdService> = {
     const cfg = ctx.section<UssdConfig>();
     let clock: () => number = Date.now;
     const now = () => clock();
-    const webhooks = ctx.use<WebhookService>('webhooks');
     const sms = ctx.use<SmsGatewayService>('sms');
     const store = new UssdStore(ctx.db, now);
     const sessions = new SessionStore(ctx.db);
     const signingKey = ctx.deriveKey('ussd-app-signing');
     // Live sessions between hops: in Redis with a TTL when the daemon has Redis, else in their SQL rows.
     let live: LiveSessions;
-    if (ctx.backends.kind === 'redis' && ctx.config.redis.url) {
-      const redisLive = new RedisLiveSessions(ctx.config.redis.url, ctx.config.redis.keyPrefix, sessions, cfg.sessionTimeoutSeconds * 2000 + 60_000, (err) =>
-        ctx.log.debug({ err: err.message }, 'USSD live-session Redis link'),
-      );
+    const liveRedis = ctx.backends.kind === 'redis' ? ctx.redis.client('live-sessions') : null;
+    if (liveRedis) {
+      const redisLive = new RedisLiveSessions(liveRedis, ctx.redis.keyPrefix, sessions, cfg.sessionTimeoutSeconds * 2000 + 60_000);
       await redisLive.connect();
       live = redisLive;
     } else live = new SqlLiveSessions(ctx.db, sessions);
-    const apps = new WebhookAppClient({ guard: webhooks.guard, timeoutMs: cfg.appTimeoutMs, signingKey, clock: now });
+    const apps = new WebhookAppClient({ guard: ctx.http, timeoutMs: cfg.appTimeoutMs, signingKey, clock: now });
     const core = new UssdCore({
       db: ctx.db,
       store,
       sessions,
       live,
       ask: (accountId, url, dialect, hop) => apps.ask(accountId, url, dialect, hop),
-      events: { insertMany: (q, events) => webhooks.events.insertMany(q, events), wake: () => webhooks.fanOut.wake() },
+      events: { insertMany: (q, events) => ctx.events.emit(q, events), wake: () => ctx.events.wake() },
       clock: now,
       apology: cfg.apology,
       unknownCodeText: cfg.unknownCodeText,
@@ -130,7 +127,7 @@ export const ussdModule: ChannelModule<UssdService> = {
           sessions,
           live,
           core,
-          guard: webhooks.guard,
+          guard: ctx.http,
           reserved: core.reserved,
           defaultCountry: sms.defaultCountry,
           signingSecret: (accountId) => appSigningSecret(signingKey, accountId),

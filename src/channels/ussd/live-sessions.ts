@@ -1,6 +1,5 @@
 import { readFileSync } from 'node:fs';
-import { REDIS_CLIENT_OPTIONS } from '../../store/backends.js';
-import { Redis } from 'ioredis';
+import type { Redis } from 'ioredis';
 import type { Db } from '../../store/types.js';
 import { assetPath } from '../../util/paths.js';
 import type { SessionRow, SessionStore, TranscriptEntry } from './session-store.js';
@@ -64,15 +63,12 @@ export class RedisLiveSessions implements LiveSessions {
   private readonly redis: Redis & { ussdLiveCas(key: string, expected: number, row: string, ttl: number): Promise<number> };
 
   constructor(
-    url: string,
+    /** From the core's client factory (ctx.redis): fails fast while Redis is down; errors logged there. */
+    redis: Redis,
     private readonly prefix: string,
     private readonly sessions: SessionStore,
     private readonly ttlMs: number,
-    onError: (err: Error) => void,
   ) {
-    // The core's client options (src/store/backends.ts): fail fast while Redis is down.
-    const redis = new Redis(url, REDIS_CLIENT_OPTIONS);
-    redis.on('error', onError);
     redis.defineCommand('ussdLiveCas', { lua: SCRIPT, numberOfKeys: 1 });
     this.redis = redis as typeof this.redis;
   }
@@ -118,7 +114,6 @@ export class RedisLiveSessions implements LiveSessions {
     await this.redis.del(this.key(row.networkKey));
   }
 
-  async close(): Promise<void> {
-    this.redis.disconnect();
-  }
+  /** The core closes the client at shutdown. */
+  async close(): Promise<void> {}
 }

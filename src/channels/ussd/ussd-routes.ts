@@ -3,7 +3,7 @@ import { envelopeSchema, errorEnvelopeSchema, ok } from '../../http/envelope.js'
 import { ApiError, invalidField } from '../../http/errors.js';
 import { newId } from '../../util/ids.js';
 import { normalizeNumber } from '../../numbers/phone.js';
-import type { TargetGuard } from '../webhooks/index.js';
+import type { TargetGuard } from '../../security/target-guard.js';
 import { APP_DIALECTS, dynamicUrls, menuTreeSchema, shapeErrors, validateTree, type AppDialect, type MenuTree } from './menu-tree.js';
 import { canonicalCode, displayCode } from './service-code.js';
 import type { LiveSessions } from './live-sessions.js';

@@ -1,8 +1,7 @@
-/* eslint-disable @typescript-eslint/no-restricted-imports -- TODO(i43): removed when i43-ctx (the one guarded HTTP client in the module context) lands */
 import { createHmac } from 'node:crypto';
 import { GuardedHttpError, type GuardedHttp } from '../../security/guarded-http.js';
-import { signatureHeader } from '../webhooks/signature.js';
-import type { TargetGuard } from '../webhooks/target-guard.js';
+import { signatureHeader } from '../../security/standard-webhooks-signature.js';
+import type { TargetGuard } from '../../security/target-guard.js';
 import { newId } from '../../util/ids.js';
 import type { AppDialect } from './menu-tree.js';
 import type { AppReply, HopContext } from './menu-engine.js';

@@ -2,7 +2,6 @@ import type { ChannelModule } from '../../platform/channel-module.js';
 import type { DeliveryJob } from './webhook-fan-out.js';
 import { webhookRoutes } from './webhook-routes.js';
 import { WebhookService } from './webhook-service.js';
-import { privateTargetsAllowed } from './target-guard.js';
 import { WEBHOOK_MCP_TOOLS } from './webhook-mcp-tools.js';
 import { webhooksConfigSchema, type WebhooksConfig } from './config.js';
 import { WEBHOOKS_ERRORS } from './errors.js';
@@ -24,26 +23,19 @@ export const webhooksModule: ChannelModule<WebhookService> = {
   config: { key: 'webhooks', schema: webhooksConfigSchema },
   errors: WEBHOOKS_ERRORS,
   async create(ctx) {
-    const { config } = ctx;
     const section = ctx.section<WebhooksConfig>();
-    const privateTargets = privateTargetsAllowed(section.allowPrivateTargets, {
-      httpHost: config.http.host,
-      embeddedDatabase: ctx.db.kind !== 'postgres',
-      trustProxy: Boolean(config.http.trustProxy),
-      publicUrl: config.http.publicUrl,
-    });
-    ctx.log.info(
-      { allowed: privateTargets.allowed, reason: privateTargets.reason },
-      privateTargets.allowed ? 'webhook targets: private and loopback addresses allowed' : 'webhook targets: public https only (SSRF guard on)',
-    );
     const webhooks = new WebhookService({
       db: ctx.db,
       queue: ctx.backends.queue<DeliveryJob>('webhooks'),
-      masterKey: ctx.masterKey,
-      config: { ...section, allowPrivateTargets: privateTargets.allowed },
+      secretKey: ctx.deriveKey('webhook-secret'),
+      guard: ctx.http,
+      // allowPrivateTargets is the core's: ctx.http was built with it.
+      config: section,
       log: ctx.log,
       registry: ctx.metrics.registry,
     });
+    // Every module's ctx.events writes through this module's outbox and wakes its fan-out.
+    ctx.events.provide(webhooks.sink);
     return {
       service: webhooks,
       mcpTools: WEBHOOK_MCP_TOOLS,

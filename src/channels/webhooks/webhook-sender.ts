@@ -3,7 +3,7 @@ import { GroupCommit } from '../../ledger/group-commit.js';
 import { prepared } from '../../store/sql/prepared.js';
 import type { Db, Queue, QueueItem } from '../../store/types.js';
 import { VERSION } from '../../version.js';
-import { signatureHeader } from './signature.js';
+import { signatureHeader } from '../../security/standard-webhooks-signature.js';
 import type { TargetGuard } from './target-guard.js';
 import { QUEUE_MAX_ATTEMPTS, type DeliveryJob } from './webhook-fan-out.js';
 import { WebhookHttp, WebhookTimeoutError } from './webhook-http.js';

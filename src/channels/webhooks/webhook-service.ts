@@ -4,9 +4,9 @@ import type { WebhooksConfig } from './config.js';
 import { EventOutbox, type NewEvent } from '../../events/event-outbox.js';
 import { GroupCommit } from '../../ledger/group-commit.js';
 import { SecretCipher } from '../../security/cipher.js';
-import { deriveKey } from '../../security/secrets.js';
+import type { EventSink } from '../../platform/event-sink.js';
 import type { Db, Queue } from '../../store/types.js';
-import { TargetGuard } from './target-guard.js';
+import type { TargetGuard } from '../../security/target-guard.js';
 import { QUEUE_MAX_ATTEMPTS, WebhookFanOut, type DeliveryJob } from './webhook-fan-out.js';
 import { WebhookMetrics } from './webhook-metrics.js';
 import { WebhookSender } from './webhook-sender.js';
@@ -26,9 +26,11 @@ export function parseSchedule(s: string): number[] {
 export interface WebhookServiceDeps {
   db: Db;
   queue: Queue<DeliveryJob>;
-  masterKey: Buffer;
-  /** The webhooks config with `allowPrivateTargets` decided (see privateTargetsAllowed). */
-  config: Omit<WebhooksConfig, 'allowPrivateTargets'> & { allowPrivateTargets: boolean };
+  /** The key endpoint signing secrets are sealed with (ctx.deriveKey('webhook-secret')). */
+  secretKey: Buffer;
+  /** The daemon's guarded HTTP policy (ctx.http): endpoint URLs are checked and posted to through it. */
+  guard: TargetGuard;
+  config: Omit<WebhooksConfig, 'allowPrivateTargets'>;
   log: Logger;
   registry: Registry;
 }
@@ -40,13 +42,13 @@ export class WebhookService {
   readonly events = new EventOutbox();
   readonly fanOut: WebhookFanOut;
   readonly sender: WebhookSender;
-  /** OTP events of concurrent requests share one INSERT (one statement per batch instead of one per event). */
-  private readonly otpEvents: GroupCommit<NewEvent, void>;
+  /** Events written outside a caller's transaction (OTP's) share one INSERT across concurrent requests. */
+  private readonly nowEvents: GroupCommit<NewEvent, void>;
 
   constructor(private readonly d: WebhookServiceDeps) {
-    const key = deriveKey(d.masterKey, 'webhook-secret');
+    const key = d.secretKey;
     this.store = new WebhookStore(d.db, new SecretCipher({ current: { id: SecretCipher.keyIdOf(key), key } }));
-    this.guard = new TargetGuard(d.config.allowPrivateTargets);
+    this.guard = d.guard;
     const metrics = new WebhookMetrics(d.registry, () => this.store.backlog());
     this.sender = new WebhookSender({
       db: d.db,
@@ -70,7 +72,7 @@ export class WebhookService {
       // to 15 ms. Embedded, every statement runs on the daemon's own thread: no faster polling there.
       busyPollMs: d.db.kind === 'postgres' ? 10 : undefined,
     });
-    this.otpEvents = new GroupCommit<NewEvent, void>(
+    this.nowEvents = new GroupCommit<NewEvent, void>(
       async (items) => {
         if ((await this.events.insertMany(d.db, items)) > 0) this.fanOut.wake();
       },
@@ -85,7 +87,7 @@ export class WebhookService {
 
   async stop(): Promise<void> {
     // Events of OTP changes already made are written before the fan-out stops.
-    await this.otpEvents.close().catch(() => undefined);
+    await this.nowEvents.close().catch(() => undefined);
     await this.fanOut.stop();
     await this.sender.stop();
   }
@@ -99,9 +101,21 @@ export class WebhookService {
   }
 
   /**
-   * The OTP service's event hook. OTP state lives in the OTP store (Redis or SQL), not in the ledger, so these events
-   * are written just after the OTP change, not in its transaction: a crash in between loses that one event.
+   * The event sink every module emits through (`ctx.events`, registered by the module's create): events go into the
+   * outbox table (webhook_events) the fan-out reads; a wake makes it look now.
    */
-  readonly otpHook = (type: 'otp.requested' | 'otp.verified' | 'otp.failed' | 'otp.expired', data: { id: string; accountId: string }): Promise<void> =>
-    this.otpEvents.submit({ accountId: data.accountId, type, messageKey: data.id, data: { ...data } });
+  readonly sink: EventSink = {
+    insert: (q, events) => this.events.insertMany(q, events),
+    insertNow: async (events) => {
+      await Promise.all(events.map((e) => this.nowEvents.submit(e)));
+    },
+    wake: () => this.fanOut.wake(),
+    subscribed: async (q, accountIds, type) => {
+      const r = await q.query<{ account_id: string }>(
+        `SELECT DISTINCT account_id FROM webhook_endpoints WHERE enabled AND account_id = ANY($1::text[]) AND events && ARRAY['*', $2]::text[]`,
+        [accountIds, type],
+      );
+      return new Set(r.rows.map((x) => x.account_id));
+    },
+  };
 }

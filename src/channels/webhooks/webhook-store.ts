@@ -1,7 +1,7 @@
 import type { SecretCipher } from '../../security/cipher.js';
 import type { Db, Queryable } from '../../store/types.js';
 import { newId } from '../../util/ids.js';
-import { newSigningSecret } from './signature.js';
+import { newSigningSecret } from '../../security/standard-webhooks-signature.js';
 
 export interface WebhookEndpoint {
   id: string;
