@@ -1,8 +1,8 @@
 import t from 'tap';
-import { UssdServiceOp } from '../../src/smpp/constants.js';
-import type { ReceivedMessage } from '../../src/sim/smpp/simulator.js';
-import { call, startDaemon, type TestDaemon, otpOf, simulatorOf } from '../helpers/daemon.js';
-import { backendLabel } from '../helpers/env.js';
+import { UssdServiceOp } from '../../../src/smpp/constants.js';
+import type { ReceivedMessage } from '../../../src/sim/smpp/simulator.js';
+import { call, startDaemon, type TestDaemon, otpOf, simulatorOf } from '../../helpers/daemon.js';
+import { backendLabel } from '../../helpers/env.js';
 
 async function customer(d: TestDaemon, name: string) {
   const account = await d.adminCall('POST', '/admin/accounts', { name, defaultCountry: 'GH' });

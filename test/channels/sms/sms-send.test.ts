@@ -1,7 +1,7 @@
 import t from 'tap';
-import { IdempotencyStore, requestHash } from '../../src/http/idempotency.js';
-import { call, startDaemon, type TestDaemon } from '../helpers/daemon.js';
-import { backendLabel } from '../helpers/env.js';
+import { IdempotencyStore, requestHash } from '../../../src/http/idempotency.js';
+import { call, startDaemon, type TestDaemon } from '../../helpers/daemon.js';
+import { backendLabel } from '../../helpers/env.js';
 
 /** An account in Ghana (local numbers read as +233) with an all-scopes key. */
 async function customer(d: TestDaemon, name: string, scopes: string | string[] = 'all') {

@@ -3,12 +3,12 @@
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import t from 'tap';
-import { TargetGuard } from '../../src/channels/webhooks/target-guard.js';
-import { WebhookHttp } from '../../src/channels/webhooks/webhook-http.js';
-import { accountWithKey, call, startDaemon, simulatorOf } from '../helpers/daemon.js';
-import { backendLabel } from '../helpers/env.js';
-import { WebhookReceiver } from '../helpers/webhook-receiver.js';
-import { waitFor } from '../helpers/wait.js';
+import { TargetGuard } from '../../../src/channels/webhooks/target-guard.js';
+import { WebhookHttp } from '../../../src/channels/webhooks/webhook-http.js';
+import { accountWithKey, call, startDaemon, simulatorOf } from '../../helpers/daemon.js';
+import { backendLabel } from '../../helpers/env.js';
+import { WebhookReceiver } from '../../helpers/webhook-receiver.js';
+import { waitFor } from '../../helpers/wait.js';
 
 t.test(`webhook events and endpoint health (${backendLabel})`, async (t) => {
   const d = await startDaemon({

@@ -1,8 +1,8 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import t from 'tap';
-import { accountWithKey, call, startDaemon } from '../helpers/daemon.js';
-import { backendLabel } from '../helpers/env.js';
-import { WebhookReceiver, type Received } from '../helpers/webhook-receiver.js';
+import { accountWithKey, call, startDaemon } from '../../helpers/daemon.js';
+import { backendLabel } from '../../helpers/env.js';
+import { WebhookReceiver, type Received } from '../../helpers/webhook-receiver.js';
 
 /** The receiver recipe from docs/webhooks.md, verbatim. */
 function verifyWebhook(secret: string, headers: Record<string, string | string[] | undefined>, rawBody: string, toleranceSec = 300): boolean {

@@ -1,6 +1,6 @@
 import t from 'tap';
-import { call, startDaemon, type TestDaemon, otpOf, simulatorOf } from '../helpers/daemon.js';
-import { backendLabel } from '../helpers/env.js';
+import { call, startDaemon, type TestDaemon, otpOf, simulatorOf } from '../../helpers/daemon.js';
+import { backendLabel } from '../../helpers/env.js';
 
 /** An account in Ghana (local numbers read as +233) with a key of the given scopes. */
 async function customer(d: TestDaemon, name: string, scopes: string | string[] = 'all') {

@@ -1,6 +1,6 @@
 import t from 'tap';
-import { call, startDaemon, type TestDaemon, gatewayOf, simulatorOf } from '../helpers/daemon.js';
-import { backendLabel } from '../helpers/env.js';
+import { call, startDaemon, type TestDaemon, gatewayOf, simulatorOf } from '../../helpers/daemon.js';
+import { backendLabel } from '../../helpers/env.js';
 
 async function customer(d: TestDaemon, name: string) {
   const account = await d.adminCall('POST', '/admin/accounts', { name, defaultCountry: 'GH' });
