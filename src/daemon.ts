@@ -11,9 +11,7 @@ import type { Gateway } from './gateway.js';
 import { createApp, errorCatalogueMarkdown } from './http/app.js';
 import authPlugin from './http/auth.js';
 import { registerOpenApiRoute } from './http/openapi.js';
-import { listOf } from './mcp/config.js';
-import { CORE_MCP_TOOLS } from './mcp/core-tools.js';
-import { mcpRoutes } from './mcp/mcp-routes.js';
+import { CORE_MCP_TOOLS } from './platform/core-mcp-tools.js';
 import { accountRoutes } from './http/routes/account.js';
 import { healthRoutes } from './http/routes/health.js';
 import { Metrics } from './metrics.js';
@@ -243,6 +241,7 @@ export class Daemon {
         accounts: this.accounts,
         roles: this.roles,
         facilities: platform.forModule,
+        mcpTools: () => [...CORE_MCP_TOOLS, ...this.modules.mcpTools()],
         warn: (message) => void this.warnings.push(message),
         unwarn: (message) => {
           const i = this.warnings.indexOf(message);
@@ -345,9 +344,6 @@ export class Daemon {
     await app.register(healthRoutes);
     await app.register(accountRoutes, { accounts: this.accounts });
     await this.modules.routes(app);
-    if (config.mcp.enabled) {
-      await app.register(mcpRoutes, { tools: [...CORE_MCP_TOOLS, ...this.modules.mcpTools()], allowedHosts: listOf(config.mcp.allowedHosts), allowedOrigins: listOf(config.mcp.allowedOrigins), publicUrl: config.http.publicUrl });
-    }
     return app;
   }
 

@@ -4,7 +4,6 @@
  * environment overrides (FERRY_<PATH> for every scalar key) and the documentation in config/ferry.example.yaml.
  */
 
-import { mcpConfigSchema, type McpConfig } from '../mcp/config.js';
 import { NUMBER_VALIDATIONS, type NumberValidation } from '../numbers/number-validation.js';
 
 const port = (def: number) => ({ type: 'integer', minimum: 0, maximum: 65535, default: def }) as const;
@@ -246,7 +245,6 @@ export const coreConfigSchema = {
         refundOnFailure: { type: 'boolean', default: true, description: 'credit back messages that end failed or rejected (never delivered upstream)' },
       },
     },
-    mcp: mcpConfigSchema,
     dispatch: {
       type: 'object',
       additionalProperties: false,
@@ -458,7 +456,6 @@ export interface FerryConfig {
   routing: { rules: RouteRuleConfig[] };
   messages: { defaultAccountTps: number; maxAttempts: number; maxQueueHours: number; receiptTimeoutHours: number; maxBacklog: number };
   dispatch: { batch: number; leaseSeconds: number; reconcileSeconds: number; reconcileStaleSeconds: number };
-  mcp: McpConfig;
   pricing: { defaultPrice: number | null; entries: Array<{ prefix: string; price: number; route?: string }> };
   billing: { refundOnFailure: boolean };
   outbound: { reconcileIntervalSeconds: number; staleSeconds: number };

@@ -53,8 +53,6 @@ export const CORE_ERRORS = {
   SIMULATOR_NOT_RUNNING: { status: 404, message: 'The embedded simulator is not running in this daemon' },
   INVALID_AMOUNT: { status: 400, message: 'The amount is not valid: a positive decimal within the money range, with no more decimal places than the currency has' },
   CREDIT_LIMIT_EXCEEDED: { status: 409, message: 'The debit would take the balance below the credit limit of the account (below zero when it has none)' },
-  // mcp
-  MCP_HOST_NOT_ALLOWED: { status: 403, message: 'The Host or Origin header is not allowed for /mcp (DNS-rebinding guard; see mcp.allowedHosts)' },
   // server side
   SERVICE_UNAVAILABLE: { status: 503, message: 'A storage backend is unavailable; retry shortly' },
   SHUTTING_DOWN: { status: 503, message: 'The server is shutting down; retry shortly' },

@@ -7,7 +7,7 @@ import type { CliContext } from '../cli/cli-context.js';
 import type { FerryConfig } from '../config/schema.js';
 import type { ConfigSectionDeclaration } from '../config/module-sections.js';
 import type { ModuleErrors } from '../http/errors.js';
-import type { McpTool } from '../mcp/mcp-tool.js';
+import type { McpTool } from './mcp-tool.js';
 import type { Metrics } from '../metrics.js';
 import type { TableDeclaration } from '../store/sql/table-declaration.js';
 import type { Backends, Db } from '../store/types.js';
@@ -70,6 +70,9 @@ export interface ModuleContext {
   readonly http: TargetGuard;
   /** Per-account provider credentials of this module, sealed at rest, fingerprints only on read. */
   readonly credentials: ModuleCredentials;
+  // The MCP server (a module itself) serves every tool.
+  /** Every MCP tool of the core and of the created modules; complete from routes() on (after every create). */
+  mcpTools(): readonly McpTool[];
 }
 
 /**
@@ -156,6 +159,8 @@ export interface ChannelModule<S = unknown> {
    * for the CLI and scripts (a path or a path prefix, matched on `/` boundaries). For the historic products only.
    */
   readonly historicAdminPaths?: readonly string[];
+  /** API paths outside `/v1/<name>` that it served before that rule (the MCP server's `/mcp`, the logs page). */
+  readonly historicApiPaths?: readonly string[];
 }
 
 /** A simulator a module brings (issue 43): `ferry sim <name> …`. */

@@ -4,7 +4,7 @@ import { registerEventTypes } from '../events/catalogue.js';
 import { buildConfigSchema } from '../config/module-sections.js';
 import { installModuleErrors } from '../http/errors.js';
 import type { FerryConfig } from '../config/schema.js';
-import type { McpTool } from '../mcp/mcp-tool.js';
+import type { McpTool } from './mcp-tool.js';
 import type { TableDeclaration } from '../store/sql/table-declaration.js';
 import type { ChannelModule, ModuleContext, ModuleInstance } from './channel-module.js';
 import { checkAdminPath } from './admin-paths.js';

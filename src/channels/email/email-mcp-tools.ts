@@ -1,4 +1,4 @@
-import { idempotencyKeyArg, type McpTool } from '../../mcp/mcp-tool.js';
+import { idempotencyKeyArg, type McpTool } from '../../platform/mcp-tool.js';
 
 const addresses = { type: 'array', minItems: 1, maxItems: 50, items: { type: 'string', minLength: 3, maxLength: 320 } } as const;
 

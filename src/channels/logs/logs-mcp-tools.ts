@@ -1,4 +1,4 @@
-import { query, type McpTool } from '../../mcp/mcp-tool.js';
+import { query, type McpTool } from '../../platform/mcp-tool.js';
 
 /** The request-log tool of the MCP server. */
 export const LOGS_MCP_TOOLS: readonly McpTool[] = [

@@ -1,4 +1,4 @@
-import { idempotencyKeyArg, type McpTool } from '../../mcp/mcp-tool.js';
+import { idempotencyKeyArg, type McpTool } from '../../platform/mcp-tool.js';
 
 const MESSAGE_TYPES = ['text', 'image', 'video', 'audio', 'document', 'interactive', 'template'] as const;
 

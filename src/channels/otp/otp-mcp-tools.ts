@@ -1,4 +1,4 @@
-import type { McpTool } from '../../mcp/mcp-tool.js';
+import type { McpTool } from '../../platform/mcp-tool.js';
 
 /** The OTP tool of the MCP server: requesting a code only; no tool verifies one (that is the end user's step). */
 export const OTP_MCP_TOOLS: readonly McpTool[] = [

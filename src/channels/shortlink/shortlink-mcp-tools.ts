@@ -1,4 +1,4 @@
-import { query, type McpTool } from '../../mcp/mcp-tool.js';
+import { query, type McpTool } from '../../platform/mcp-tool.js';
 import { ROLLUP_DIMS } from './click-recorder.js';
 
 const utmField = { type: 'string', minLength: 1, maxLength: 200 } as const;

@@ -1,4 +1,4 @@
-import { idempotencyKeyArg, type McpTool } from '../../mcp/mcp-tool.js';
+import { idempotencyKeyArg, type McpTool } from '../../platform/mcp-tool.js';
 
 /** The SMS tools of the MCP server: each is the REST endpoint of the same name (src/channels/sms/sms-routes.ts). */
 export const SMS_MCP_TOOLS: readonly McpTool[] = [

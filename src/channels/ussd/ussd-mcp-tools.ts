@@ -1,4 +1,4 @@
-import { query, type McpTool } from '../../mcp/mcp-tool.js';
+import { query, type McpTool } from '../../platform/mcp-tool.js';
 
 /** The USSD tools of the MCP server: read sessions, and run a session against the account's own app. */
 export const USSD_MCP_TOOLS: readonly McpTool[] = [

@@ -1,4 +1,4 @@
-import { query, type McpTool } from '../../mcp/mcp-tool.js';
+import { query, type McpTool } from '../../platform/mcp-tool.js';
 
 /** The webhook tool of the MCP server (read-only). */
 export const WEBHOOK_MCP_TOOLS: readonly McpTool[] = [

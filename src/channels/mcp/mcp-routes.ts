@@ -3,11 +3,11 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { CallToolRequestSchema, ErrorCode as McpErrorCode, ListToolsRequestSchema, McpError, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
-import { INTERNAL_CALL_HEADER } from '../http/auth.js';
-import { ApiError } from '../http/errors.js';
-import { VERSION } from '../version.js';
+import { INTERNAL_CALL_HEADER } from '../../http/auth.js';
+import { ApiError } from '../../http/errors.js';
+import { VERSION } from '../../version.js';
 import { HostGuard } from './host-guard.js';
-import type { McpTool } from './mcp-tool.js';
+import type { McpTool } from '../../platform/mcp-tool.js';
 
 const Ajv = ((AjvModule as unknown as { default?: typeof AjvModule }).default ?? AjvModule) as unknown as typeof AjvModule.default;
 

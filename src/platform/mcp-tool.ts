@@ -11,7 +11,7 @@ export interface ToolRequest {
 }
 
 /**
- * A tool of the MCP server (src/mcp/mcp-routes.ts). A product contributes its tools with its module (`mcpTools` on the
+ * A tool of the MCP server (the mcp module, src/channels/mcp/mcp-routes.ts). A product contributes its tools with its module (`mcpTools` on the
  * module instance); each is a thin mapping of arguments onto the product's REST endpoint, so there is no second
  * implementation of any operation.
  */
