@@ -44,6 +44,20 @@ export function newId(prefix: string, now = Date.now()): string {
   return prefix + out;
 }
 
+/**
+ * The smallest id `newId(prefix, ms)` can make: every id made before `ms` sorts below it. Lets a query on a table keyed
+ * by such ids bound a time range by its primary key.
+ */
+export function idFloor(prefix: string, ms: number): string {
+  let out = '';
+  let t = Math.max(0, Math.floor(ms));
+  for (let i = 9; i >= 0; i--) {
+    out = CROCKFORD[t % 32] + out;
+    t = Math.floor(t / 32);
+  }
+  return prefix + out + '0'.repeat(16);
+}
+
 /** High-entropy secret (url-safe base64, 32 bytes = 256 bits by default). */
 export function newSecret(bytes = 32): string {
   return randomBytes(bytes).toString('base64url');

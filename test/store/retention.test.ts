@@ -4,6 +4,7 @@ import type { RetentionConfig } from '../../src/config/schema.js';
 import { CHANNEL_MODULES } from '../../src/channels/index.js';
 import { bootOrder, declaredTables } from '../../src/platform/module-order.js';
 import { Retention } from '../../src/store/sql/retention.js';
+import { newId } from '../../src/util/ids.js';
 import { testDb } from '../helpers/db.js';
 import { backendLabel } from '../helpers/env.js';
 
@@ -14,6 +15,9 @@ const DAY = 86_400_000;
 const NOW = Date.parse('2026-06-01T00:00:00Z');
 const OLD = NOW - 100 * DAY;
 const YOUNG = NOW - 10 * DAY;
+// Real ids (time-ordered, made when the message was): the purge of messages walks its primary key below the cutoff.
+const MSG = { old: newId('msg_', OLD), open: newId('msg_', OLD), young: newId('msg_', OLD) };
+const LIVE_MSGS = [MSG.open, MSG.young].sort();
 const iso = (ms: number) => new Date(ms).toISOString();
 
 const config = (over: Partial<RetentionConfig> = {}): RetentionConfig => ({
@@ -74,9 +78,9 @@ t.test(`retention purges old final rows with their children, keeps the rest (${b
     await q(`INSERT INTO message_events (message_id, status) VALUES ($1, 'queued'), ($1, $2)`, [id, status]);
     await q(`INSERT INTO message_parts (message_id, part_index, status) VALUES ($1, 0, $2)`, [id, status]);
   };
-  await sms('msg_old', 'delivered', OLD);
-  await sms('msg_open', 'queued', null);
-  await sms('msg_young', 'delivered', YOUNG);
+  await sms(MSG.old, 'delivered', OLD);
+  await sms(MSG.open, 'queued', null);
+  await sms(MSG.young, 'delivered', YOUNG);
 
   // Products.
   const mm = (id: string, status: string, at: number) =>
@@ -130,9 +134,9 @@ t.test(`retention purges old final rows with their children, keeps the rest (${b
   t.equal(purged.outbound_history, 6);
   t.same(await ids(`SELECT id FROM webhook_events`), ['ev_retrying', 'ev_young'], 'an event with a delivery still to retry is kept');
   t.same(await ids(`SELECT event_id AS id FROM webhook_deliveries`), ['ev_retrying', 'ev_young'], 'deliveries went with their event');
-  t.same(await ids(`SELECT id FROM messages`), ['msg_open', 'msg_young']);
-  t.same(await ids(`SELECT DISTINCT message_id AS id FROM message_events`), ['msg_open', 'msg_young'], 'message events went with their message');
-  t.same(await ids(`SELECT message_id AS id FROM message_parts`), ['msg_open', 'msg_young'], 'parts too');
+  t.same(await ids(`SELECT id FROM messages`), LIVE_MSGS);
+  t.same(await ids(`SELECT DISTINCT message_id AS id FROM message_events`), LIVE_MSGS, 'message events went with their message');
+  t.same(await ids(`SELECT message_id AS id FROM message_parts`), LIVE_MSGS, 'parts too');
   t.same(await ids(`SELECT id FROM messenger_messages`), ['wam_queued', 'wam_young']);
   t.same(await ids(`SELECT id FROM email_messages`), ['em_queued']);
   t.same(await ids(`SELECT message_id AS id FROM email_events`), ['em_queued']);

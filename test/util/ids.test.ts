@@ -1,5 +1,5 @@
 import t from 'tap';
-import { newId, randomBytesPooled } from '../../src/util/ids.js';
+import { newId, randomBytesPooled, idFloor } from '../../src/util/ids.js';
 
 t.test('pooled random bytes: the length asked, never handed out twice, across pool refills', async (t) => {
   const seen = new Set<string>();
@@ -21,4 +21,15 @@ t.test('pooled random bytes: the length asked, never handed out twice, across po
   for (let i = 0; i < 600; i++) randomBytesPooled(16);
   t.same(a, copy, 'a value handed out is a copy: refilling the pool does not change it');
   t.throws(() => randomBytesPooled(257), RangeError);
+});
+
+t.test('idFloor: every id made before the instant sorts below it, every id made at or after it does not', async (t) => {
+  for (const ms of [0, 1, 1_700_000_000_000, Date.parse('2026-11-28T10:00:00Z')]) {
+    const floor = idFloor('msg_', ms);
+    for (let i = 0; i < 50; i++) {
+      t.ok(newId('msg_', ms) >= floor, 'made at the instant');
+      if (ms > 0) t.ok(newId('msg_', ms - 1) < floor, 'made a millisecond before');
+    }
+    t.ok(newId('msg_', ms + 1) > floor, 'made after');
+  }
 });

@@ -34,6 +34,8 @@ export const CORE_TABLES: readonly TableDeclaration[] = [
       ageColumn: 'final_at',
       ageUnit: 'timestamptz',
       key: 'id',
+      // Ids are newId('msg_'): the purge walks the primary key below the cutoff (no index on final_at, see 0014).
+      keyTimeOrdered: 'msg_',
       children: [
         { table: 'message_events', column: 'message_id' },
         { table: 'message_parts', column: 'message_id' },

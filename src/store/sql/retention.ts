@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { RetentionConfig } from '../../config/schema.js';
 import type { Db } from '../types.js';
+import { idFloor } from '../../util/ids.js';
 import type { TableDeclaration, TableRetention } from './table-declaration.js';
 
 /** A declared table with a retention: what one purge works on. */
@@ -94,7 +95,9 @@ export class Retention {
     let done = 0;
     while (done < this.o.config.maxRowsPerPass && !this.stopped) {
       const limit = Math.min(batch, this.o.config.maxRowsPerPass - done);
-      const { rows } = await this.o.db.query<Record<string, number>>(sql, [cutoff, limit]);
+      const params: unknown[] = [cutoff, limit];
+      if (spec.retention.keyTimeOrdered) params.push(idFloor(spec.retention.keyTimeOrdered, typeof cutoff === 'number' ? cutoff : Date.parse(cutoff)));
+      const { rows } = await this.o.db.query<Record<string, number>>(sql, params);
       const counts = rows[0] ?? { n: 0 };
       const n = Number(counts.n);
       const tally = (table: string, rowsDeleted: number): void => {
@@ -124,12 +127,13 @@ export class Retention {
   }
 }
 
-/** What makes a row purgeable, with $1 the cutoff. */
+/** What makes a row purgeable, with $1 the cutoff (and $3 the cutoff's first id, for a time-ordered key). */
 function finalCondition(r: TableRetention): string {
-  return `${r.finishedWhere ? `(${r.finishedWhere}) AND ` : ''}${r.ageColumn} < $1`;
+  const byKey = r.keyTimeOrdered && r.key ? ` AND ${r.key} < $3` : '';
+  return `${r.finishedWhere ? `(${r.finishedWhere}) AND ` : ''}${r.ageColumn} < $1${byKey}`;
 }
 
-/** One batch: $1 the cutoff, $2 the batch size; returns n (parents) and c0… (each child table's rows). */
+/** One batch: $1 the cutoff, $2 the batch size ($3 the cutoff's first id where the key is time-ordered); returns n (parents) and c0… (each child table's rows). */
 function statement({ name: table, retention: r }: Purged): string {
   const final = finalCondition(r);
   if (!r.key) {
@@ -144,7 +148,7 @@ function statement({ name: table, retention: r }: Purged): string {
     SELECT (SELECT count(*) FROM gone)::int AS n${counts}`;
 }
 
-/** The row selection one purge batch runs on a declared table ($1 the cutoff): what an index on its age column serves. */
+/** The row selection one purge batch runs on a declared table ($1 the cutoff, $3 its first id): what an index on its age column (or its time-ordered key) serves. */
 export function purgeSelection(table: TableDeclaration): string {
   if (!table.retention) throw new Error(`table ${table.name} declares no retention`);
   return `SELECT ${table.retention.key ?? 'ctid'} FROM ${table.name} WHERE ${finalCondition(table.retention)} LIMIT 100`;

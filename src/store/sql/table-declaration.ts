@@ -6,7 +6,7 @@
 export interface TableRetention {
   /** `retention.<family>` in the config overrides `retention.days` for it; a family the config does not name uses `retention.days`. */
   family: string;
-  /** The column the age is measured by; the purge query needs an index on it (test/store/retention-indexes.test.ts). */
+  /** The column the age is measured by; the purge query needs an index on it, or on its key (keyTimeOrdered) (test/store/retention-indexes.test.ts). */
   ageColumn: string;
   /** How the table keeps its clock: epoch milliseconds (bigint) or timestamptz. */
   ageUnit: 'ms' | 'timestamptz';
@@ -14,6 +14,12 @@ export interface TableRetention {
   finishedWhere?: string;
   /** The column children reference; a table without children is deleted by ctid. */
   key?: string;
+  /**
+   * The key is a time-sortable id of this prefix (src/util/ids.ts newId) and a row is final only after it was made:
+   * a batch then looks only below the cutoff's first id, through the primary key, and the age column needs no index
+   * (the ledger's messages, whose indexes must stay off what its status updates write).
+   */
+  keyTimeOrdered?: string;
   children?: ReadonlyArray<{ table: string; column: string }>;
 }
 

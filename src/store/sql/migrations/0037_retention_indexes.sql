@@ -6,8 +6,8 @@
 -- test/store/retention-indexes.test.ts.
 CREATE INDEX IF NOT EXISTS outbound_jobs_done ON outbound_jobs (updated_at) WHERE NOT pending;
 CREATE INDEX IF NOT EXISTS webhook_events_fanned ON webhook_events (created_at) WHERE fanned_out;
--- final_at is set once, by the final update, which already writes index entries (0014): no heap-only update is lost.
-CREATE INDEX IF NOT EXISTS messages_final ON messages (final_at) WHERE final_at IS NOT NULL;
+-- messages needs none: its ids are time-ordered, so the purge walks the primary key (core-tables.ts, keyTimeOrdered),
+-- and an index naming final_at would write one more entry at every final update (0014).
 -- The products' tables (their modules' migrations, all numbered before this one): a core migration touches a
 -- product's table only where it exists, so the core's migrations apply without any product.
 DO $$
