@@ -58,7 +58,7 @@ function testModule(events: string[], roles?: ChannelModule['roles'], port = 0):
 async function run(roles: string, module: ChannelModule) {
   const host = new ModuleHost([module]);
   host.roles = parseRoles(roles);
-  await host.create({ rootLog: pino({ level: 'silent' }), roles: host.roles } as unknown as CoreContext);
+  await host.create({ rootLog: pino({ level: 'silent' }), roles: host.roles, facilities: () => ({}) } as unknown as CoreContext);
   await host.start();
   await host.routes({} as never);
   return host;
@@ -102,6 +102,6 @@ t.test('a listener whose port is taken fails the start with one line naming it',
   t.teardown(() => new Promise<void>((r) => taken.close(() => r())));
   const port = (taken.address() as AddressInfo).port;
   const host = new ModuleHost([testModule([], undefined, port)]);
-  await host.create({ rootLog: pino({ level: 'silent' }), roles: host.roles } as unknown as CoreContext);
+  await host.create({ rootLog: pino({ level: 'silent' }), roles: host.roles, facilities: () => ({}) } as unknown as CoreContext);
   await t.rejects(host.start(), { message: `front listener: 127.0.0.1:${port} is already in use` });
 });
