@@ -1,10 +1,12 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
+import { performance } from 'node:perf_hooks';
 import { loadConfig } from '../../src/config/load.js';
 import { Daemon } from '../../src/daemon.js';
 import type { DestinationStream } from 'pino';
 import { createLogger } from '../../src/log.js';
 import { packageRoot } from '../../src/util/paths.js';
+import { costed, recordCost } from './costs.js';
 import { testDatabase } from './db.js';
 import { REDIS_URL } from './env.js';
 import { testKeyPrefix } from './redis.js';
@@ -48,7 +50,7 @@ export async function testEnv(extra: Record<string, string> = {}) {
 export async function startDaemon(extra: Record<string, string> = {}, reuse?: TestDaemon['reuse'], logTo?: DestinationStream): Promise<TestDaemon> {
   const { env, store } = reuse ? { env: { ...reuse.env, ...extra }, store: reuse.store } : await testEnv(extra);
   const { config } = loadConfig({ env });
-  const daemon = await Daemon.start(config, createLogger(env.FERRY_LOG_LEVEL, logTo));
+  const daemon = await costed('daemon-start', () => Daemon.start(config, createLogger(env.FERRY_LOG_LEVEL, logTo)));
   const adminToken = (await import('node:fs')).readFileSync(join(store.dataDir, 'admin.token'), 'utf8').trim();
   const admin = daemon.addresses.admin;
   return {
@@ -62,11 +64,11 @@ export async function startDaemon(extra: Record<string, string> = {}, reuse?: Te
       return res.json.data;
     },
     async stop() {
-      await daemon.stop();
+      await costed('daemon-stop', () => daemon.stop());
       await store.cleanup();
     },
     async stopKeepingStore() {
-      await daemon.stop();
+      await costed('daemon-stop', () => daemon.stop());
     },
     reuse: { env, store },
   };
@@ -135,11 +137,14 @@ export interface DaemonProcess {
 
 /** `ferry <args>` as a separate process (tsx, no build needed). */
 export function ferry(args: string[], env: Record<string, string>): ChildProcess {
-  return spawn(process.execPath, ['--import', 'tsx', join(packageRoot, 'src/cli/index.ts'), ...args], {
+  const started = performance.now();
+  const child = spawn(process.execPath, ['--import', 'tsx', join(packageRoot, 'src/cli/index.ts'), ...args], {
     cwd: packageRoot,
     env: { ...process.env, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
+  child.on('exit', () => recordCost(args[0] === 'start' ? 'cli-start-process' : 'cli', performance.now() - started, args.slice(0, 2).join(' ')));
+  return child;
 }
 
 /** Runs a short ferry command to completion. */
@@ -162,6 +167,7 @@ export async function startDaemonProcess(env: Record<string, string>, timeoutMs 
 
 /** Collects a daemon child's log lines and waits for its "ferry started" line (or its exit, which fails). */
 export async function awaitStarted(child: ChildProcess, timeoutMs = 60_000): Promise<DaemonProcess> {
+  const spawned = performance.now();
   const output: string[] = [];
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.on('exit', (code, signal) => resolve({ code, signal })));
   const started = new Promise<{ api: string; admin: string }>((resolve, reject) => {
@@ -193,5 +199,6 @@ export async function awaitStarted(child: ChildProcess, timeoutMs = 60_000): Pro
     });
   });
   const { api, admin } = await started;
+  recordCost('daemon-process-ready', performance.now() - spawned);
   return { child, api, admin, output, exited };
 }

@@ -6,6 +6,7 @@ import pg from 'pg';
 import { openDb } from '../../src/store/sql/db.js';
 import { migrate } from '../../src/store/sql/migrate.js';
 import type { Db } from '../../src/store/types.js';
+import { costed } from './costs.js';
 import { DATABASE_URL } from './env.js';
 
 export interface TestDb {
@@ -23,6 +24,10 @@ export interface TestDb {
  */
 export async function seedPglite(dataDir: string): Promise<void> {
   if (existsSync(join(dataDir, 'pg'))) return;
+  await costed('pglite-seed', () => seedFromTemplate(dataDir));
+}
+
+async function seedFromTemplate(dataDir: string): Promise<void> {
   const version = (JSON.parse(readFileSync(join(process.cwd(), 'node_modules/@electric-sql/pglite/package.json'), 'utf8')) as { version: string }).version;
   const template = join(tmpdir(), `ferry-pglite-template-${version}`);
   if (!existsSync(template)) {
@@ -82,7 +87,7 @@ export async function testDb(opts: { migrate?: boolean } = {}): Promise<TestDb> 
     await seedPglite(dataDir);
   }
   const db = await openDb({ url, dataDir, poolSize: 4 });
-  if (opts.migrate !== false) await migrate(db);
+  if (opts.migrate !== false) await costed('migrate', () => migrate(db));
   return {
     db,
     url,
