@@ -7,6 +7,7 @@ import type { DestinationStream } from 'pino';
 import { createLogger } from '../../src/log.js';
 import { packageRoot } from '../../src/util/paths.js';
 import { costed, recordCost } from './costs.js';
+import { cliEntry } from './fresh-build.js';
 import { testDatabase } from './db.js';
 import { REDIS_URL } from './env.js';
 import { testKeyPrefix } from './redis.js';
@@ -135,15 +136,15 @@ export interface DaemonProcess {
   exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
 }
 
-/** `ferry <args>` as a separate process (tsx, no build needed). */
+/** `ferry <args>` as a separate process: the compiled CLI when dist/ was built from this source, else the source through tsx. */
 export function ferry(args: string[], env: Record<string, string>): ChildProcess {
   const started = performance.now();
-  const child = spawn(process.execPath, ['--import', 'tsx', join(packageRoot, 'src/cli/index.ts'), ...args], {
+  const child = spawn(process.execPath, [...cliEntry(), ...args], {
     cwd: packageRoot,
     env: { ...process.env, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
-  child.on('exit', () => recordCost(args[0] === 'start' ? 'cli-start-process' : 'cli', performance.now() - started, args.slice(0, 2).join(' ')));
+  child.on('exit', () => recordCost(args[0] === 'start' ? 'daemon-process-lifetime' : 'cli', performance.now() - started, args.slice(0, 2).join(' ')));
   return child;
 }
 
