@@ -10,7 +10,17 @@ if (!costsFile) {
   console.error('usage: test-costs.mjs COSTS.jsonl [TAP_OUTPUT ...]');
   process.exit(2);
 }
-const rows = readFileSync(costsFile, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l));
+const all = readFileSync(costsFile, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l));
+// `process` lines are each test process's own account (wall, CPU with its children); the rest are helper costs.
+const cpu = new Map();
+for (const r of all.filter((r) => r.kind === 'process')) {
+  const d = JSON.parse(r.detail);
+  const c = cpu.get(r.file) ?? { wall: 0, cpu: 0 };
+  c.wall += r.ms / 1000;
+  c.cpu += d.cpu + d.childCpu;
+  cpu.set(r.file, c);
+}
+const rows = all.filter((r) => r.kind !== 'process');
 const byKind = new Map();
 const byFile = new Map();
 for (const r of rows) {
@@ -33,14 +43,19 @@ const wall = new Map();
 for (const f of tapFiles) {
   for (const m of readFileSync(f, 'utf8').matchAll(/^(?:not )?ok \d+ - (\S+\.test\.ts)(?: # \S+)? # time=([\d.]+)ms/gm)) wall.set(m[1], Number(m[2]));
 }
-const files = wall.size ? [...wall.keys()] : [...byFile.keys()];
-const total = (f) => wall.get(f) ?? Object.values(byFile.get(f) ?? {}).reduce((s, k) => s + k.ms, 0);
-console.log('\nfile                                                    wall s  recorded costs (count × kind: seconds)');
+const files = wall.size ? [...wall.keys()] : [...new Set([...byFile.keys(), ...cpu.keys()])];
+const total = (f) => wall.get(f) ?? (cpu.get(f)?.wall ?? 0) * 1000;
+console.log('\nfile                                                    wall s   CPU s  recorded costs (count × kind: seconds)');
 for (const f of files.sort((a, b) => total(b) - total(a))) {
   const costs = Object.entries(byFile.get(f) ?? {})
     .sort((a, b) => b[1].ms - a[1].ms)
     .map(([k, { n, ms }]) => `${n}×${k}: ${(ms / 1000).toFixed(1)}`)
     .join(', ');
-  console.log(`${f.padEnd(55)} ${wall.has(f) ? (wall.get(f) / 1000).toFixed(1).padStart(6) : '     -'}  ${costs}`);
+  const w = wall.has(f) ? wall.get(f) / 1000 : cpu.get(f)?.wall;
+  console.log(`${f.padEnd(55)} ${w !== undefined ? w.toFixed(1).padStart(6) : '     -'} ${cpu.has(f) ? cpu.get(f).cpu.toFixed(1).padStart(7) : '      -'}  ${costs}`);
+}
+if (cpu.size) {
+  const sum = [...cpu.values()].reduce((a, c) => a + c.cpu, 0);
+  console.log(`\nCPU of ${cpu.size} test processes with their children: ${sum.toFixed(0)} s (${(sum / 2).toFixed(0)} s of wall time at best on 2 cores)`);
 }
 if (wall.size) console.log(`\n${wall.size} files, ${([...wall.values()].reduce((a, b) => a + b, 0) / 1000).toFixed(0)} s of file wall time (jobs run side by side, so more than the run's own wall time)`);
