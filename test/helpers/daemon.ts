@@ -1,4 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { loadConfig } from '../../src/config/load.js';
@@ -159,6 +160,23 @@ export async function ferryRun(args: string[], env: Record<string, string>, time
   const code = await new Promise<number | null>((resolve) => child.on('exit', (c) => resolve(c)));
   clearTimeout(timer);
   return { code, stdout, stderr };
+}
+
+/**
+ * Runs independent ferry commands side by side, as many at once as there are cores: more only queue for the same
+ * CPU, and each then takes longer to start, closer to ferryRun's bound on a loaded machine. Answers in input order.
+ */
+export async function ferryRunEach(commands: string[][], env: Record<string, string>): Promise<Array<Awaited<ReturnType<typeof ferryRun>>>> {
+  const answers: Array<Awaited<ReturnType<typeof ferryRun>>> = new Array(commands.length);
+  let next = 0;
+  const worker = async (): Promise<void> => {
+    while (next < commands.length) {
+      const i = next++;
+      answers[i] = await ferryRun(commands[i], env);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(availableParallelism(), commands.length) }, worker));
+  return answers;
 }
 
 /** Starts `ferry start` as a child and waits for its "ferry started" log line. */
