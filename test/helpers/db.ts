@@ -101,8 +101,8 @@ async function buildTemplate(template: string, fill: (dir: string) => Promise<vo
   }
 }
 
-/** A hash of every migration file (NNNN_name.sql) under src/, by path and content. */
-function migrationsHash(): string {
+/** A hash of every migration file (NNNN_name.sql) under `root`/src/, by path and content. */
+export function migrationsHash(root = packageRoot): string {
   const hash = createHash('sha256');
   const files: string[] = [];
   const walk = (dir: string): void => {
@@ -111,8 +111,8 @@ function migrationsHash(): string {
       else if (/^\d{4}_[a-z0-9_]+\.sql$/.test(entry.name)) files.push(join(dir, entry.name));
     }
   };
-  walk(join(packageRoot, 'src'));
-  for (const file of files.sort()) hash.update(relative(packageRoot, file)).update('\0').update(readFileSync(file)).update('\0');
+  walk(join(root, 'src'));
+  for (const file of files.sort()) hash.update(relative(root, file)).update('\0').update(readFileSync(file)).update('\0');
   return hash.digest('hex').slice(0, 16);
 }
 

@@ -16,7 +16,7 @@ const STAMP = join(packageRoot, 'dist', '.source-hash');
 const LOCK = join(packageRoot, 'dist', '.build-lock');
 
 /** A hash of what `npm run build` compiles: every .ts file under src/ (path and content) and the tsconfig files. */
-export function sourceHash(): string {
+export function sourceHash(root = packageRoot): string {
   const hash = createHash('sha256');
   const files: string[] = [];
   const walk = (dir: string): void => {
@@ -26,20 +26,26 @@ export function sourceHash(): string {
       else if (entry.name.endsWith('.ts')) files.push(path);
     }
   };
-  walk(join(packageRoot, 'src'));
-  files.push(join(packageRoot, 'tsconfig.json'), join(packageRoot, 'tsconfig.build.json'));
+  walk(join(root, 'src'));
+  files.push(join(root, 'tsconfig.json'), join(root, 'tsconfig.build.json'));
   for (const file of files.sort()) {
-    hash.update(relative(packageRoot, file)).update('\0');
+    hash.update(relative(root, file)).update('\0');
     hash.update(readFileSync(file)).update('\0');
   }
   return hash.digest('hex');
+}
+
+/** Whether `root`'s dist/ holds a CLI built from its source as it is now (its stamp is the source's hash). */
+export function builtFromSource(root: string): boolean {
+  const stamp = join(root, 'dist', '.source-hash');
+  return existsSync(stamp) && existsSync(join(root, 'dist', 'cli', 'index.js')) && readFileSync(stamp, 'utf8').trim() === sourceHash(root);
 }
 
 let fresh: boolean | undefined;
 
 /** Whether dist/ was built from the current source (checked once per process: the source does not change under a test). */
 export function distIsFresh(): boolean {
-  fresh ??= existsSync(STAMP) && existsSync(join(packageRoot, 'dist', 'cli', 'index.js')) && readFileSync(STAMP, 'utf8').trim() === sourceHash();
+  fresh ??= builtFromSource(packageRoot);
   return fresh;
 }
 
