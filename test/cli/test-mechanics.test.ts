@@ -5,6 +5,7 @@ import { mkdirSync, mkdtempSync, renameSync, rmSync, writeFileSync } from 'node:
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t from 'tap';
+import { childEnv } from '../helpers/child-env.js';
 import { migrationsHash } from '../helpers/db.js';
 import { builtFromSource, cliEntry, distIsFresh, sourceHash } from '../helpers/fresh-build.js';
 
@@ -63,4 +64,18 @@ t.test('the migrated template is keyed by every migration file, wherever it live
   t.not(added, edited, "a product's own migration");
   writeFileSync(join(root, 'src', 'channels', 'echo', 'notes.sql'), 'SELECT 1;\n');
   t.equal(migrationsHash(root), added, 'a .sql file that is not a migration does not count');
+});
+
+t.test("a spawned child gets tap's process-tracking loader only when coverage is on", async (t) => {
+  const saved = { NODE_OPTIONS: process.env.NODE_OPTIONS, TAP_DISABLE_COVERAGE: process.env.TAP_DISABLE_COVERAGE };
+  t.teardown(() => Object.assign(process.env, saved));
+  process.env.NODE_OPTIONS = '"--import=file:///x/node_modules/@tapjs/processinfo/dist/esm/import.mjs" --max-old-space-size=512';
+  process.env.TAP_DISABLE_COVERAGE = '1';
+  const off = childEnv({ FERRY_X: '1' });
+  t.equal(off.NODE_OPTIONS, '--max-old-space-size=512', 'coverage off: the loader is dropped, other options kept');
+  t.equal(off.FERRY_X, '1');
+  process.env.NODE_OPTIONS = '"--import=file:///x/node_modules/@tapjs/processinfo/dist/esm/import.mjs"';
+  t.notOk('NODE_OPTIONS' in childEnv(), 'nothing left: no NODE_OPTIONS at all');
+  process.env.TAP_DISABLE_COVERAGE = '0';
+  t.equal(childEnv().NODE_OPTIONS, process.env.NODE_OPTIONS, 'coverage on: the child is tracked as tap expects');
 });

@@ -7,6 +7,7 @@ import { Daemon } from '../../src/daemon.js';
 import type { DestinationStream } from 'pino';
 import { createLogger } from '../../src/log.js';
 import { packageRoot } from '../../src/util/paths.js';
+import { childEnv } from './child-env.js';
 import { costed, recordCost } from './costs.js';
 import { cliEntry } from './fresh-build.js';
 import { testDatabase } from './db.js';
@@ -142,7 +143,7 @@ export function ferry(args: string[], env: Record<string, string>): ChildProcess
   const started = performance.now();
   const child = spawn(process.execPath, [...cliEntry(), ...args], {
     cwd: packageRoot,
-    env: { ...process.env, ...env },
+    env: childEnv(env),
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   child.on('exit', () => recordCost(args[0] === 'start' ? 'daemon-process-lifetime' : 'cli', performance.now() - started, args.slice(0, 2).join(' ')));

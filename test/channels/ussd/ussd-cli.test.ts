@@ -6,6 +6,7 @@ import { AfricasTalkingSimulator } from '../../../src/sim/ussd/africastalking-si
 import { packageRoot } from '../../../src/util/paths.js';
 import { startDaemon, type TestDaemon } from '../../helpers/daemon.js';
 import { backendLabel } from '../../helpers/env.js';
+import { childEnv } from '../../helpers/child-env.js';
 import { cliEntry } from '../../helpers/fresh-build.js';
 import { BANK_TREE, customer, newPhone, publishedMenu } from './ussd-helpers.js';
 
@@ -17,7 +18,7 @@ function ferry(d: TestDaemon, args: string[]): Promise<{ code: number | null; st
   return new Promise((resolve) => {
     const child = spawn(process.execPath, [...cliEntry(), ...args], {
       cwd: packageRoot,
-      env: { ...process.env, FERRY_ADMIN_URL: d.admin, FERRY_ADMIN_TOKEN: d.adminToken, FERRY_DATA_DIR: d.reuse.store.dataDir },
+      env: childEnv({ FERRY_ADMIN_URL: d.admin, FERRY_ADMIN_TOKEN: d.adminToken, FERRY_DATA_DIR: d.reuse.store.dataDir }),
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let stdout = '';
