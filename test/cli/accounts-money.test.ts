@@ -6,11 +6,11 @@ import { join } from 'node:path';
 import t from 'tap';
 import { sanitiseActorName } from '../../src/admin/audit.js';
 import { cliActor } from '../../src/cli/admin-client.js';
-import { call, ferryRun, startDaemonProcess, testEnv } from '../helpers/daemon.js';
+import { call, ferryRun, ferryRunEach, startDaemonProcess, testEnv } from '../helpers/daemon.js';
 import { backendLabel } from '../helpers/env.js';
 
-// Each `ferry` call here is a process that loads the CLI through tsx (seconds each on a 2-core machine): the file's
-// bound is set for that, above the suite's default.
+// Each `ferry` call here is a process that loads the CLI (the compiled one when dist/ is fresh, else through tsx:
+// seconds each on a 2-core machine): the file's bound is set for that, above the suite's default.
 t.setTimeout(420_000);
 
 t.test(`credit, debit and credit limits through the CLI (${backendLabel})`, async (t) => {
@@ -43,8 +43,8 @@ t.test(`credit, debit and credit limits through the CLI (${backendLabel})`, asyn
     // Checked by the daemon: the CLI does not read the currency for an update.
     [['update', '--credit-limit', '0.001'], /^ferry: INVALID_AMOUNT: creditLimit must have at most 2 decimal places in USD$/m],
   ];
-  // Independent of each other: run side by side, which halves the wait for the CLI processes.
-  const answers = await Promise.all(refused.map(([args]) => ferry('accounts', args[0], 'acme', ...args.slice(1))));
+  // Independent of each other: run side by side (one per core), which halves the wait for the CLI processes.
+  const answers = await ferryRunEach(refused.map(([args]) => ['accounts', args[0], 'acme', ...args.slice(1)]), cli);
   for (const [i, [args, message]] of refused.entries()) {
     const r = answers[i];
     const what = args.join(' ');

@@ -5,8 +5,8 @@ import { join } from 'node:path';
 import { call, ferryRun, startDaemonProcess, testEnv } from '../helpers/daemon.js';
 import { backendLabel } from '../helpers/env.js';
 
-// Each `ferry` call here is a process that loads the CLI through tsx (seconds each on a 2-core machine): the file's
-// bound is set for that, above the suite's default.
+// Each `ferry` call here is a process that loads the CLI (the compiled one when dist/ is fresh, else through tsx:
+// seconds each on a 2-core machine): the file's bound is set for that, above the suite's default.
 t.setTimeout(420_000);
 
 t.test(`ferry start, the CLI against it, and a clean SIGTERM (${backendLabel})`, async (t) => {

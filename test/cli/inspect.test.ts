@@ -6,8 +6,8 @@ import type { MessengerModuleService } from '../../src/channels/messenger/index.
 import { accountWithKey, call, ferryRun, startDaemon } from '../helpers/daemon.js';
 import { backendLabel } from '../helpers/env.js';
 
-// Each `ferry` call here is a process that loads the CLI through tsx (seconds each on a 2-core machine): the file's
-// bound is set for that, above the suite's default.
+// Each `ferry` call here is a process that loads the CLI (the compiled one when dist/ is fresh, else through tsx:
+// seconds each on a 2-core machine): the file's bound is set for that, above the suite's default.
 t.setTimeout(420_000);
 
 // A bound, not a measure: on a loaded machine a CLI process (tsx) can take over a minute to start.

@@ -12,6 +12,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t from 'tap';
 import { packageRoot } from '../../src/util/paths.js';
+import { childEnv } from '../helpers/child-env.js';
 import { awaitStarted } from '../helpers/daemon.js';
 import { exampleBlocks, quickstartBlocks } from '../helpers/doc-blocks.js';
 
@@ -43,7 +44,7 @@ t.test('every docs page example runs as written', { skip: process.env.DATABASE_U
   const dataDir = mkdtempSync(join(tmpdir(), 'ferry-docs-examples-'));
   t.teardown(() => rmSync(dataDir, { recursive: true, force: true }));
   const ports = ['FERRY_HTTP_PORT', 'FERRY_ADMIN_PORT', 'FERRY_SMPP_PORT', 'FERRY_SHORTLINK_PORT'];
-  const env: Record<string, string> = { ...(process.env as Record<string, string>), FERRY_DATA_DIR: dataDir, ...Object.fromEntries(ports.map((p) => [p, '0'])) };
+  const env: Record<string, string> = { ...(childEnv() as Record<string, string>), FERRY_DATA_DIR: dataDir, ...Object.fromEntries(ports.map((p) => [p, '0'])) };
   delete env.DATABASE_URL;
   delete env.REDIS_URL;
   for (const k of Object.keys(env)) if (k.startsWith('FERRY_') && k !== 'FERRY_DATA_DIR' && !ports.includes(k)) delete env[k];

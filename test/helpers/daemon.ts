@@ -1,5 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
+import { performance } from 'node:perf_hooks';
 import { loadConfig } from '../../src/config/load.js';
 import { CHANNEL_MODULES } from '../../src/channels/index.js';
 import type { OtpService } from '../../src/channels/otp/index.js';
@@ -10,6 +12,9 @@ import type { EmbeddedUpstream } from '../../src/sim/smpp/embedded.js';
 import type { DestinationStream } from 'pino';
 import { createLogger } from '../../src/log.js';
 import { packageRoot } from '../../src/util/paths.js';
+import { childEnv } from './child-env.js';
+import { costed, recordCost } from './costs.js';
+import { cliEntry } from './fresh-build.js';
 import { testDatabase } from './db.js';
 import { REDIS_URL } from './env.js';
 import { testKeyPrefix } from './redis.js';
@@ -68,7 +73,7 @@ export async function testEnv(extra: Record<string, string> = {}) {
 export async function startDaemon(extra: Record<string, string> = {}, reuse?: TestDaemon['reuse'], logTo?: DestinationStream): Promise<TestDaemon> {
   const { env, store } = reuse ? { env: { ...reuse.env, ...extra }, store: reuse.store } : await testEnv(extra);
   const { config } = loadConfig({ env, modules: CHANNEL_MODULES });
-  const daemon = await Daemon.start(config, createLogger(env.FERRY_LOG_LEVEL, logTo));
+  const daemon = await costed('daemon-start', () => Daemon.start(config, createLogger(env.FERRY_LOG_LEVEL, logTo)));
   const adminToken = (await import('node:fs')).readFileSync(join(store.dataDir, 'admin.token'), 'utf8').trim();
   const admin = daemon.addresses.admin;
   return {
@@ -82,11 +87,11 @@ export async function startDaemon(extra: Record<string, string> = {}, reuse?: Te
       return res.json.data;
     },
     async stop() {
-      await daemon.stop();
+      await costed('daemon-stop', () => daemon.stop());
       await store.cleanup();
     },
     async stopKeepingStore() {
-      await daemon.stop();
+      await costed('daemon-stop', () => daemon.stop());
     },
     reuse: { env, store },
   };
@@ -153,13 +158,16 @@ export interface DaemonProcess {
   exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
 }
 
-/** `ferry <args>` as a separate process (tsx, no build needed). */
+/** `ferry <args>` as a separate process: the compiled CLI when dist/ was built from this source, else the source through tsx. */
 export function ferry(args: string[], env: Record<string, string>): ChildProcess {
-  return spawn(process.execPath, ['--import', 'tsx', join(packageRoot, 'src/cli/index.ts'), ...args], {
+  const started = performance.now();
+  const child = spawn(process.execPath, [...cliEntry(), ...args], {
     cwd: packageRoot,
-    env: { ...process.env, ...env },
+    env: childEnv(env),
     stdio: ['ignore', 'pipe', 'pipe'],
   });
+  child.on('exit', () => recordCost(args[0] === 'start' ? 'daemon-process-lifetime' : 'cli', performance.now() - started, args.slice(0, 2).join(' ')));
+  return child;
 }
 
 /** Runs a short ferry command to completion. */
@@ -175,6 +183,23 @@ export async function ferryRun(args: string[], env: Record<string, string>, time
   return { code, stdout, stderr };
 }
 
+/**
+ * Runs independent ferry commands side by side, as many at once as there are cores: more only queue for the same
+ * CPU, and each then takes longer to start, closer to ferryRun's bound on a loaded machine. Answers in input order.
+ */
+export async function ferryRunEach(commands: string[][], env: Record<string, string>): Promise<Array<Awaited<ReturnType<typeof ferryRun>>>> {
+  const answers: Array<Awaited<ReturnType<typeof ferryRun>>> = new Array(commands.length);
+  let next = 0;
+  const worker = async (): Promise<void> => {
+    while (next < commands.length) {
+      const i = next++;
+      answers[i] = await ferryRun(commands[i], env);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(availableParallelism(), commands.length) }, worker));
+  return answers;
+}
+
 /** Starts `ferry start` as a child and waits for its "ferry started" log line. */
 export async function startDaemonProcess(env: Record<string, string>, timeoutMs = 60_000): Promise<DaemonProcess> {
   return awaitStarted(ferry(['start'], { ...env, FERRY_LOG_LEVEL: 'info' }), timeoutMs);
@@ -182,6 +207,7 @@ export async function startDaemonProcess(env: Record<string, string>, timeoutMs 
 
 /** Collects a daemon child's log lines and waits for its "ferry started" line (or its exit, which fails). */
 export async function awaitStarted(child: ChildProcess, timeoutMs = 60_000): Promise<DaemonProcess> {
+  const spawned = performance.now();
   const output: string[] = [];
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.on('exit', (code, signal) => resolve({ code, signal })));
   const started = new Promise<{ api: string; admin: string }>((resolve, reject) => {
@@ -213,5 +239,6 @@ export async function awaitStarted(child: ChildProcess, timeoutMs = 60_000): Pro
     });
   });
   const { api, admin } = await started;
+  recordCost('daemon-process-ready', performance.now() - spawned);
   return { child, api, admin, output, exited };
 }

@@ -1,4 +1,7 @@
 import { spawn } from 'node:child_process';
+import { performance } from 'node:perf_hooks';
+import { childEnv } from './child-env.js';
+import { recordCost } from './costs.js';
 
 export interface KilledRun {
   /** What followed `ok ` on each acknowledgement line the child printed, in order. */
@@ -13,7 +16,9 @@ export interface KilledRun {
  * the crash half of every "nothing acknowledged is lost" test.
  */
 export async function runUntilKilled(script: string, env: Record<string, string>, killAfter: number, timeoutMs = 60_000): Promise<KilledRun> {
-  const child = spawn(process.execPath, ['--import', 'tsx', script], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const spawned = performance.now();
+  const child = spawn(process.execPath, ['--import', 'tsx', script], { env: childEnv(env), stdio: ['ignore', 'pipe', 'pipe'] });
+  child.on('exit', () => recordCost('tsx-child', performance.now() - spawned));
   let stderr = '';
   child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
   const acked: string[] = [];

@@ -8,6 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t from 'tap';
 import { packageRoot } from '../../src/util/paths.js';
+import { childEnv } from '../helpers/child-env.js';
 import { awaitStarted } from '../helpers/daemon.js';
 import { quickstartBlocks } from '../helpers/doc-blocks.js';
 
@@ -27,7 +28,7 @@ t.test('the README quick start runs as written', { skip: process.env.DATABASE_UR
 
   const dataDir = mkdtempSync(join(tmpdir(), 'ferry-quickstart-'));
   t.teardown(() => rmSync(dataDir, { recursive: true, force: true }));
-  const env: Record<string, string> = { ...(process.env as Record<string, string>), FERRY_DATA_DIR: dataDir, FERRY_HTTP_PORT: '0', FERRY_ADMIN_PORT: '0', FERRY_SMPP_PORT: '0', FERRY_SHORTLINK_PORT: '0' };
+  const env: Record<string, string> = { ...(childEnv() as Record<string, string>), FERRY_DATA_DIR: dataDir, FERRY_HTTP_PORT: '0', FERRY_ADMIN_PORT: '0', FERRY_SMPP_PORT: '0', FERRY_SHORTLINK_PORT: '0' };
   delete env.DATABASE_URL;
   delete env.REDIS_URL;
   for (const k of Object.keys(env)) if (k.startsWith('FERRY_') && !['FERRY_DATA_DIR', 'FERRY_HTTP_PORT', 'FERRY_ADMIN_PORT', 'FERRY_SMPP_PORT', 'FERRY_SHORTLINK_PORT'].includes(k)) delete env[k];

@@ -1,12 +1,13 @@
 // `ferry ussd dial` as a separate process: scripted inputs through the daemon's embedded SMSC simulator over SMPP,
 // and as Africa's Talking against an aggregator connector (the AT simulator, with its end-of-session notice).
 import { spawn } from 'node:child_process';
-import { join } from 'node:path';
 import t from 'tap';
 import { AfricasTalkingSimulator } from '../../../src/sim/ussd/africastalking-sim.js';
 import { packageRoot } from '../../../src/util/paths.js';
 import { startDaemon, type TestDaemon } from '../../helpers/daemon.js';
 import { backendLabel } from '../../helpers/env.js';
+import { childEnv } from '../../helpers/child-env.js';
+import { cliEntry } from '../../helpers/fresh-build.js';
 import { BANK_TREE, customer, newPhone, publishedMenu } from './ussd-helpers.js';
 
 // Each `ferry` call here is a process that loads the CLI through tsx (seconds each on a 2-core machine): the file's
@@ -15,9 +16,9 @@ t.setTimeout(420_000);
 
 function ferry(d: TestDaemon, args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', join(packageRoot, 'src/cli/index.ts'), ...args], {
+    const child = spawn(process.execPath, [...cliEntry(), ...args], {
       cwd: packageRoot,
-      env: { ...process.env, FERRY_ADMIN_URL: d.admin, FERRY_ADMIN_TOKEN: d.adminToken, FERRY_DATA_DIR: d.reuse.store.dataDir },
+      env: childEnv({ FERRY_ADMIN_URL: d.admin, FERRY_ADMIN_TOKEN: d.adminToken, FERRY_DATA_DIR: d.reuse.store.dataDir }),
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let stdout = '';
