@@ -109,8 +109,8 @@ if (!hasGit()) {
     t.match(fp.stdout, /only its folder and its line in src\/channels\/index\.ts/);
     t.notMatch(fp.stdout, /outside its folder|beyond its one line/);
 
-    // (b) The product type-checks against the core (its folders and what they import; the whole tree is `npm run lint`'s).
-    writeFileSync(join(wt, 'tsconfig.testkit.json'), JSON.stringify({ extends: './tsconfig.json', include: ['src/channels/index.ts', 'src/channels/testkit', 'src/sim/testkit'], exclude: [] }));
+    // (b) The product type-checks with the sources (src/ only: the tests and scripts are the root tsconfig's, in CI).
+    writeFileSync(join(wt, 'tsconfig.testkit.json'), JSON.stringify({ extends: './tsconfig.json', include: ['src'], exclude: [] }));
     const tsc = await run(wt, process.execPath, [join(wt, 'node_modules/typescript/bin/tsc'), '--noEmit', '-p', 'tsconfig.testkit.json']);
     t.equal(tsc.code, 0, `tsc passes on the product\n${tsc.stdout}${tsc.stderr}`);
 
@@ -152,7 +152,7 @@ if (!hasGit()) {
     const token: string = key.token;
     const readOnly = (await admin('POST', '/admin/keys', { account: 'acme', scopes: ['testkit:read'] })).json.data.token as string;
     const hook = await call(p.api, 'POST', '/v1/webhooks', { token, body: { url: receiver.url, events: ['testkit.noted'] } });
-    t.equal(hook.status, 201, hook.text);
+    t.ok(hook.json?.success, hook.text);
 
     // Its REST routes, its scopes and its error code.
     t.equal((await call(p.api, 'POST', '/v1/testkit/notes', { token: readOnly, body: { text: 'no' } })).status, 403, 'testkit:write is required');
