@@ -10,9 +10,11 @@ import { createSocket } from 'node:dgram';
 import { connect } from 'node:net';
 import { cpSync, existsSync, mkdtempSync, readFileSync, realpathSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
+import { randomBytes } from 'node:crypto';
+import pg from 'pg';
 import { join } from 'node:path';
 import { awaitStarted, call, testEnv } from '../helpers/daemon.js';
-import { backendLabel } from '../helpers/env.js';
+import { backendLabel, DATABASE_URL } from '../helpers/env.js';
 import { WebhookReceiver } from '../helpers/webhook-receiver.js';
 import { openDb } from '../../src/store/sql/db.js';
 import { packageRoot } from '../../src/util/paths.js';
@@ -51,6 +53,24 @@ function run(cwd: string, cmd: string, args: string[], env: Record<string, strin
 /** `ferry <args>` from the worktree's sources. */
 function ferryIn(wt: string, args: string[], env: Record<string, string>): ChildProcess {
   return spawn(process.execPath, ['--import', 'tsx', join(wt, 'src/cli/index.ts'), ...args], { cwd: wt, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+}
+
+/** A database `ferry_testkit_<random>` on the server DATABASE_URL names, and how to drop it (sessions ended). */
+async function freshDatabase(serverUrl: string): Promise<{ url: string; drop(): Promise<void> }> {
+  const name = 'ferry_testkit_' + randomBytes(5).toString('hex');
+  const sql = async (text: string) => {
+    const c = new pg.Client({ connectionString: serverUrl });
+    await c.connect();
+    try {
+      await c.query(text);
+    } finally {
+      await c.end();
+    }
+  };
+  await sql(`CREATE DATABASE ${name}`);
+  const url = new URL(serverUrl);
+  url.pathname = '/' + name;
+  return { url: url.toString(), drop: () => sql(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`) };
 }
 
 async function until<T>(what: string, fn: () => Promise<T | null | undefined | false>, timeoutMs = 20_000): Promise<T> {
@@ -114,8 +134,10 @@ if (!hasGit()) {
     const tsc = await run(wt, process.execPath, [join(wt, 'node_modules/typescript/bin/tsc'), '--noEmit', '-p', 'tsconfig.testkit.json']);
     t.equal(tsc.code, 0, `tsc passes on the product\n${tsc.stdout}${tsc.stderr}`);
 
-    // (c) One daemon from the worktree.
-    const { env: baseEnv, store } = await testEnv();
+    // (c) One daemon from the worktree; on Postgres in a database of its own, made and dropped here.
+    const database = DATABASE_URL ? await freshDatabase(DATABASE_URL) : null;
+    if (database) t.teardown(() => database.drop());
+    const { env: baseEnv, store } = await testEnv(database ? { DATABASE_URL: database.url } : {});
     t.teardown(() => store.cleanup());
     const receiver = await WebhookReceiver.start();
     t.teardown(() => receiver.close());
@@ -241,7 +263,7 @@ if (!hasGit()) {
     t.equal((await p.exited).code, 0, 'a clean stop');
 
     // Storage, read after the stop: migration 0900 applied; the event row written with the note.
-    const db = await openDb({ url: store.url, dataDir: store.dataDir });
+    const db = await openDb({ url: database?.url ?? null, dataDir: store.dataDir });
     try {
       const m = await db.query<{ name: string }>('SELECT name FROM schema_migrations WHERE version = 900');
       t.same(m.rows.map((r) => r.name), ['testkit_notes'], 'migration 0900 is applied');
