@@ -159,7 +159,8 @@ export interface ChannelModule<S = unknown> {
    * for the CLI and scripts (a path or a path prefix, matched on `/` boundaries). For the historic products only.
    */
   readonly historicAdminPaths?: readonly string[];
-  /** API paths outside `/v1/<name>` that it served before that rule (the MCP server's `/mcp`, the logs page). */
+  // API paths (issue 43): its routes are under `/v1/<name>`; a route elsewhere fails the boot.
+  /** API paths outside `/v1/<name>` it served before the prefix rule (a path or a path prefix). For the historic products only. */
   readonly historicApiPaths?: readonly string[];
 }
 

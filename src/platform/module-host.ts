@@ -8,6 +8,7 @@ import type { McpTool } from './mcp-tool.js';
 import type { TableDeclaration } from '../store/sql/table-declaration.js';
 import type { ChannelModule, ModuleContext, ModuleInstance } from './channel-module.js';
 import { checkAdminPath } from './admin-paths.js';
+import { checkApiPath } from './route-paths.js';
 import { bootOrder, declaredTables, migrationFolders } from './module-order.js';
 import { RoleSet } from './roles.js';
 import type { JobSpec } from './scheduler.js';
@@ -68,10 +69,20 @@ export class ModuleHost {
     }
   }
 
-  /** Registers every module's routes on the API app (the api role's listener). */
+  /**
+   * Registers every module's routes on the API app (the api role's listener), each in its own scope that refuses a path
+   * outside `/v1/<name>` and the module's historicApiPaths: a misplaced route fails the boot.
+   */
   async routes(app: FastifyInstance): Promise<void> {
     if (!this.roles.has('api')) return;
-    for (const m of this.order) await this.instances.get(m.name)?.routes?.(app);
+    for (const m of this.order) {
+      const instance = this.instances.get(m.name);
+      if (!instance?.routes) continue;
+      await app.register(async (scope) => {
+        scope.addHook('onRoute', (route) => checkApiPath(m, route.url));
+        await instance.routes!(scope);
+      });
+    }
   }
 
   /**

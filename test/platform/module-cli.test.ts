@@ -33,7 +33,7 @@ function program(printed: unknown[]): Command {
 
 t.test('a module brings its CLI command, its simulator command and its admin routes', async (t) => {
   const host = new ModuleHost([echoModule()]);
-  await host.create({ rootLog: log } as never);
+  await host.create({ rootLog: log, facilities: () => ({}) } as never);
   const token = 'fat_' + randomBytes(16).toString('hex');
   const app = await adminApp(host, token);
   const base = await app.listen({ host: '127.0.0.1', port: 0 });
@@ -71,7 +71,7 @@ t.test('an admin route outside the module’s paths fails the boot', async (t) =
   t.same(adminPathsOf(echoModule()), ['/admin/echo', '/admin/sim/echo-sim', '/admin/echoes/old']);
   for (const outside of ['/admin/accounts/:ref/echo', '/admin/echo2', '/admin/sim/echo', '/admin/echoes', '/v1/echo']) {
     const host = new ModuleHost([echoModule({ extraAdminRoute: outside })]);
-    await host.create({ rootLog: log } as never);
+    await host.create({ rootLog: log, facilities: () => ({}) } as never);
     await t.rejects(adminApp(host, 'x'), { message: `module echo registers the admin route ${outside} outside its paths (/admin/echo, /admin/sim/echo-sim, /admin/echoes/old)` }, outside);
   }
   t.doesNotThrow(() => checkAdminPath(echoModule(), '/admin/echo'));

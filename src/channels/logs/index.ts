@@ -68,4 +68,6 @@ export const logsModule: ChannelModule<LogsService> = {
   // CLI, simulators and admin paths (issue 43).
   cli: logsCli,
   historicAdminPaths: LOGS_HISTORIC_ADMIN_PATHS,
+  // The log page and its API, and the keys' usage, predate the /v1/<name> rule (spec §7.4 URLs).
+  historicApiPaths: ['/logs', '/v1/keys/stats'],
 };
