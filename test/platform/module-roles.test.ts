@@ -60,7 +60,9 @@ async function run(roles: string, module: ChannelModule) {
   host.roles = parseRoles(roles);
   await host.create({ rootLog: pino({ level: 'silent' }), roles: host.roles, facilities: () => ({}) } as unknown as CoreContext);
   await host.start();
-  await host.routes({} as never);
+  // Enough of an app for the host to mount a module's routes in a scope of its own.
+  const scope = { addHook: () => undefined };
+  await host.routes({ register: async (plugin: (s: typeof scope) => Promise<void>) => plugin(scope) } as never);
   return host;
 }
 

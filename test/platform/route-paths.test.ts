@@ -58,7 +58,7 @@ t.test('a historic path (and what is under it) is allowed; its neighbours are no
   t.throws(() => checkApiPath({ name: 'notes', historicApiPaths: ['/old'] }, '/older'), /outside its paths/);
 });
 
-t.test('the products: only the logs module keeps historic API paths', async (t) => {
+t.test('the products: only the logs page and the MCP server keep historic API paths', async (t) => {
   const historic = Object.fromEntries(CHANNEL_MODULES.filter((m) => m.historicApiPaths?.length).map((m) => [m.name, m.historicApiPaths]));
-  t.same(historic, { logs: ['/logs', '/v1/keys/stats'] });
+  t.same(historic, { logs: ['/logs', '/v1/keys/stats'], mcp: ['/mcp'] });
 });
