@@ -119,11 +119,14 @@ export function migrationsHash(root = packageRoot): string {
   return hash.digest('hex').slice(0, 16);
 }
 
-/** Where a daemon under test keeps its data: a private Postgres schema (URL) or a seeded PGlite folder. */
-export async function testDatabase(): Promise<{ url: string | null; dataDir: string; cleanup(): Promise<void> }> {
+/**
+ * Where a daemon under test keeps its data: a private Postgres schema (URL) or a seeded PGlite folder, migrated
+ * (the daemon finds nothing to apply) unless `bare` (a test of the migrations themselves).
+ */
+export async function testDatabase(opts: { bare?: boolean } = {}): Promise<{ url: string | null; dataDir: string; cleanup(): Promise<void> }> {
   const dataDir = mkdtempSync(join(tmpdir(), 'ferry-test-'));
   if (!DATABASE_URL) {
-    await seedMigratedPglite(dataDir);
+    await (opts.bare ? seedPglite(dataDir) : seedMigratedPglite(dataDir));
     return { url: null, dataDir, cleanup: async () => rmSync(dataDir, { recursive: true, force: true }) };
   }
   const schema = 't_' + randomBytes(6).toString('hex');

@@ -50,6 +50,7 @@ t.test('a key made with "all" is stored as all and granted every scope; the Open
       ['ussd', 'beta'],
       ['shortlink', 'beta'],
       ['logs', 'beta'],
+      ['mcp', 'beta'],
     ],
     'every module is a tag with its maturity',
   );

@@ -24,7 +24,7 @@ const FOLDERS = migrationFolders(CHANNEL_MODULES);
 
 t.test(`a database migrated by the old layout upgrades with nothing to do; ferry migrate says so (${backendLabel})`, async (t) => {
   // The old layout, rebuilt: every file of 0001-0036 in one folder, as the core held them.
-  const store = await testDatabase();
+  const store = await testDatabase({ bare: true });
   t.teardown(() => store.cleanup());
   const old = mkdtempSync(join(tmpdir(), 'ferry-old-layout-'));
   t.teardown(() => rmSync(old, { recursive: true, force: true }));
