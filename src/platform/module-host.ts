@@ -75,14 +75,7 @@ export class ModuleHost {
    */
   async routes(app: FastifyInstance): Promise<void> {
     if (!this.roles.has('api')) return;
-    for (const m of this.order) {
-      const instance = this.instances.get(m.name);
-      if (!instance?.routes) continue;
-      await app.register(async (scope) => {
-        scope.addHook('onRoute', (route) => checkApiPath(m, route.url));
-        await instance.routes!(scope);
-      });
-    }
+    await this.mountScoped(app, (i) => i.routes, checkApiPath);
   }
 
   /**
@@ -90,12 +83,22 @@ export class ModuleHost {
    * refuses a path outside the module's prefixes (adminPathsOf): a misplaced route fails the boot.
    */
   async adminRoutes(app: FastifyInstance): Promise<void> {
+    await this.mountScoped(app, (i) => i.adminRoutes, checkAdminPath);
+  }
+
+  /** Each module's routes of one kind in a scope of its own, where every route's path is checked as it is added. */
+  private async mountScoped(
+    app: FastifyInstance,
+    pick: (instance: ModuleInstance) => ((scope: FastifyInstance) => Promise<void>) | undefined,
+    check: (m: ChannelModule, url: string) => void,
+  ): Promise<void> {
     for (const m of this.order) {
       const instance = this.instances.get(m.name);
-      if (!instance?.adminRoutes) continue;
+      const register = instance && pick(instance);
+      if (!register) continue;
       await app.register(async (scope) => {
-        scope.addHook('onRoute', (route) => checkAdminPath(m, route.url));
-        await instance.adminRoutes!(scope);
+        scope.addHook('onRoute', (route) => check(m, route.url));
+        await register.call(instance, scope);
       });
     }
   }
