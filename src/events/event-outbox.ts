@@ -45,7 +45,7 @@ export interface NewEvent {
 /**
  * Writes webhook events into the outbox table, always through the caller's Queryable so that an event commits with
  * the state change that caused it (ledger effect, MO transaction). sms.queued is written by the ledger writer's own
- * statement. The fan-out worker turns events into deliveries.
+ * statement. The table is an append-only log: each endpoint reads it through its cursor (src/channels/webhooks/event-stream.ts).
  */
 export class EventOutbox {
   /** The ledger effect: sms.sent / delivered / undelivered / failed for the batch's changes, in its transaction. */

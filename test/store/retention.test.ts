@@ -60,13 +60,17 @@ t.test(`retention purges old final rows with their children, keeps the rest (${b
 
   // Webhooks: an old event delivered, an old one with a delivery still retrying, a young one.
   await q(`INSERT INTO webhook_endpoints (id, account_id, url, events, secret_cipher) VALUES ('we_r', 'acc_r', 'https://example.invalid/h', ARRAY['*'], 'x')`);
-  const event = async (id: string, at: number, status: string) => {
-    await q(`INSERT INTO webhook_events (id, account_id, type, payload, created_at, fanned_out) VALUES ($1, 'acc_r', 'email.sent', '{}', $2, true)`, [id, iso(at)]);
-    await q(`INSERT INTO webhook_deliveries (id, endpoint_id, event_id, event_seq, status, created_at) VALUES ($1, 'we_r', $2, 1, $3, $4)`, [`wd_${id}`, id, status, iso(at)]);
+  const event = async (id: string, at: number, status: string | null) => {
+    await q(`INSERT INTO webhook_events (id, account_id, type, payload, created_at) VALUES ($1, 'acc_r', 'email.sent', '{}', $2)`, [id, iso(at)]);
+    if (status) await q(`INSERT INTO webhook_deliveries (id, endpoint_id, event_id, event_seq, status, created_at) VALUES ($1, 'we_r', $2, 1, $3, $4)`, [`wd_${id}`, id, status, iso(at)]);
   };
   await event('ev_old', OLD, 'delivered');
   await event('ev_retrying', OLD, 'failed');
   await event('ev_young', YOUNG, 'delivered');
+  // The endpoint's cursor has read everything so far; an old event committed after it is still to be read.
+  await q(`INSERT INTO webhook_ticks (snap, last_seq) VALUES (pg_current_snapshot(), 0)`);
+  await q(`INSERT INTO webhook_cursors (endpoint_id, tick_id) SELECT 'we_r', max(id) FROM webhook_ticks`);
+  await event('ev_unread', OLD, null);
 
   // SMS: an old delivered message with events and parts, an old one still queued, a young delivered one.
   const sms = async (id: string, status: string, finalAt: number | null) => {
@@ -132,7 +136,7 @@ t.test(`retention purges old final rows with their children, keeps the rest (${b
   t.same(await ids(`SELECT DISTINCT job_id AS id FROM outbound_history`), ['job_pending', 'job_young'], 'their history went with them');
   t.equal(purged.outbound_jobs, 3);
   t.equal(purged.outbound_history, 6);
-  t.same(await ids(`SELECT id FROM webhook_events`), ['ev_retrying', 'ev_young'], 'an event with a delivery still to retry is kept');
+  t.same(await ids(`SELECT id FROM webhook_events`), ['ev_retrying', 'ev_unread', 'ev_young'], 'an event with a delivery still to retry, or not yet read by an endpoint, is kept');
   t.same(await ids(`SELECT event_id AS id FROM webhook_deliveries`), ['ev_retrying', 'ev_young'], 'deliveries went with their event');
   t.same(await ids(`SELECT id FROM messages`), LIVE_MSGS);
   t.same(await ids(`SELECT DISTINCT message_id AS id FROM message_events`), LIVE_MSGS, 'message events went with their message');
@@ -170,7 +174,7 @@ t.test('the declared tables are the ones the core hard-coded before modules decl
     'logs log_sessions',
   ], 'purged in the same order');
   const vacuumed = (kind: string) => TABLES.filter((x) => x.vacuum === kind).map((x) => x.name).sort();
-  t.same(vacuumed('churn'), ['idempotency_keys', 'otp_codes', 'otp_phones', 'outbound_jobs', 'queue_items', 'shortlink_rollups', 'smpp_outbox', 'ussd_sessions', 'webhook_deliveries', 'webhook_events']);
+  t.same(vacuumed('churn'), ['idempotency_keys', 'otp_codes', 'otp_phones', 'outbound_jobs', 'queue_items', 'shortlink_rollups', 'smpp_outbox', 'ussd_sessions', 'webhook_cursors', 'webhook_deliveries', 'webhook_events', 'webhook_ticks']);
   t.same(vacuumed('ledger'), ['email_messages', 'log_sessions', 'message_parts', 'messages', 'messenger_messages', 'request_logs', 'upstream_correlations']);
 });
 

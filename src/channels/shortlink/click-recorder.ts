@@ -34,7 +34,7 @@ export interface ClickRecorderDeps {
   store: LinkStore;
   /** Writes shortlink.click events in the batch's transaction (ctx.events), and says which accounts receive them. */
   events: { insertMany(q: Queryable, events: readonly NewEvent[]): Promise<number>; subscribed(q: Queryable, accountIds: string[]): Promise<Set<string>> };
-  /** Wakes the webhook fan-out after events were written. */
+  /** Wakes webhook delivery after events were written. */
   onEvents(): void;
   batchMs: number;
   batchMax: number;

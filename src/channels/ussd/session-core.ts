@@ -46,7 +46,7 @@ export interface UssdCoreOptions {
   live: LiveSessions;
   /** Asks a customer's app (the webhook app client). */
   ask(accountId: string, url: string, dialect: AppDialect, hop: HopContext): Promise<AppReply>;
-  /** Writes events in the caller's transaction; `wake` tells the fan-out after commit. */
+  /** Writes events in the caller's transaction; `wake` tells delivery after commit. */
   events: { insertMany(q: Queryable, events: readonly NewEvent[]): Promise<number>; wake(): void };
   clock: () => number;
   apology: string;

@@ -1,5 +1,4 @@
 import type { ChannelModule } from '../../platform/channel-module.js';
-import type { DeliveryJob } from './webhook-fan-out.js';
 import { webhookRoutes } from './webhook-routes.js';
 import { WebhookService } from './webhook-service.js';
 import { WEBHOOK_MCP_TOOLS } from './webhook-mcp-tools.js';
@@ -14,7 +13,7 @@ import { webhookListing } from './webhook-inspect.js';
 export type { WebhookService } from './webhook-service.js';
 export type { TargetGuard } from './target-guard.js';
 
-/** Webhooks: endpoints under /v1/webhooks, and the fan-out and sender that deliver every product's events. */
+/** Webhooks: endpoints under /v1/webhooks, and the event stream and retry sender that deliver every product's events. */
 export const webhooksModule: ChannelModule<WebhookService> = {
   name: 'webhooks',
   maturity: 'stable',
@@ -26,7 +25,6 @@ export const webhooksModule: ChannelModule<WebhookService> = {
     const section = ctx.section<WebhooksConfig>();
     const webhooks = new WebhookService({
       db: ctx.db,
-      queue: ctx.backends.queue<DeliveryJob>('webhooks'),
       secretKey: ctx.deriveKey('webhook-secret'),
       guard: ctx.http,
       // allowPrivateTargets is the core's: ctx.http was built with it.
@@ -34,7 +32,7 @@ export const webhooksModule: ChannelModule<WebhookService> = {
       log: ctx.log,
       registry: ctx.metrics.registry,
     });
-    // Every module's ctx.events writes through this module's outbox and wakes its fan-out.
+    // Every module's ctx.events writes into the event log and wakes its ticker.
     ctx.events.provide(webhooks.sink);
     return {
       service: webhooks,
@@ -45,7 +43,7 @@ export const webhooksModule: ChannelModule<WebhookService> = {
       async routes(app) {
         await app.register(webhookRoutes, { webhooks });
       },
-      // The fan-out and sender are workers; other roles write events and manage endpoints, and still stop (OTP events flush).
+      // The ticker, stream and sender are workers; other roles write events and manage endpoints, and still stop (OTP events flush).
       start: async () => (ctx.roles.has('workers') ? webhooks.start() : undefined),
       stop: () => webhooks.stop(),
     };

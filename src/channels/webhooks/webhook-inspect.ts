@@ -1,7 +1,7 @@
 import type { InspectListing } from '../../admin/inspect-routes.js';
 import type { WebhookStore } from './webhook-store.js';
 
-/** `ferry webhooks list|show`: endpoints across accounts, each with its last 20 deliveries. */
+/** `ferry webhooks list|show`: endpoints across accounts, each with its stream (cursor) and its last 20 deliveries. */
 export function webhookListing(store: WebhookStore): InspectListing {
   return {
     path: '/admin/webhooks',
@@ -16,7 +16,7 @@ export function webhookListing(store: WebhookStore): InspectListing {
       notFound: 'WEBHOOK_NOT_FOUND',
       async get(accountId, id) {
         const endpoint = await store.get(accountId, id);
-        return endpoint && { ...endpoint, deliveries: await store.deliveries(id, { limit: 20 }) };
+        return endpoint && { ...endpoint, stream: await store.stream(id), deliveries: await store.deliveries(id, { limit: 20 }) };
       },
     },
   };

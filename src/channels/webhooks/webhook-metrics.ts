@@ -8,8 +8,9 @@ export class WebhookMetrics {
   readonly latency: Histogram;
   readonly backlog: Gauge<'status'>;
   readonly endpointBusy: Counter<'action'>;
+  readonly streamLag: Gauge;
 
-  constructor(registry: Registry, backlog: () => Promise<{ pending: number; failed: number }>) {
+  constructor(registry: Registry, backlog: () => Promise<{ pending: number; failed: number }>, streamLag: () => Promise<number>) {
     this.deliveries = new Counter({
       name: 'ferry_webhook_deliveries_total',
       help: 'Webhook delivery attempts by outcome: delivered (2xx), failed (will be retried), dead (retries exhausted or endpoint disabled)',
@@ -24,9 +25,21 @@ export class WebhookMetrics {
     });
     this.endpointBusy = new Counter({
       name: 'ferry_webhook_endpoint_busy_total',
-      help: 'Deliveries that found their endpoint at its concurrency cap: waited (for its next free slot) or deferred (back to the queue until about when a slot frees)',
+      help: 'Deliveries that found their endpoint at its concurrency cap: waited (for its next free slot) or deferred (due again about when a slot frees)',
       labelNames: ['action'] as const,
       registers: [registry],
+    });
+    this.streamLag = new Gauge({
+      name: 'ferry_webhook_stream_lag_events',
+      help: 'Events written to the log since the cursor of the enabled endpoint furthest behind (all accounts\' events: an upper bound on what it has still to read)',
+      registers: [registry],
+      async collect() {
+        try {
+          this.set(await streamLag());
+        } catch {
+          // A scrape while the database is down keeps the last value.
+        }
+      },
     });
     this.backlog = new Gauge({
       name: 'ferry_webhook_backlog',

@@ -3,7 +3,7 @@ import { envelopeSchema, ok, withErrors } from '../../http/envelope.js';
 import { ApiError } from '../../http/errors.js';
 import { EVENT_DATA_SCHEMAS, EVENT_DESCRIPTIONS, EVENT_PAYLOAD_SCHEMA, EVENT_TYPES, eventCatalogueMarkdown, isEventType } from '../../events/catalogue.js';
 import type { WebhookService } from './webhook-service.js';
-import type { DeliveryRecord, WebhookEndpoint } from './webhook-store.js';
+import type { DeliveryRecord, EndpointBatch, WebhookEndpoint } from './webhook-store.js';
 
 export interface WebhookRoutesDeps {
   webhooks: WebhookService;
@@ -26,6 +26,7 @@ function endpointData(e: WebhookEndpoint, secret?: string): Record<string, unkno
     disabledReason: e.disabledReason,
     failingSince: iso(e.failingSince),
     previousSecretValidUntil: iso(e.previousSecretValidUntil),
+    batch: e.batch,
     createdAt: iso(e.createdAt),
     updatedAt: iso(e.updatedAt),
     ...(secret ? { secret } : {}),
@@ -62,6 +63,11 @@ const endpointSchema = {
     disabledReason: { ...nullableString, description: 'why Ferry disabled the endpoint (it failed continuously); PATCH enabled=true to resume' },
     failingSince: { ...nullableTime, description: 'every delivery has failed since then' },
     previousSecretValidUntil: { ...nullableTime, description: 'during a rotation overlap: until when the old secret also signs' },
+    batch: {
+      type: ['object', 'null'],
+      properties: { maxEvents: { type: 'integer' }, maxWaitMs: { type: 'integer' } },
+      description: 'batched delivery (null: one event per POST)',
+    },
     createdAt: { type: 'string', format: 'date-time' },
     updatedAt: { type: 'string', format: 'date-time' },
     secret: { type: 'string', description: 'create and rotate-secret only: the signing secret (whsec_…), shown once' },
@@ -94,6 +100,19 @@ const eventsField = {
   description: 'event types to receive, or ["*"] for all (including types added later)',
 } as const;
 
+const batchField = {
+  type: ['object', 'null'],
+  required: ['maxEvents'],
+  additionalProperties: false,
+  properties: {
+    maxEvents: { type: 'integer', minimum: 1, maximum: 1000, description: 'events per POST at most' },
+    maxWaitMs: { type: 'integer', minimum: 0, maximum: 60000, default: 1000, description: 'how long the oldest waiting event may wait for others' },
+  },
+  description:
+    'Batched delivery: each POST carries a JSON array of up to maxEvents events (in order), signed as one body under a webhook-id of its own; ' +
+    'sent once maxEvents are waiting or the oldest has waited maxWaitMs. Retries are sent as arrays of one. null or absent: one event per POST.',
+} as const;
+
 const idParams = { type: 'object', required: ['id'], properties: { id: { type: 'string', maxLength: 64 } } } as const;
 
 const DELIVERY_DESCRIPTION = `Deliveries are POSTs of JSON \`{id, type, createdAt, accountId, data}\` with the headers \`webhook-id\` (the event id),
@@ -101,11 +120,21 @@ const DELIVERY_DESCRIPTION = `Deliveries are POSTs of JSON \`{id, type, createdA
 where key is the base64-decoded part of the secret after \`whsec_\` (Standard Webhooks). During a secret rotation overlap the header carries
 two signatures separated by a space; accept the request when either matches. Any 2xx answer within the timeout is success; anything else is
 retried with backoff (5 s, 30 s, 2 min, 10 min, 1 h, 6 h, 24 h by default) and then the delivery is dead (replayable). Delivery is at least once:
-deduplicate on webhook-id. Events of one message reach an endpoint in order while it is healthy.
+deduplicate on webhook-id. Events of one message reach an endpoint in order while it is healthy. An endpoint with \`batch\` set gets
+JSON arrays of such events instead (see the batch field), each array signed as one body.
 
 ## Events
 
 ${eventCatalogueMarkdown()}`;
+
+interface BatchBody {
+  maxEvents: number;
+  maxWaitMs?: number;
+}
+
+function batchOf(b: BatchBody | null | undefined): EndpointBatch | null {
+  return b ? { maxEvents: b.maxEvents, maxWaitMs: b.maxWaitMs ?? 1000 } : null;
+}
 
 function checkEvents(events: string[] | undefined): string[] | undefined {
   if (!events) return undefined;
@@ -158,7 +187,7 @@ export async function webhookRoutes(app: FastifyInstance, deps: WebhookRoutesDep
       }),
   );
 
-  app.post<{ Body: { url: string; events: string[]; description?: string; enabled?: boolean } }>(
+  app.post<{ Body: { url: string; events: string[]; description?: string; enabled?: boolean; batch?: BatchBody | null } }>(
     '/v1/webhooks',
     {
       ...common,
@@ -175,6 +204,7 @@ export async function webhookRoutes(app: FastifyInstance, deps: WebhookRoutesDep
             events: eventsField,
             description: { type: 'string', maxLength: 500 },
             enabled: { type: 'boolean', default: true },
+            batch: batchField,
           },
         },
         response: withErrors({ 200: envelopeSchema(endpointSchema, 'Created (code WEBHOOK_CREATED)') }),
@@ -184,7 +214,7 @@ export async function webhookRoutes(app: FastifyInstance, deps: WebhookRoutesDep
       const b = req.body;
       const events = checkEvents(b.events)!;
       const url = await checkUrl(b.url);
-      const { endpoint, secret } = await store.create(req.auth.accountId, { url, events, description: b.description ?? null, enabled: b.enabled ?? true });
+      const { endpoint, secret } = await store.create(req.auth.accountId, { url, events, description: b.description ?? null, enabled: b.enabled ?? true, batch: batchOf(b.batch) });
       return ok(req, 'WEBHOOK_CREATED', endpointData(endpoint, secret), 'Webhook created; store the secret now, it is not shown again');
     },
   );
@@ -204,7 +234,7 @@ export async function webhookRoutes(app: FastifyInstance, deps: WebhookRoutesDep
     async (req) => ok(req, 'WEBHOOK', endpointData(await endpointOf(req.auth.accountId, req.params.id))),
   );
 
-  app.patch<{ Params: { id: string }; Body: { url?: string; events?: string[]; description?: string | null; enabled?: boolean } }>(
+  app.patch<{ Params: { id: string }; Body: { url?: string; events?: string[]; description?: string | null; enabled?: boolean; batch?: BatchBody | null } }>(
     '/v1/webhooks/:id',
     {
       ...common,
@@ -221,6 +251,7 @@ export async function webhookRoutes(app: FastifyInstance, deps: WebhookRoutesDep
             events: eventsField,
             description: { type: ['string', 'null'], maxLength: 500 },
             enabled: { type: 'boolean' },
+            batch: batchField,
           },
         },
         response: withErrors({ 200: envelopeSchema(endpointSchema) }),
@@ -230,7 +261,13 @@ export async function webhookRoutes(app: FastifyInstance, deps: WebhookRoutesDep
       await endpointOf(req.auth.accountId, req.params.id);
       const b = req.body;
       const url = b.url === undefined ? undefined : await checkUrl(b.url);
-      const e = await store.update(req.auth.accountId, req.params.id, { url, events: checkEvents(b.events), description: b.description, enabled: b.enabled });
+      const e = await store.update(req.auth.accountId, req.params.id, {
+        url,
+        events: checkEvents(b.events),
+        description: b.description,
+        enabled: b.enabled,
+        batch: b.batch === undefined ? undefined : batchOf(b.batch),
+      });
       if (!e) throw new ApiError('WEBHOOK_NOT_FOUND');
       return ok(req, 'WEBHOOK_UPDATED', endpointData(e));
     },

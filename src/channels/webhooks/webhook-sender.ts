@@ -1,20 +1,19 @@
 import type { Logger } from 'pino';
 import { GroupCommit } from '../../ledger/group-commit.js';
 import { prepared } from '../../store/sql/prepared.js';
-import type { Db, Queue, QueueItem } from '../../store/types.js';
-import { VERSION } from '../../version.js';
-import { signatureHeader } from '../../security/standard-webhooks-signature.js';
-import type { TargetGuard } from './target-guard.js';
-import { QUEUE_MAX_ATTEMPTS, type DeliveryJob } from './webhook-fan-out.js';
-import { WebhookHttp, WebhookTimeoutError } from './webhook-http.js';
+import type { Db } from '../../store/types.js';
+import type { EndpointSlots } from './endpoint-slots.js';
+import type { RetrySet } from './retry-set.js';
 import type { WebhookMetrics } from './webhook-metrics.js';
+import { eventBody, type WebhookPoster } from './webhook-poster.js';
 import type { WebhookStore } from './webhook-store.js';
 
 export interface WebhookSenderOptions {
   db: Db;
   store: WebhookStore;
-  queue: Queue<DeliveryJob>;
-  guard: TargetGuard;
+  retrySet: RetrySet;
+  poster: WebhookPoster;
+  slots: EndpointSlots;
   metrics: WebhookMetrics;
   log: Logger;
   timeoutMs: number;
@@ -35,6 +34,8 @@ interface EndpointRow {
   secret_cipher: string;
   previous_secret_cipher: string | null;
   previous_valid_until: unknown;
+  /** A batch endpoint takes arrays: a retry is an array of one. */
+  batch_max_events: number | null;
 }
 
 interface DeliveryRow extends EndpointRow {
@@ -54,7 +55,7 @@ interface DeliveryRow extends EndpointRow {
 
 // A leased batch in one statement, in event order, each with its ordering blocker.
 const LOAD_SQL = prepared(`SELECT d.id, d.endpoint_id, d.event_id, d.status, d.attempts,
-    e.url, e.enabled, e.failing_since IS NOT NULL AS failing, e.secret_cipher, e.previous_secret_cipher, e.previous_valid_until,
+    e.url, e.enabled, e.failing_since IS NOT NULL AS failing, e.secret_cipher, e.previous_secret_cipher, e.previous_valid_until, e.batch_max_events,
     ev.type, ev.payload, ev.account_id, ev.created_at AS ev_created_at, b.id AS blocker_id, b.next_attempt_at AS blocker_due
   FROM webhook_deliveries d
   JOIN webhook_endpoints e ON e.id = d.endpoint_id
@@ -67,15 +68,13 @@ const LOAD_SQL = prepared(`SELECT d.id, d.endpoint_id, d.event_id, d.status, d.a
   WHERE d.id = ANY($1::text[])
   ORDER BY d.event_seq`);
 
-const ENDPOINT_SQL = `SELECT url, enabled, failing_since IS NOT NULL AS failing, secret_cipher, previous_secret_cipher, previous_valid_until
+const ENDPOINT_SQL = `SELECT url, enabled, failing_since IS NOT NULL AS failing, secret_cipher, previous_secret_cipher, previous_valid_until, batch_max_events
   FROM webhook_endpoints WHERE id = $1`;
 
 // Successful attempts of many deliveries in one statement.
 const DELIVERED_SQL = prepared(`UPDATE webhook_deliveries d SET status = 'delivered', attempts = d.attempts + 1, last_status_code = u.code,
     last_latency_ms = u.ms, last_error = NULL, delivered_at = now(), next_attempt_at = NULL
   FROM unnest($1::text[], $2::int[], $3::int[]) AS u(id, code, ms) WHERE d.id = u.id`);
-
-const RECOVERED_SQL = `UPDATE webhook_endpoints SET failing_since = NULL WHERE id = ANY($1::text[]) AND failing_since IS NOT NULL`;
 
 // Busy endpoint / ordering waits are not failures: the attempt is refunded and comes back shortly.
 const BUSY_DELAY_MS = 200;
@@ -85,7 +84,6 @@ const MAX_SLOT_WAIT_MS = 20_000;
 const MAX_DEFER_MS = 60_000;
 /** Per-endpoint attempt-time estimates kept; past this the map starts over (endpoints are few in practice). */
 const MAX_ESTIMATES = 10_000;
-const MAX_ERROR_CHARS = 500;
 /** Deliveries deferred before their endpoint's first attempt ended, remembered per endpoint at most. */
 const MAX_DEFERRED_UNTRIED = 10_000;
 /** Deliveries leased per call at most. */
@@ -103,13 +101,13 @@ function jitter(delay: number): number {
 }
 
 /**
- * How a held delivery ended here: closed (delivered, dead or gone), or back in the queue, due at `due` (epoch ms);
+ * How a held delivery ended here: closed (delivered, dead or gone), or open, due again at `due` (epoch ms);
  * `untried`: deferred while that endpoint had no attempt time yet (so it may be brought forward).
  */
 type Outcome = { closed: true } | { closed: false; due: number; untried?: string };
 const CLOSED: Outcome = { closed: true };
 
-/** A delivery this sender holds, from its lease until its outcome is written. */
+/** A delivery this sender holds, from its claim until its outcome is written. */
 interface Held {
   outcome: Outcome | null;
   /** Later events of the same message to the same endpoint, loaded while this one was open: they go after it. */
@@ -125,31 +123,30 @@ interface Delivered {
 }
 
 /**
- * Sends deliveries leased from the webhook queue. Sends run concurrently, capped per endpoint, so a slow or hung
+ * Sends the retry set: deliveries claimed from webhook_deliveries by due time (failed attempts, what waits behind
+ * them, test events, replays). Sends run concurrently, capped per endpoint, so a slow or hung
  * receiver only ever holds its own slots (and each attempt ends at the timeout).
  *
- * The sender holds at most 4 × maxConcurrency deliveries (leased and not yet settled) and leases only when it has
- * room, so a large backlog stays in the queue instead of going round between queue and sender. A leased batch is
- * read in one statement, and successful attempts are written in batches (one UPDATE, then one ack) off the
- * endpoint's slot, which is freed as soon as the receiver has answered.
+ * The sender holds at most 4 × maxConcurrency deliveries (claimed and not yet settled) and claims only when it has
+ * room, so a large backlog stays in the table instead of going round between table and sender. A claimed batch is
+ * read in one statement, and successful attempts are written in batches (one UPDATE) off the endpoint's slot, which
+ * is freed as soon as the receiver has answered. The slots are shared with the event stream (EndpointSlots).
  *
- * A delivery leased while its endpoint is at the cap waits here, in order, and takes the endpoint's next free slot, as
- * long as the expected wait (deliveries ahead ÷ cap × the endpoint's recent attempt time) stays under
- * MAX_SLOT_WAIT_MS; past that it is deferred: handed back to the queue until about when a slot should be free. Either
- * way a backlog for a slow endpoint costs queue work in proportion to what the endpoint accepts, not to its length.
+ * A delivery claimed while its endpoint is at the cap waits here, in order, and takes the endpoint's next free slot,
+ * as long as the expected wait (deliveries ahead ÷ cap × the endpoint's recent attempt time) stays under
+ * MAX_SLOT_WAIT_MS; past that it is deferred: due again at about when a slot should be free. Either way a backlog
+ * for a slow endpoint costs work in proportion to what the endpoint accepts, not to its length.
  *
  * Ordering: a delivery waits while an earlier event of the same message (message_key) to the same endpoint is still
  * open; a dead one no longer blocks. When this sender holds that earlier delivery, the later one goes right after it
- * (or back to the queue with it, if it fails); otherwise it comes back from the queue shortly after the earlier one is
- * due. The check holds for one sender at a time per message — two instances may race on adjacent events of one
+ * (or is due again with it, if it fails); otherwise it is due again shortly after the earlier one. The check holds for one sender at a time per message — two instances may race on adjacent events of one
  * message, and a crash between an attempt and its write sends that event again after later ones, which at-least-once
  * receivers must tolerate anyway (compare event createdAt).
  */
 export class WebhookSender {
-  private readonly inflight = new Map<string, number>();
   private total = 0;
-  /** Deliveries waiting for a slot of their endpoint, oldest first. */
-  private readonly waiting = new Map<string, DeliveryRow[]>();
+  /** Deliveries waiting for a slot of their endpoint (granted by the shared slots, in order). */
+  private readonly waiting = new Map<string, DeliveryRow>();
   /** Every delivery this sender holds, so that a lease that ran out while it was held is not taken twice. */
   private readonly held = new Map<string, Held>();
   private readonly endpoints = new Map<string, { row: EndpointRow; at: number }>();
@@ -162,13 +159,11 @@ export class WebhookSender {
   private readonly deferredUntried = new Map<string, string[]>();
   private readonly sends = new Set<Promise<void>>();
   private readonly delivered: GroupCommit<Delivered, void>;
-  private readonly http: WebhookHttp;
   private stopped = false;
   private loop: Promise<void> | null = null;
   private wakeUp: (() => void) | null = null;
 
   constructor(private readonly o: WebhookSenderOptions) {
-    this.http = new WebhookHttp(o.guard);
     this.delivered = new GroupCommit<Delivered, void>(this.writeDelivered, { lingerMs: 1, maxInFlight: 2, maxBatch: 500, maxPending: Number.MAX_SAFE_INTEGER });
   }
 
@@ -188,14 +183,13 @@ export class WebhookSender {
   /** Stops leasing and waits for sends in flight (each ends within the timeout) and their writes. */
   async stop(): Promise<void> {
     this.stopped = true;
-    // Deliveries waiting for a slot go back to the queue now rather than when their lease ends.
-    for (const list of this.waiting.values()) for (const d of list) this.track(this.handBack(d.id, 0));
+    // Deliveries waiting for a slot are due again now rather than when their claim ends (a slot granted later is freed).
+    for (const d of this.waiting.values()) this.track(this.handBack(d.id, 0));
     this.waiting.clear();
     this.wake();
     await this.loop;
     while (this.sends.size) await Promise.allSettled([...this.sends]);
     await this.delivered.close();
-    this.http.close();
   }
 
   private sleep(msDelay: number): Promise<void> {
@@ -219,19 +213,19 @@ export class WebhookSender {
         await this.sleep(pollMs);
         continue;
       }
-      let items: QueueItem<DeliveryJob>[] = [];
+      let items: string[] = [];
       try {
-        // The lease covers a wait for a slot and the attempt itself.
-        items = await this.o.queue.lease(Math.min(room, LEASE_BATCH), this.o.timeoutMs + MAX_SLOT_WAIT_MS + 30_000);
+        // The claim covers a wait for a slot and the attempt itself.
+        items = await this.o.retrySet.claim(Math.min(room, LEASE_BATCH), this.o.timeoutMs + MAX_SLOT_WAIT_MS + 30_000);
       } catch (err) {
-        this.o.log.warn({ err: (err as Error).message }, 'webhook queue lease failed');
+        this.o.log.warn({ err: (err as Error).message }, 'webhook retry set claim failed');
       }
-      const fresh: QueueItem<DeliveryJob>[] = [];
-      for (const it of items) {
-        // Already ours: its lease ran out while it was held; the held copy goes on.
-        if (this.held.has(it.id)) continue;
-        this.held.set(it.id, { outcome: null, successors: [] });
-        fresh.push(it);
+      const fresh: string[] = [];
+      for (const id of items) {
+        // Already ours: its claim ran out while it was held; the held copy goes on.
+        if (this.held.has(id)) continue;
+        this.held.set(id, { outcome: null, successors: [] });
+        fresh.push(id);
       }
       if (fresh.length) this.track(this.load(fresh));
       if (!items.length) await this.sleep(pollMs);
@@ -239,22 +233,22 @@ export class WebhookSender {
   }
 
   private track(p: Promise<void>): void {
-    const q = p.catch((err: Error) => this.o.log.warn({ err: err.message }, 'webhook delivery step failed; the queue lease brings it back'));
+    const q = p.catch((err: Error) => this.o.log.warn({ err: err.message }, 'webhook delivery step failed; its claim running out brings it back'));
     this.sends.add(q);
     void q.finally(() => this.sends.delete(q));
   }
 
   /** Reads a leased batch and routes each delivery, in event order. */
-  private async load(items: QueueItem<DeliveryJob>[]): Promise<void> {
+  private async load(items: string[]): Promise<void> {
     let rows: DeliveryRow[];
     try {
-      rows = (await this.o.db.query<DeliveryRow>(LOAD_SQL, [items.map((i) => i.id)])).rows;
+      rows = (await this.o.db.query<DeliveryRow>(LOAD_SQL, [items])).rows;
     } catch (err) {
-      // Their leases bring them back; anything waiting behind them goes back to the queue until then.
+      // Their claims bring them back; anything waiting behind them is due again then too.
       const due = Date.now() + this.o.timeoutMs + MAX_SLOT_WAIT_MS + 30_000;
-      for (const it of items) {
-        this.release(it.id, { closed: false, due });
-        this.drop(it.id);
+      for (const id of items) {
+        this.release(id, { closed: false, due });
+        this.drop(id);
       }
       throw err;
     }
@@ -265,7 +259,7 @@ export class WebhookSender {
       if (this.endpoints.size >= MAX_ESTIMATES && !this.endpoints.has(d.endpoint_id)) this.endpoints.clear();
       this.endpoints.set(d.endpoint_id, { row: d, at: now });
     }
-    const gone = items.filter((i) => !found.has(i.id)).map((i) => i.id);
+    const gone = items.filter((id) => !found.has(id));
     if (gone.length) this.track(this.closeAll(gone));
     for (const d of rows) this.route(d);
   }
@@ -288,7 +282,7 @@ export class WebhookSender {
     this.dispatch(d);
   }
 
-  /** A delivery whose earlier event has settled: after it if that one is closed, else back to the queue with it. */
+  /** A delivery whose earlier event has settled: after it if that one is closed, else due again with it. */
   private follow(d: DeliveryRow, outcome: Outcome): void {
     if (outcome.closed) return this.dispatch(d);
     this.track(this.handBack(d.id, Math.max(BUSY_DELAY_MS, outcome.due - Date.now() + BUSY_DELAY_MS), 'waiting for an earlier event of the message', outcome.untried));
@@ -311,46 +305,37 @@ export class WebhookSender {
 
   private dispatch(d: DeliveryRow): void {
     if (this.stopped) return this.track(this.handBack(d.id, 0));
-    if ((this.inflight.get(d.endpoint_id) ?? 0) >= this.o.maxConcurrencyPerEndpoint) {
+    if (this.o.slots.waiting(d.endpoint_id) > 0 || !this.o.slots.tryTake(d.endpoint_id)) {
       if (this.waitForSlot(d)) return;
       return this.track(this.handBack(d.id, this.expectedWaitMs(d.endpoint_id), undefined, d.endpoint_id));
     }
-    this.takeSlot(d.endpoint_id);
+    this.total++;
     this.track(this.attempt(d));
   }
 
-  private takeSlot(endpointId: string): void {
-    this.inflight.set(endpointId, (this.inflight.get(endpointId) ?? 0) + 1);
-    this.total++;
-  }
-
-  /** Frees a slot and hands it straight to the endpoint's oldest waiting delivery, if any. */
+  /** Frees a slot: the shared slots hand it straight to the endpoint's oldest waiter, if any. */
   private releaseSlot(endpointId: string): void {
-    const n = (this.inflight.get(endpointId) ?? 1) - 1;
-    if (n <= 0) this.inflight.delete(endpointId);
-    else this.inflight.set(endpointId, n);
     this.total--;
-    const list = this.waiting.get(endpointId);
-    if (!list || this.stopped) return;
-    const next = list.shift()!;
-    if (!list.length) this.waiting.delete(endpointId);
-    this.takeSlot(endpointId);
-    this.track(this.attemptAfterWait(next));
+    this.o.slots.release(endpointId);
   }
 
-  /** How long until a delivery joining the endpoint's waiting list now would get a slot, as far as recent attempts tell. */
+  /** How long until a delivery joining the endpoint's waiters now would get a slot, as far as recent attempts tell. */
   private expectedWaitMs(endpointId: string): number {
-    const ahead = this.waiting.get(endpointId)?.length ?? 0;
+    const ahead = this.o.slots.waiting(endpointId);
     return ((ahead + 1) / this.o.maxConcurrencyPerEndpoint) * (this.attemptMs.get(endpointId) ?? this.o.timeoutMs);
   }
 
-  /** Joins the endpoint's waiting list if the wait is expected to be short; false if not. */
+  /** Waits for a slot of the endpoint if the wait is expected to be short; false if not. */
   private waitForSlot(d: DeliveryRow): boolean {
     if (this.stopped || this.expectedWaitMs(d.endpoint_id) > MAX_SLOT_WAIT_MS) return false;
-    const list = this.waiting.get(d.endpoint_id);
-    if (list) list.push(d);
-    else this.waiting.set(d.endpoint_id, [d]);
+    this.waiting.set(d.id, d);
     this.o.metrics.endpointBusy.inc({ action: 'waited' });
+    this.o.slots.wait(d.endpoint_id, () => {
+      // Handed back at stop meanwhile: the slot is not needed.
+      if (!this.waiting.delete(d.id)) return this.o.slots.release(d.endpoint_id);
+      this.total++;
+      this.track(this.attemptAfterWait(d));
+    });
     return true;
   }
 
@@ -365,7 +350,7 @@ export class WebhookSender {
     try {
       row ??= (await this.o.db.query<EndpointRow>(ENDPOINT_SQL, [d.endpoint_id])).rows[0];
     } catch (err) {
-      // The lease brings it back; what waits behind it goes back to the queue until then.
+      // Its claim brings it back; what waits behind it is due again then too.
       this.releaseSlot(d.endpoint_id);
       this.release(d.id, { closed: false, due: Date.now() + this.o.timeoutMs + MAX_SLOT_WAIT_MS + 30_000 });
       this.drop(d.id);
@@ -381,7 +366,7 @@ export class WebhookSender {
   }
 
   /**
-   * Back to the queue, due after about `delayMs` (deferred; 0 when the sender stops), or after exactly `delayMs` when
+   * Due again after about `delayMs` (deferred; 0 when the sender stops), or after exactly `delayMs` when
    * it waits for an earlier event (`reason`). Not a failed attempt, so the attempt is refunded. `deferredFrom`: the
    * endpoint it was deferred from (or its earlier event was), remembered if it is untried so it can come back early.
    */
@@ -394,7 +379,7 @@ export class WebhookSender {
     const untried = deferredFrom !== undefined && !this.attemptMs.has(deferredFrom);
     this.release(id, { closed: false, due: Date.now() + delay, untried: untried ? deferredFrom : undefined });
     try {
-      await this.o.queue.retry(id, delay, reason ?? 'endpoint busy', { refund: true });
+      await this.o.retrySet.dueIn([id], delay);
     } finally {
       this.drop(id);
     }
@@ -410,26 +395,18 @@ export class WebhookSender {
 
   /**
    * Deliveries deferred on a guess (their endpoint untried) come back now, when the endpoint's attempt time shows
-   * they would not wait long. Taken out of the queue and pushed again due now; a crash in between leaves the
-   * delivery to the recovery sweep.
+   * they would not wait long: due now (one that is held or closed meanwhile is left alone).
    */
   private async bringForward(endpointId: string, ids: string[]): Promise<void> {
     if (this.stopped || this.expectedWaitMs(endpointId) > MAX_SLOT_WAIT_MS) return;
-    const taken = await Promise.all(ids.map((id) => this.o.queue.cancel(id)));
-    const back = ids.filter((_, i) => taken[i]);
-    if (!back.length) return;
-    await this.o.queue.push(back.map((id) => ({ id, lane: 'bulk' as const, payload: { deliveryId: id }, maxAttempts: QUEUE_MAX_ATTEMPTS })));
+    await this.o.retrySet.dueIn(ids.filter((id) => !this.held.has(id)), 0);
     this.wake();
   }
 
-  /** Delivered, dead or gone already: off the queue. */
+  /** Delivered, dead or gone already: nothing to send. */
   private async closeAll(ids: string[]): Promise<void> {
     for (const id of ids) this.release(id, CLOSED);
-    try {
-      await this.o.queue.ack(ids);
-    } finally {
-      for (const id of ids) this.drop(id);
-    }
+    for (const id of ids) this.drop(id);
   }
 
   private async endpointDisabled(id: string): Promise<void> {
@@ -437,7 +414,6 @@ export class WebhookSender {
     try {
       await this.o.db.query(`UPDATE webhook_deliveries SET status = 'dead', last_error = 'endpoint disabled', next_attempt_at = NULL WHERE id = $1`, [id]);
       this.o.metrics.deliveries.inc({ outcome: 'dead' });
-      await this.o.queue.ack([id]);
     } finally {
       this.drop(id);
     }
@@ -457,45 +433,16 @@ export class WebhookSender {
   /** One attempt, on a slot of the endpoint taken for it; the slot is freed as soon as the receiver has answered. */
   private async attempt(d: DeliveryRow): Promise<void> {
     const e = this.endpoints.get(d.endpoint_id)?.row ?? d;
-    const started = performance.now();
-    let statusCode: number | null = null;
-    let error: string | null = null;
+    let r;
     try {
-      const target = await this.o.guard.check(e.url);
-      if (!target.ok) error = `target refused: ${target.reason}`;
-      else {
-        const body = JSON.stringify({ id: d.event_id, type: d.type, createdAt: new Date(ms(d.ev_created_at)).toISOString(), accountId: d.account_id, data: d.payload });
-        const timestamp = Math.floor(Date.now() / 1000);
-        try {
-          statusCode = await this.http.post(
-            target.url,
-            {
-              'content-type': 'application/json',
-              'user-agent': `Ferry-Webhooks/${VERSION}`,
-              'webhook-id': d.event_id,
-              'webhook-timestamp': String(timestamp),
-              'webhook-signature': signatureHeader(this.o.store.signingSecrets(e), d.event_id, timestamp, body),
-            },
-            body,
-            this.o.timeoutMs,
-          );
-          if (statusCode < 200 || statusCode >= 300) error = `HTTP ${statusCode}`;
-        } catch (err) {
-          const x = err as Error;
-          error = x instanceof WebhookTimeoutError ? x.message : `request failed: ${x.message}`;
-        }
-      }
-    } catch (err) {
-      // Signing (a secret that no longer decrypts) or the guard itself: a failed attempt like any other.
-      error = `attempt failed: ${(err as Error).message}`;
+      const body = eventBody({ id: d.event_id, type: d.type, createdAt: ms(d.ev_created_at), accountId: d.account_id, payload: d.payload });
+      r = await this.o.poster.post(e, d.event_id, e.batch_max_events ? `[${body}]` : body);
     } finally {
       this.releaseSlot(d.endpoint_id);
     }
-    const latencyMs = Math.round(performance.now() - started);
-    this.o.metrics.latency.observe(latencyMs / 1000);
-    this.noteAttempt(d.endpoint_id, latencyMs);
-    if (error === null) return this.succeeded(d, statusCode!, latencyMs, e.failing);
-    return this.failed(d, statusCode, error.slice(0, MAX_ERROR_CHARS), latencyMs);
+    this.noteAttempt(d.endpoint_id, r.latencyMs);
+    if (r.error === null) return this.succeeded(d, r.statusCode!, r.latencyMs, e.failing);
+    return this.failed(d, r.statusCode, r.error, r.latencyMs);
   }
 
   private async succeeded(d: DeliveryRow, statusCode: number, latencyMs: number, recovered: boolean): Promise<void> {
@@ -511,13 +458,12 @@ export class WebhookSender {
     }
   }
 
-  /** Successful attempts: their rows, endpoints that had been failing, then off the queue. */
+  /** Successful attempts: their rows, then endpoints that had been failing. */
   private readonly writeDelivered = async (items: Delivered[]): Promise<void> => {
     const ids = items.map((i) => i.id);
     await this.o.db.query(DELIVERED_SQL, [ids, items.map((i) => i.statusCode), items.map((i) => i.latencyMs)]);
     const recovered = [...new Set(items.filter((i) => i.recovered).map((i) => i.endpointId))];
-    if (recovered.length) await this.o.db.query(RECOVERED_SQL, [recovered]);
-    await this.o.queue.ack(ids);
+    if (recovered.length) await this.o.store.recovered(recovered);
   };
 
   private async failed(d: DeliveryRow, statusCode: number | null, error: string, latencyMs: number): Promise<void> {
@@ -534,24 +480,11 @@ export class WebhookSender {
            next_attempt_at = CASE WHEN $2 = 'dead' THEN NULL ELSE now() + make_interval(secs => $7::float8 / 1000.0) END WHERE id = $1`,
         [d.id, dead ? 'dead' : 'failed', attempts, statusCode, latencyMs, error, delay],
       );
-      // Failing continuously since failing_since (any success resets it); past disableAfter the endpoint is disabled.
-      const { rows } = await this.o.db.query<{ enabled: boolean }>(
-        `UPDATE webhook_endpoints SET failing_since = COALESCE(failing_since, now()),
-           enabled = CASE WHEN failing_since < now() - make_interval(secs => $2::float8 / 1000.0) THEN false ELSE enabled END,
-           disabled_reason = CASE WHEN failing_since < now() - make_interval(secs => $2::float8 / 1000.0)
-             THEN 'every delivery failed since ' || to_char(failing_since AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"') || '; last error: ' || $3
-             ELSE disabled_reason END,
-           updated_at = CASE WHEN failing_since < now() - make_interval(secs => $2::float8 / 1000.0) THEN now() ELSE updated_at END
-         WHERE id = $1 AND enabled RETURNING enabled`,
-        [d.endpoint_id, this.o.disableAfterMs, error],
-      );
-      if (rows[0] && !rows[0].enabled) {
+      if (await this.o.store.recordFailure(d.endpoint_id, this.o.disableAfterMs, error)) {
         if (cached) cached.row.enabled = false;
         this.o.log.warn({ endpoint: d.endpoint_id }, 'webhook endpoint disabled after failing continuously');
       }
       this.o.metrics.deliveries.inc({ outcome: dead ? 'dead' : 'failed' });
-      if (dead) await this.o.queue.ack([d.id]);
-      else await this.o.queue.retry(d.id, delay, error);
     } finally {
       this.drop(d.id);
     }

@@ -1,14 +1,19 @@
+import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
 import type { WebhooksConfig } from './config.js';
+import { EventLogTicker } from '../../events/event-log-ticker.js';
 import { EventOutbox, type NewEvent } from '../../events/event-outbox.js';
 import { GroupCommit } from '../../ledger/group-commit.js';
 import { SecretCipher } from '../../security/cipher.js';
 import type { EventSink } from '../../platform/event-sink.js';
-import type { Db, Queue } from '../../store/types.js';
+import type { Db } from '../../store/types.js';
 import type { TargetGuard } from '../../security/target-guard.js';
-import { QUEUE_MAX_ATTEMPTS, WebhookFanOut, type DeliveryJob } from './webhook-fan-out.js';
+import { EndpointSlots } from './endpoint-slots.js';
+import { EventStream } from './event-stream.js';
+import { RetrySet } from './retry-set.js';
 import { WebhookMetrics } from './webhook-metrics.js';
+import { WebhookPoster } from './webhook-poster.js';
 import { WebhookSender } from './webhook-sender.js';
 import { WebhookStore } from './webhook-store.js';
 
@@ -25,7 +30,6 @@ export function parseSchedule(s: string): number[] {
 
 export interface WebhookServiceDeps {
   db: Db;
-  queue: Queue<DeliveryJob>;
   /** The key endpoint signing secrets are sealed with (ctx.deriveKey('webhook-secret')). */
   secretKey: Buffer;
   /** The daemon's guarded HTTP policy (ctx.http): endpoint URLs are checked and posted to through it. */
@@ -35,13 +39,18 @@ export interface WebhookServiceDeps {
   registry: Registry;
 }
 
-/** Webhooks assembled: endpoint store, SSRF guard, fan-out and sender. Started after the API's dependencies exist. */
+/**
+ * Webhooks assembled: endpoint store, SSRF guard, and the one delivery engine: the event log's ticker, the stream that
+ * reads it per endpoint, and the sender of the retry set. Started after the API's dependencies exist.
+ */
 export class WebhookService {
   readonly store: WebhookStore;
   readonly guard: TargetGuard;
   readonly events = new EventOutbox();
-  readonly fanOut: WebhookFanOut;
+  readonly ticker: EventLogTicker;
+  readonly stream: EventStream;
   readonly sender: WebhookSender;
+  private readonly poster: WebhookPoster;
   /** Events written outside a caller's transaction (OTP's) share one INSERT across concurrent requests. */
   private readonly nowEvents: GroupCommit<NewEvent, void>;
 
@@ -49,67 +58,87 @@ export class WebhookService {
     const key = d.secretKey;
     this.store = new WebhookStore(d.db, new SecretCipher({ current: { id: SecretCipher.keyIdOf(key), key } }));
     this.guard = d.guard;
-    const metrics = new WebhookMetrics(d.registry, () => this.store.backlog());
+    const metrics = new WebhookMetrics(d.registry, () => this.store.backlog(), () => this.store.streamLag());
+    const slots = new EndpointSlots(d.config.maxConcurrencyPerEndpoint);
+    const retryScheduleMs = parseSchedule(d.config.retrySchedule);
+    const disableAfterMs = d.config.disableAfterHours * 3_600_000;
+    this.poster = new WebhookPoster(this.guard, this.store, metrics, d.config.timeoutMs);
     this.sender = new WebhookSender({
       db: d.db,
       store: this.store,
-      queue: d.queue,
-      guard: this.guard,
+      retrySet: new RetrySet(d.db),
+      poster: this.poster,
+      slots,
       metrics,
       log: d.log,
       timeoutMs: d.config.timeoutMs,
       maxConcurrency: d.config.maxConcurrency,
       maxConcurrencyPerEndpoint: d.config.maxConcurrencyPerEndpoint,
-      retryScheduleMs: parseSchedule(d.config.retrySchedule),
-      disableAfterMs: d.config.disableAfterHours * 3_600_000,
+      retryScheduleMs,
+      disableAfterMs,
     });
-    this.fanOut = new WebhookFanOut({
-      store: this.store,
-      queue: d.queue,
+    // On a server a tick is cheap, and ticking again soon while events flow takes their delivery from about 200 ms to
+    // 15 ms. Embedded, every statement runs on the daemon's own thread: less often there.
+    this.ticker = new EventLogTicker({
+      db: d.db,
       log: d.log,
-      onPushed: () => this.sender.wake(),
-      // On a server a poll is cheap, and polling again soon while events flow takes their delivery from about 200 ms
-      // to 15 ms. Embedded, every statement runs on the daemon's own thread: no faster polling there.
-      busyPollMs: d.db.kind === 'postgres' ? 10 : undefined,
+      busyMs: d.db.kind === 'postgres' ? 10 : 50,
+      idleMs: 200,
+      onTick: () => this.stream.wake(),
     });
+    this.stream = new EventStream(
+      {
+        db: d.db,
+        store: this.store,
+        poster: this.poster,
+        slots,
+        metrics,
+        log: d.log,
+        latestTick: () => this.ticker.latest(),
+        maxConcurrency: d.config.maxConcurrency,
+        retryScheduleMs,
+        disableAfterMs,
+      },
+      randomUUID(),
+    );
     this.nowEvents = new GroupCommit<NewEvent, void>(
       async (items) => {
-        if ((await this.events.insertMany(d.db, items)) > 0) this.fanOut.wake();
+        if ((await this.events.insertMany(d.db, items)) > 0) this.ticker.wake();
       },
       { lingerMs: 2, maxInFlight: 2 },
     );
   }
 
   async start(): Promise<void> {
-    await this.fanOut.start();
+    this.ticker.start();
+    this.stream.start();
     this.sender.start();
   }
 
   async stop(): Promise<void> {
-    // Events of OTP changes already made are written before the fan-out stops.
+    // Events of OTP changes already made are written before delivery stops.
     await this.nowEvents.close().catch(() => undefined);
-    await this.fanOut.stop();
+    await this.ticker.stop();
+    await this.stream.stop();
     await this.sender.stop();
+    this.poster.close();
   }
 
-  /** Queues one delivery now (replay, test event); the row is already open. */
-  async enqueue(deliveryId: string): Promise<void> {
-    // A delivery waiting for a far retry is taken out first, so the push schedules it now (a leased one is being sent).
-    await this.d.queue.cancel(deliveryId);
-    await this.d.queue.push([{ id: deliveryId, lane: 'bulk', payload: { deliveryId }, maxAttempts: QUEUE_MAX_ATTEMPTS }]);
+  /** A delivery row was just made due (replay, test event): the sender looks now. */
+  async enqueue(_deliveryId: string): Promise<void> {
     this.sender.wake();
   }
 
   /**
    * The event sink every module emits through (`ctx.events`, registered by the module's create): events go into the
-   * outbox table (webhook_events) the fan-out reads; a wake makes it look now.
+   * event log (webhook_events) the streams read; a wake makes the ticker look now.
    */
   readonly sink: EventSink = {
     insert: (q, events) => this.events.insertMany(q, events),
     insertNow: async (events) => {
       await Promise.all(events.map((e) => this.nowEvents.submit(e)));
     },
-    wake: () => this.fanOut.wake(),
+    wake: () => this.ticker.wake(),
     subscribed: async (q, accountIds, type) => {
       const r = await q.query<{ account_id: string }>(
         `SELECT DISTINCT account_id FROM webhook_endpoints WHERE enabled AND account_id = ANY($1::text[]) AND events && ARRAY['*', $2]::text[]`,

@@ -2,6 +2,7 @@ import type { SecretCipher } from '../../security/cipher.js';
 import type { Db, Queryable } from '../../store/types.js';
 import { newId } from '../../util/ids.js';
 import { newSigningSecret } from '../../security/standard-webhooks-signature.js';
+import { FRESH_TICK_SQL } from '../../events/event-log-ticker.js';
 
 export interface WebhookEndpoint {
   id: string;
@@ -13,8 +14,15 @@ export interface WebhookEndpoint {
   failingSince: number | null;
   disabledReason: string | null;
   previousSecretValidUntil: number | null;
+  /** Batched delivery: arrays of up to maxEvents events, sent once that many wait or the oldest has waited maxWaitMs. */
+  batch: EndpointBatch | null;
   createdAt: number;
   updatedAt: number;
+}
+
+export interface EndpointBatch {
+  maxEvents: number;
+  maxWaitMs: number;
 }
 
 export interface DeliveryRecord {
@@ -37,6 +45,8 @@ export interface EndpointPatch {
   events?: string[];
   description?: string | null;
   enabled?: boolean;
+  /** null: back to one event per POST. */
+  batch?: EndpointBatch | null;
 }
 
 function ms(v: unknown): number {
@@ -58,6 +68,7 @@ function toEndpoint(r: Record<string, unknown>): WebhookEndpoint {
     failingSince: msOrNull(r.failing_since),
     disabledReason: (r.disabled_reason as string | null) ?? null,
     previousSecretValidUntil: r.previous_secret_cipher ? msOrNull(r.previous_valid_until) : null,
+    batch: r.batch_max_events ? { maxEvents: r.batch_max_events as number, maxWaitMs: r.batch_max_wait_ms as number } : null,
     createdAt: ms(r.created_at),
     updatedAt: ms(r.updated_at),
   };
@@ -85,6 +96,46 @@ const MAX_DECRYPTED = 10_000;
 
 const NEW_DELIVERY_ID_SQL = `'whd_' || replace(gen_random_uuid()::text, '-', '')`;
 
+
+const RECOVERED_SQL = `UPDATE webhook_endpoints SET failing_since = NULL WHERE id = ANY($1::text[]) AND failing_since IS NOT NULL`;
+
+// Failing continuously since failing_since (any success resets it); past disableAfter the endpoint is disabled.
+const FAILING_SQL = `UPDATE webhook_endpoints SET failing_since = COALESCE(failing_since, now()),
+    enabled = CASE WHEN failing_since < now() - make_interval(secs => $2::float8 / 1000.0) THEN false ELSE enabled END,
+    disabled_reason = CASE WHEN failing_since < now() - make_interval(secs => $2::float8 / 1000.0)
+      THEN 'every delivery failed since ' || to_char(failing_since AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"') || '; last error: ' || $3
+      ELSE disabled_reason END,
+    updated_at = CASE WHEN failing_since < now() - make_interval(secs => $2::float8 / 1000.0) THEN now() ELSE updated_at END
+  WHERE id = $1 AND enabled RETURNING enabled`;
+
+/** A row of the delivery log written by the event stream: a failed first attempt, one parked behind it, or a sample. */
+export interface StreamRow {
+  endpointId: string;
+  eventId: string;
+  eventSeq: number;
+  messageKey: string | null;
+  status: 'pending' | 'failed' | 'delivered' | 'dead';
+  attempts: number;
+  /** Due (pending/failed), from now. */
+  dueInMs: number;
+  statusCode: number | null;
+  error: string | null;
+  latencyMs: number | null;
+}
+
+/**
+ * Stream rows in one statement. A delivery's id is derived from its event and endpoint, so a row written twice (a
+ * batch sent again after a crash) is the same row; an open one is left as it is.
+ */
+const STREAM_ROWS_SQL = `INSERT INTO webhook_deliveries (id, endpoint_id, event_id, event_seq, message_key, status, attempts, next_attempt_at,
+    last_status_code, last_error, last_latency_ms, delivered_at)
+  SELECT 'whd_' || substr(u.event_id, 5) || '_' || substr(u.endpoint_id, 4), u.endpoint_id, u.event_id, u.event_seq, u.message_key, u.status, u.attempts,
+    CASE WHEN u.status IN ('pending', 'failed') THEN now() + make_interval(secs => u.due_ms / 1000.0) END,
+    u.code, u.error, u.latency, CASE WHEN u.status = 'delivered' THEN now() END
+  FROM unnest($1::text[], $2::text[], $3::bigint[], $4::text[], $5::text[], $6::int[], $7::float8[], $8::int[], $9::text[], $10::int[])
+    AS u(endpoint_id, event_id, event_seq, message_key, status, attempts, due_ms, code, error, latency)
+  ON CONFLICT (endpoint_id, event_id) DO NOTHING`;
+
 /**
  * Webhook endpoints and their delivery log in SQL. Every read and write is scoped by account: another account's
  * id is simply not found. Signing secrets are stored encrypted and returned in plain text only by create and rotate.
@@ -97,13 +148,21 @@ export class WebhookStore {
     private readonly cipher: SecretCipher,
   ) {}
 
-  async create(accountId: string, e: { url: string; events: string[]; description: string | null; enabled: boolean }): Promise<{ endpoint: WebhookEndpoint; secret: string }> {
+  async create(
+    accountId: string,
+    e: { url: string; events: string[]; description: string | null; enabled: boolean; batch?: EndpointBatch | null },
+  ): Promise<{ endpoint: WebhookEndpoint; secret: string }> {
     const secret = newSigningSecret();
-    const { rows } = await this.db.query(
-      `INSERT INTO webhook_endpoints (id, account_id, url, events, description, enabled, secret_cipher) VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING *`,
-      [newId('wh_'), accountId, e.url, e.events, e.description, e.enabled, this.cipher.encrypt(secret)],
-    );
-    return { endpoint: toEndpoint(rows[0]), secret };
+    return this.db.tx(async (q) => {
+      const { rows } = await q.query(
+        `INSERT INTO webhook_endpoints (id, account_id, url, events, description, enabled, secret_cipher, batch_max_events, batch_max_wait_ms)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING *`,
+        [newId('wh_'), accountId, e.url, e.events, e.description, e.enabled, this.cipher.encrypt(secret), e.batch?.maxEvents ?? null, e.batch?.maxWaitMs ?? null],
+      );
+      // Its events start with those committed after now.
+      await q.query(`WITH t AS (${FRESH_TICK_SQL}) INSERT INTO webhook_cursors (endpoint_id, tick_id) SELECT $1, id FROM t`, [rows[0].id]);
+      return { endpoint: toEndpoint(rows[0]), secret };
+    });
   }
 
   async list(accountId: string): Promise<WebhookEndpoint[]> {
@@ -116,15 +175,43 @@ export class WebhookStore {
     return rows.length ? toEndpoint(rows[0]) : null;
   }
 
-  /** Enabling clears the failure state (the owner says the receiver is fixed). */
+  /**
+   * Enabling clears the failure state (the owner says the receiver is fixed); a disabled endpoint enabled again takes
+   * the events committed from then on (none were kept for it while it was disabled).
+   */
   async update(accountId: string, id: string, p: EndpointPatch): Promise<WebhookEndpoint | null> {
-    const { rows } = await this.db.query(
+    return this.db.tx(async (q) => {
+      const before = await q.query<{ enabled: boolean }>(`SELECT enabled FROM webhook_endpoints WHERE id = $1 AND account_id = $2 FOR UPDATE`, [id, accountId]);
+      if (!before.rows.length) return null;
+      const e = await this.updateRow(q, accountId, id, p);
+      if (e && e.enabled && !before.rows[0].enabled) {
+        await q.query(`WITH t AS (${FRESH_TICK_SQL}) UPDATE webhook_cursors SET tick_id = t.id FROM t WHERE endpoint_id = $1`, [id]);
+      }
+      return e;
+    });
+  }
+
+  private async updateRow(q: Queryable, accountId: string, id: string, p: EndpointPatch): Promise<WebhookEndpoint | null> {
+    const { rows } = await q.query(
       `UPDATE webhook_endpoints SET url = COALESCE($3, url), events = COALESCE($4::text[], events),
          description = CASE WHEN $5::bool THEN $6 ELSE description END, enabled = COALESCE($7, enabled),
          failing_since = CASE WHEN $7 THEN NULL ELSE failing_since END,
-         disabled_reason = CASE WHEN $7 THEN NULL ELSE disabled_reason END, updated_at = now()
+         disabled_reason = CASE WHEN $7 THEN NULL ELSE disabled_reason END,
+         batch_max_events = CASE WHEN $8::bool THEN $9::int ELSE batch_max_events END,
+         batch_max_wait_ms = CASE WHEN $8::bool THEN $10::int ELSE batch_max_wait_ms END, updated_at = now()
        WHERE id = $1 AND account_id = $2 RETURNING *`,
-      [id, accountId, p.url ?? null, p.events ?? null, p.description !== undefined, p.description ?? null, p.enabled ?? null],
+      [
+        id,
+        accountId,
+        p.url ?? null,
+        p.events ?? null,
+        p.description !== undefined,
+        p.description ?? null,
+        p.enabled ?? null,
+        p.batch !== undefined,
+        p.batch?.maxEvents ?? null,
+        p.batch?.maxWaitMs ?? null,
+      ],
     );
     return rows.length ? toEndpoint(rows[0]) : null;
   }
@@ -193,12 +280,12 @@ export class WebhookStore {
     return rowCount > 0;
   }
 
-  /** A webhook.test event delivered to this endpoint only (it skips the fan-out). */
+  /** A webhook.test event delivered to this endpoint only: a row of the retry set, due now (streams skip the type). */
   async createTest(accountId: string, endpointId: string, data: Record<string, unknown>): Promise<{ eventId: string; deliveryId: string }> {
     return this.db.tx(async (q: Queryable) => {
       const ev = await q.query<{ id: string; seq: string }>(
-        `INSERT INTO webhook_events (id, account_id, type, message_key, payload, fanned_out)
-         VALUES ('evt_' || replace(gen_random_uuid()::text, '-', ''), $1, 'webhook.test', NULL, $2::jsonb, true) RETURNING id, seq`,
+        `INSERT INTO webhook_events (id, account_id, type, message_key, payload)
+         VALUES ('evt_' || replace(gen_random_uuid()::text, '-', ''), $1, 'webhook.test', NULL, $2::jsonb) RETURNING id, seq`,
         [accountId, JSON.stringify(data)],
       );
       const d = await q.query<{ id: string }>(
@@ -209,37 +296,54 @@ export class WebhookStore {
     });
   }
 
-  /**
-   * Fan-out of up to `limit` events not yet fanned out, in one statement (atomic): a delivery per enabled endpoint
-   * of the account that subscribes to the type, and the events marked. Concurrent instances skip each other's rows.
-   * Returns the new deliveries' ids in event order.
-   */
-  async fanOut(limit: number): Promise<string[]> {
-    const { rows } = await this.db.query<{ id: string }>(
-      `WITH ev AS (
-         SELECT id, seq, account_id, type, message_key FROM webhook_events WHERE NOT fanned_out ORDER BY seq LIMIT $1 FOR UPDATE SKIP LOCKED
-       ), mark AS (
-         UPDATE webhook_events w SET fanned_out = true FROM ev WHERE w.id = ev.id
-       )
-       INSERT INTO webhook_deliveries (id, endpoint_id, event_id, event_seq, message_key)
-       SELECT ${NEW_DELIVERY_ID_SQL}, e.id, ev.id, ev.seq, ev.message_key
-       FROM ev JOIN webhook_endpoints e ON e.account_id = ev.account_id AND e.enabled AND e.events && ARRAY['*', ev.type]::text[]
-       ORDER BY ev.seq
-       ON CONFLICT (endpoint_id, event_id) DO NOTHING
-       RETURNING id`,
-      [limit],
-    );
-    return rows.map((r) => r.id);
+  /** Rows the event stream writes for a batch (failed attempts, events parked behind them, samples), in one statement. */
+  async streamRows(q: Queryable, rows: readonly StreamRow[]): Promise<void> {
+    if (!rows.length) return;
+    await q.query(STREAM_ROWS_SQL, [
+      rows.map((r) => r.endpointId),
+      rows.map((r) => r.eventId),
+      rows.map((r) => r.eventSeq),
+      rows.map((r) => r.messageKey),
+      rows.map((r) => r.status),
+      rows.map((r) => r.attempts),
+      rows.map((r) => r.dueInMs),
+      rows.map((r) => r.statusCode),
+      rows.map((r) => r.error),
+      rows.map((r) => r.latencyMs),
+    ]);
   }
 
-  /** Open deliveries overdue by more than graceMs (their queue item was lost: a crash between fan-out and push). */
-  async overdue(graceMs: number, limit: number): Promise<{ id: string; nextAttemptAt: number }[]> {
-    const { rows } = await this.db.query<{ id: string; next_attempt_at: unknown }>(
-      `SELECT id, next_attempt_at FROM webhook_deliveries WHERE status IN ('pending', 'failed')
-         AND next_attempt_at < now() - make_interval(secs => $1::float8 / 1000.0) ORDER BY next_attempt_at LIMIT $2`,
-      [graceMs, limit],
+  /** Endpoints that had been failing answered: no longer failing. */
+  async recovered(endpointIds: readonly string[]): Promise<void> {
+    if (endpointIds.length) await this.db.query(RECOVERED_SQL, [endpointIds]);
+  }
+
+  /** An attempt failed: the endpoint is failing since its first such; true when this disabled it. */
+  async recordFailure(endpointId: string, disableAfterMs: number, error: string): Promise<boolean> {
+    const { rows } = await this.db.query<{ enabled: boolean }>(FAILING_SQL, [endpointId, disableAfterMs, error]);
+    return rows.length > 0 && !rows[0].enabled;
+  }
+
+  /** An endpoint's stream, for operators: events delivered from it, when last, which instance holds it, how far behind. */
+  async stream(endpointId: string): Promise<{ delivered: number; lastDeliveredAt: number | null; holder: string | null; behindEvents: number } | null> {
+    const { rows } = await this.db.query<{ delivered: string; last_delivered_at: unknown; owner: string | null; lease_until: unknown; behind: string | null }>(
+      `SELECT c.delivered, c.last_delivered_at, c.owner, c.lease_until, (SELECT max(last_seq) FROM webhook_ticks) - k.last_seq AS behind
+       FROM webhook_cursors c LEFT JOIN webhook_ticks k ON k.id = c.tick_id WHERE c.endpoint_id = $1`,
+      [endpointId],
     );
-    return rows.map((r) => ({ id: r.id, nextAttemptAt: ms(r.next_attempt_at) }));
+    const r = rows[0];
+    if (!r) return null;
+    const held = r.owner && r.lease_until && ms(r.lease_until) > Date.now();
+    return { delivered: Number(r.delivered), lastDeliveredAt: msOrNull(r.last_delivered_at), holder: held ? r.owner : null, behindEvents: Math.max(0, Number(r.behind ?? 0)) };
+  }
+
+  /** Events written since the cursor of the enabled endpoint furthest behind (the stream lag gauge). */
+  async streamLag(): Promise<number> {
+    const { rows } = await this.db.query<{ lag: string | null }>(
+      `SELECT (SELECT max(last_seq) FROM webhook_ticks) - min(k.last_seq) AS lag
+       FROM webhook_cursors c JOIN webhook_endpoints e ON e.id = c.endpoint_id AND e.enabled JOIN webhook_ticks k ON k.id = c.tick_id`,
+    );
+    return Math.max(0, Number(rows[0]?.lag ?? 0));
   }
 
   /** Open deliveries by status (the backlog gauge). */

@@ -12,7 +12,8 @@ export const CORE_TABLES: readonly TableDeclaration[] = [
     vacuum: 'churn',
     retention: { family: 'outbound', ageColumn: 'updated_at', ageUnit: 'ms', finishedWhere: 'NOT pending', key: 'id', children: [{ table: 'outbound_history', column: 'job_id' }] },
   },
-  // Events fanned out whose every delivery ended (delivered or dead), with those deliveries.
+  // Events every enabled endpoint of the account has read past (its cursor's tick sees them) and whose every delivery
+  // row ended (delivered or dead), with those rows. Events from before the event log (no txid) count as read.
   {
     name: 'webhook_events',
     vacuum: 'churn',
@@ -20,7 +21,10 @@ export const CORE_TABLES: readonly TableDeclaration[] = [
       family: 'webhooks',
       ageColumn: 'created_at',
       ageUnit: 'timestamptz',
-      finishedWhere: `fanned_out AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.event_id = webhook_events.id AND d.status IN ('pending', 'failed'))`,
+      finishedWhere:
+        `NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.event_id = webhook_events.id AND d.status IN ('pending', 'failed')) AND ` +
+        `(webhook_events.txid IS NULL OR NOT EXISTS (SELECT 1 FROM webhook_cursors c JOIN webhook_endpoints e ON e.id = c.endpoint_id AND e.enabled ` +
+        `AND e.account_id = webhook_events.account_id JOIN webhook_ticks k ON k.id = c.tick_id WHERE NOT pg_visible_in_snapshot(webhook_events.txid, k.snap)))`,
       key: 'id',
       children: [{ table: 'webhook_deliveries', column: 'event_id' }],
     },
@@ -51,4 +55,7 @@ export const CORE_TABLES: readonly TableDeclaration[] = [
   { name: 'otp_phones', vacuum: 'churn' },
   { name: 'idempotency_keys', vacuum: 'churn' },
   { name: 'webhook_deliveries', vacuum: 'churn' },
+  // The event log's ticks (pruned behind the slowest cursor) and the cursors (written once per delivered batch).
+  { name: 'webhook_ticks', vacuum: 'churn' },
+  { name: 'webhook_cursors', vacuum: 'churn' },
 ];
