@@ -1,10 +1,10 @@
 /**
  * Ferry against Kannel in one run on one machine. Kannel (Debian's bearerbox + smsbox: HTTP sendsms → SMPP binds,
- * dlr-mask 31, delivery reports and queue in memory) and Ferry (its configured storage) each send through an SMSC
- * simulator of their own, run identically, with the same binds, window, message count, message mix and HTTP
- * concurrency. Rounds alternate: Ferry's REST path cold (the first messages after start on a fresh database), then
- * `--pairs` times: Kannel sendsms, Ferry REST /v1/sms/send, Ferry SMPP → SMPP. Nothing is installed: without
- * bearerbox and smsbox the scenario prints one skip line and exits 0.
+ * dlr-mask 31, delivery reports and queue in memory, logging as much as Ferry does) and Ferry (its configured
+ * storage) each send through an SMSC simulator of their own, run identically, with the same binds, window, message
+ * count, message mix and HTTP concurrency. Rounds alternate: Ferry's REST path cold (the first messages after start
+ * on a fresh database), then `--pairs` times: Kannel sendsms, Ferry REST /v1/sms/send, Ferry SMPP → SMPP. Nothing is
+ * installed: without bearerbox and smsbox the scenario prints one skip line and exits 0.
  *
  *   npm run bench -- kannel [--messages 20000] [--concurrency 64] [--pairs 2] [--binds 4] [--window 100]
  */
@@ -14,7 +14,7 @@ import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { packageRoot } from '../../src/util/paths.js';
 import { LoadGen } from './harness/ipc.js';
-import { Kannel, kannelBinaries } from './harness/kannel.js';
+import { Kannel, kannelBinaries, kannelLogging } from './harness/kannel.js';
 import type { HttpRunResult, HttpSendConfig } from './harness/loadgen-http-send.js';
 import type { SmppLoadConfig, SmppLoadResult } from './harness/loadgen-smpp.js';
 import type { PgCounters } from './harness/stack.js';
@@ -39,6 +39,8 @@ const USAGE = `usage: npm run bench -- kannel [options]
                     its receipts reach an application as Kannel's reach the dlr-url; each Ferry round then
                     also reports when its last webhook was in
 
+Kannel logs as much as Ferry: --log-level sets both (warn, the default: Kannel at warning, no access logs;
+info: Kannel at info with its access logs on, as Ferry's access log is).
 Needs bearerbox and smsbox (Debian package kannel); prints one skip line without them.
 Targets are stated for --backend redis+postgres.`;
 
@@ -131,14 +133,15 @@ await runScenario({
     );
     addChild('kannel-simulator', kannelSim);
     await listening(kannelSimPort, kannelSim);
-    const kannel = new Kannel({ runDir: stack.runDir, logDir: stack.logDir, smscPort: kannelSimPort, binds, window, env });
+    const kannel = new Kannel({ runDir: stack.runDir, logDir: stack.logDir, smscPort: kannelSimPort, binds, window, env, logLevel: common.logLevel });
     try {
       await kannel.start();
     } finally {
       if (kannel.bearerbox) addChild('bearerbox', kannel.bearerbox);
       if (kannel.smsbox) addChild('smsbox', kannel.smsbox);
     }
-    log(`Kannel: bearerbox pid ${kannel.bearerbox!.pid}, smsbox pid ${kannel.smsbox!.pid} (sendsms :${kannel.ports.sendsms}), ${binds} binds × window ${window} to simulator :${kannelSimPort}`);
+    const logging = kannelLogging(common.logLevel).describe;
+    log(`Kannel: bearerbox pid ${kannel.bearerbox!.pid}, smsbox pid ${kannel.smsbox!.pid} (sendsms :${kannel.ports.sendsms}), ${binds} binds × window ${window} to simulator :${kannelSimPort}; ${logging}`);
 
     const password = 'bench123';
     const account = await stack.createAccount('bench', password, binds);
@@ -207,8 +210,11 @@ await runScenario({
         appFinalPerSec = await webhooksIn(label, started, r.accepted);
       } else {
         if (!Number.isFinite(finalSeconds)) fail(`${label}: ${r.finalReports} of ${r.accepted} final delivery reports within ${common.finalTimeoutSeconds} s`);
-        // Like Ferry's ledger turning final: every receipt acknowledged by Kannel to its SMSC (the simulator's count).
-        const inAt = kannelAcks.find((a) => a.at >= started && a.acked - acked0 >= r.accepted)?.at;
+        // Like Ferry's ledger turning final: every receipt acknowledged by Kannel to its SMSC (the simulator's count,
+        // logged every 100 ms: the line that shows the last acknowledgement may come after the last dlr-url call).
+        const allAcked = () => kannelAcks.find((a) => a.at >= started && a.acked - acked0 >= r.accepted)?.at;
+        for (const until = performance.now() + 5000; allAcked() === undefined && performance.now() < until; ) await sleep(50);
+        const inAt = allAcked();
         if (inAt === undefined) fail(`${label}: the SMSC saw ${kannelAcked() - acked0} of ${r.accepted} receipts acknowledged`);
         appFinalPerSec = r.accepted / finalSeconds;
         finalSeconds = inAt === undefined ? NaN : (inAt - started) / 1000;
@@ -350,6 +356,7 @@ await runScenario({
         `load: ${fmt.int(messages)} messages a round, one segment each (every tenth UCS-2); HTTP: autocannon, ${connections} keep-alive connections (Kannel GET /cgi-bin/sendsms ` +
           `dlr-mask 31 to a dlr-url in the load generator; Ferry POST /v1/sms/send); SMPP: ${binds} binds × window ${window}; each gateway → its own simulator, ` +
           `${binds} binds × window ${window}, receipt delay ${common.receiptDelayMs} ms. Kannel 1.4 keeps its queue and delivery reports in memory; Ferry commits each message before answering.`,
+        `logging: ${logging} (Ferry's access log is its info level).`,
         'final = every receipt in: Kannel, acknowledged to its SMSC (its dlr-url callbacks, two per message, are shown apart); Ferry REST, every message final in the ledger; Ferry SMPP, every receipt at the SMPP customer.',
         'Ferry REST cold is the first round after start on a fresh database; every later round runs warm, in the order shown.',
       ],

@@ -1,8 +1,9 @@
 /**
  * Kannel for the `kannel` scenario: Debian's bearerbox and smsbox on loopback, configured as the comparison states
  * (HTTP sendsms → N SMPP transceiver binds × window W to an SMSC, delivery reports kept in memory, no store file,
- * logs at error level), against its own SMSC simulator run exactly as Ferry's is. Nothing is installed here: where
- * the binaries are missing, `kannelBinaries()` says so and the scenario skips.
+ * logging as much as Ferry does in the run: see `kannelLogging`), against its own SMSC simulator run exactly as
+ * Ferry's is. Nothing is installed here: where the binaries are missing, `kannelBinaries()` says so and the scenario
+ * skips.
  */
 import { existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -26,6 +27,22 @@ export interface KannelOptions {
   binds: number;
   window: number;
   env: NodeJS.ProcessEnv;
+  /** Ferry's log level in the run (pino's names): Kannel logs as much (see `kannelLogging`). */
+  logLevel: string;
+}
+
+/**
+ * Kannel's logging matched to Ferry's level. Both boxes log to stderr only (read by the bench into the log folder,
+ * as Ferry's stdout is) at the Kannel level of the same name: debug 0, info 1, warning 2, error 3, panic 4. With
+ * Ferry at info or below (its access log on: one line per HTTP request) Kannel's access logs are on too, each box
+ * to a file; above it they are off (no access-log line at all). Without `-v`, Kannel writes everything to stderr
+ * at debug level, PDU dumps included, whatever the config's log-level says (that is the log file's level).
+ */
+export function kannelLogging(ferryLevel: string): { level: number; accessLog: boolean; describe: string } {
+  const level = ({ trace: 0, debug: 0, info: 1, warn: 2, error: 3, fatal: 4, silent: 4 } as Record<string, number>)[ferryLevel] ?? 2;
+  const accessLog = level <= 1;
+  const name = ['debug', 'info', 'warning', 'error', 'panic'][level];
+  return { level, accessLog, describe: `Kannel logs at ${name} (Ferry at ${ferryLevel}), access logs ${accessLog ? 'on' : 'off'}, as Ferry's` };
 }
 
 export class Kannel {
@@ -48,9 +65,10 @@ export class Kannel {
     this.ports = { admin: await freePort(), smsbox: await freePort(), sendsms: await freePort() };
     const conf = join(this.opts.runDir, 'kannel.conf');
     writeFileSync(conf, this.config());
-    this.bearerbox = new Child('bearerbox', bins.bearerbox, [conf], { cwd: this.opts.runDir, env: this.opts.env, logDir: this.opts.logDir });
+    const v = ['-v', String(kannelLogging(this.opts.logLevel).level)];
+    this.bearerbox = new Child('bearerbox', bins.bearerbox, [...v, conf], { cwd: this.opts.runDir, env: this.opts.env, logDir: this.opts.logDir });
     await this.until('bearerbox admin port', () => this.status().then((s) => s.includes('Status:')));
-    this.smsbox = new Child('smsbox', bins.smsbox, [conf], { cwd: this.opts.runDir, env: this.opts.env, logDir: this.opts.logDir });
+    this.smsbox = new Child('smsbox', bins.smsbox, [...v, conf], { cwd: this.opts.runDir, env: this.opts.env, logDir: this.opts.logDir });
     await this.until('smsbox sendsms port', () => fetch(`${this.sendsmsUrl}/cgi-bin/sendsms`).then(() => true));
     await this.until(`${this.opts.binds} SMPP binds online`, async () => (await this.status()).match(/\(online /g)?.length === this.opts.binds);
   }
@@ -79,6 +97,8 @@ export class Kannel {
 
   private config(): string {
     const { logDir, smscPort, binds, window } = this.opts;
+    const { accessLog } = kannelLogging(this.opts.logLevel);
+    const access = (box: string) => (accessLog ? `access-log = "${join(logDir, `${box}-access.log`)}"\n` : '');
     // One smsc group per bind, all with one smsc-id: Kannel 1.4 opens one connection per group.
     const smsc = Array.from(
       { length: binds },
@@ -94,7 +114,6 @@ system-type = ""
 max-pending-submits = ${window}
 enquire-link-interval = 30
 reconnect-delay = 1
-log-level = 4
 `,
     ).join('\n');
     return `group = core
@@ -106,21 +125,15 @@ smsbox-port = ${this.ports.smsbox}
 smsbox-interface = 127.0.0.1
 box-allow-ip = 127.0.0.1
 dlr-storage = internal
-log-file = "${join(logDir, 'bearerbox-core.log')}"
-log-level = 4
-access-log = "/dev/null"
-
+${access('bearerbox')}
 ${smsc}
 group = smsbox
 bearerbox-host = 127.0.0.1
 bearerbox-port = ${this.ports.smsbox}
 sendsms-port = ${this.ports.sendsms}
 sendsms-interface = 127.0.0.1
-log-file = "${join(logDir, 'smsbox-core.log')}"
-log-level = 4
-access-log = "/dev/null"
 global-sender = FerryBench
-
+${access('smsbox')}
 group = sendsms-user
 username = ${this.user}
 password = ${this.password}
