@@ -27,6 +27,8 @@ const TARGET_REST_RATIO = 1.5;
 const TARGET_SMPP_FINAL_RATIO = 2.5;
 const TARGET_REST_CPU = 0.6;
 const TARGET_SMPP_CPU = 0.45;
+/** Postgres rows written per webhook event on the success path (the event path's design target). */
+const TARGET_ROWS_PER_EVENT = 1.5;
 
 const USAGE = `usage: npm run bench -- kannel [options]
 
@@ -324,6 +326,16 @@ await runScenario({
           figure: `${r.label}: Postgres per message`,
           value: `${pgm.commits.toFixed(2)} commits; rows inserted ${pgm.inserted.toFixed(2)}, updated ${pgm.updated.toFixed(2)}, deleted ${pgm.deleted.toFixed(2)} (${top.join(', ')})`,
         });
+        if (webhooks) {
+          // Rows of the webhook tables (events, ticks, cursors, the retry set) per event delivered.
+          const perEvent = Object.entries(pgm.tables).filter(([t]) => t.startsWith('webhook_')).reduce((n, [, v]) => n + v, 0) / EVENTS_PER_MESSAGE;
+          rows.push({
+            figure: `${r.label}: Postgres rows written per webhook event`,
+            value: perEvent.toFixed(2),
+            target: `≤ ${TARGET_ROWS_PER_EVENT}`,
+            verdict: common.backend === 'redis+postgres' ? verdict(perEvent <= TARGET_ROWS_PER_EVENT) : '',
+          });
+        }
       }
     }
     const ratios: Array<Record<string, number>> = [];

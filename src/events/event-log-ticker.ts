@@ -10,7 +10,13 @@ export interface Tick {
 /** The last event seq handed out (a fresh sequence reads 1 before it has given out anything). */
 export const EVENT_SEQ_NOW_SQL = `(SELECT CASE WHEN is_called THEN last_value ELSE last_value - 1 END FROM webhook_events_seq_seq)`;
 
-/** A tick taken now: where a new or re-enabled endpoint's cursor starts. */
+/**
+ * Ticks are taken one at a time (this lock, then the snapshot, in one transaction), so a later tick's snapshot never
+ * misses a transaction an earlier one saw: two tickers, or a tick taken for a new endpoint, cannot interleave.
+ */
+export const TICK_LOCK_SQL = `SELECT pg_advisory_xact_lock(7102455001)`;
+
+/** A tick taken now: where a new or re-enabled endpoint's cursor starts (after TICK_LOCK_SQL, in its transaction). */
 export const FRESH_TICK_SQL = `INSERT INTO webhook_ticks (snap, last_seq) SELECT pg_current_snapshot(), ${EVENT_SEQ_NOW_SQL} RETURNING id`;
 
 /**
@@ -95,7 +101,10 @@ export class EventLogTicker {
 
   private async tick(): Promise<void> {
     try {
-      const { rows } = await this.o.db.query<{ id: string; last_seq: string }>(TICK_SQL);
+      const rows = await this.o.db.tx(async (q) => {
+        await q.query(TICK_LOCK_SQL);
+        return (await q.query<{ id: string; last_seq: string }>(TICK_SQL)).rows;
+      });
       this.busy = rows.length > 0;
       if (rows[0]) this.o.onTick?.({ id: Number(rows[0].id), lastSeq: Number(rows[0].last_seq) });
       const now = Date.now();

@@ -2,7 +2,7 @@ import type { SecretCipher } from '../../security/cipher.js';
 import type { Db, Queryable } from '../../store/types.js';
 import { newId } from '../../util/ids.js';
 import { newSigningSecret } from '../../security/standard-webhooks-signature.js';
-import { FRESH_TICK_SQL } from '../../events/event-log-ticker.js';
+import { FRESH_TICK_SQL, TICK_LOCK_SQL } from '../../events/event-log-ticker.js';
 
 export interface WebhookEndpoint {
   id: string;
@@ -160,6 +160,7 @@ export class WebhookStore {
         [newId('wh_'), accountId, e.url, e.events, e.description, e.enabled, this.cipher.encrypt(secret), e.batch?.maxEvents ?? null, e.batch?.maxWaitMs ?? null],
       );
       // Its events start with those committed after now.
+      await q.query(TICK_LOCK_SQL);
       await q.query(`WITH t AS (${FRESH_TICK_SQL}) INSERT INTO webhook_cursors (endpoint_id, tick_id) SELECT $1, id FROM t`, [rows[0].id]);
       return { endpoint: toEndpoint(rows[0]), secret };
     });
@@ -185,6 +186,7 @@ export class WebhookStore {
       if (!before.rows.length) return null;
       const e = await this.updateRow(q, accountId, id, p);
       if (e && e.enabled && !before.rows[0].enabled) {
+        await q.query(TICK_LOCK_SQL);
         await q.query(`WITH t AS (${FRESH_TICK_SQL}) UPDATE webhook_cursors SET tick_id = t.id FROM t WHERE endpoint_id = $1`, [id]);
       }
       return e;

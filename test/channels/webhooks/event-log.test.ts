@@ -68,7 +68,8 @@ t.test(`two instances stream one endpoint's events exactly once, and one takes o
   t.teardown(() => a.stop());
   const b = await startDaemon({}, a.reuse);
   let bStopped = false;
-  t.teardown(() => (bStopped ? undefined : b.stop()));
+  // b shares a's database: stopping it must not drop it.
+  t.teardown(() => (bStopped ? undefined : b.stopKeepingStore()));
   const rx = await WebhookReceiver.start();
   t.teardown(() => rx.close());
   const { account, token } = await accountWithKey(a, 'acme');
@@ -83,7 +84,7 @@ t.test(`two instances stream one endpoint's events exactly once, and one takes o
   t.ok(owners.rows.every((r) => r.owner), 'each endpoint is streamed by one instance');
 
   // Whoever held them, the other instance takes over once it stops.
-  await b.stop();
+  await b.stopKeepingStore();
   bStopped = true;
   const second = [...(await emit(a, account.id, 100)), ...(await emit(a, other.id, 100))];
   await until(() => rx.received.length, (n) => n >= 500, 30_000);
