@@ -20,7 +20,7 @@ import { ModuleHost } from './platform/module-host.js';
 import { OutboundRegistry } from './platform/outbound-registry.js';
 import { SqlJobLease } from './platform/job-lease.js';
 import { parseRoles, type RoleSet } from './platform/roles.js';
-import { Scheduler } from './platform/scheduler.js';
+import { Scheduler, type JobSpec } from './platform/scheduler.js';
 import { buildModulePlatform } from './platform/build-module-platform.js';
 import { credentialAdminRoutes } from './platform/credential-admin-routes.js';
 import type { ModulePlatform } from './platform/module-platform.js';
@@ -255,14 +255,17 @@ export class Daemon {
       for (const step of this.modules.stopSteps().reverse()) this.closers.unshift(step);
     }
     this.outbound = outbound.build({ backends: this.backends, log: log.child({ component: 'outbound' }), registry: this.metrics.registry });
+    // The core's own periodic jobs, run by the scheduler with the modules' (in their roles).
+    const coreJobs: JobSpec[] = [];
     if (this.outbound) {
-      // Started and stopped by the pipeline: the start-up sweep, then a pass every reconcileIntervalSeconds.
-      new OutboundReconciler({
+      // The pipeline starts and stops it (the start-up sweep, on every instance); its pass every reconcileIntervalSeconds
+      // is a cluster job: it pushes and fails jobs of the whole outbound_jobs table.
+      const reconciler = new OutboundReconciler({
         pipeline: this.outbound,
         log: log.child({ component: 'outbound-reconciler' }),
-        everyMs: config.outbound.reconcileIntervalSeconds * 1000,
         staleMs: config.outbound.staleSeconds * 1000,
       });
+      coreJobs.push({ name: 'outbound.reconcile', everyMs: config.outbound.reconcileIntervalSeconds * 1000, scope: 'cluster', roles: ['workers'], run: () => reconciler.periodic() });
     }
     // The pipeline's senders and reconciler are workers; other roles only hand it jobs.
     if (this.roles.has('workers')) this.outbound?.start();
@@ -276,6 +279,7 @@ export class Daemon {
     this.addresses.smppTls = this.modules.listenerAddresses.smppTls ?? null;
     // Jobs stop before the modules do (their first shutdown step), so no job runs against a stopped module.
     this.scheduler = new Scheduler({ lease: new SqlJobLease(this.db), log: log.child({ component: 'scheduler' }), registry: this.metrics.registry });
+    for (const job of coreJobs.filter((j) => this.roles.any(j.roles ?? ['workers']))) this.scheduler.add(job);
     for (const job of this.modules.jobs()) this.scheduler.add(job);
     this.scheduler.start();
     this.closers.unshift({ name: 'scheduler', close: () => this.scheduler.stop() });
