@@ -31,6 +31,8 @@ export const smsModule: ChannelModule<SmsGateway> = {
     const sms = await startSmsGateway(ctx, (name, close) => closers.unshift({ name, close }), (job) => jobs.push(job));
     const { gateway, pricing, routeSwitches } = sms;
     const idempotency = new IdempotencyStore(ctx.db);
+    // The gateway's: the reconciler's pass, receipt queries, correlation and customer outbox purges.
+    jobs.push(...gateway.jobs());
     jobs.push({ name: 'sms.idempotency-purge', everyMs: 3_600_000, scope: 'cluster', run: () => idempotency.purge() });
     // A price table saved through another instance's admin API reaches this one within 5 s (every role prices or refunds).
     jobs.push({ name: 'sms.pricing-refresh', everyMs: 5000, scope: 'instance', roles: ['api', 'smpp', 'workers'], run: () => pricing.restore() });
