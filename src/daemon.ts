@@ -18,7 +18,7 @@ import { Metrics } from './metrics.js';
 import type { ChannelModule } from './platform/channel-module.js';
 import { ModuleHost } from './platform/module-host.js';
 import { OutboundRegistry } from './platform/outbound-registry.js';
-import { SqlJobLease } from './platform/job-lease.js';
+import { SqlJobLease, swapLeaseHolder } from './platform/job-lease.js';
 import { parseRoles, type RoleSet } from './platform/roles.js';
 import { Scheduler, type JobSpec } from './platform/scheduler.js';
 import { buildModulePlatform } from './platform/build-module-platform.js';
@@ -278,9 +278,14 @@ export class Daemon {
     this.addresses.smpp = this.modules.listenerAddresses.smpp ?? '';
     this.addresses.smppTls = this.modules.listenerAddresses.smppTls ?? null;
     // Jobs stop before the modules do (their first shutdown step), so no job runs against a stopped module.
-    this.scheduler = new Scheduler({ lease: new SqlJobLease(this.db), log: log.child({ component: 'scheduler' }), registry: this.metrics.registry });
-    for (const job of coreJobs.filter((j) => this.roles.any(j.roles ?? ['workers']))) this.scheduler.add(job);
-    for (const job of this.modules.jobs()) this.scheduler.add(job);
+    const lease = new SqlJobLease(this.db);
+    this.scheduler = new Scheduler({ lease, log: log.child({ component: 'scheduler' }), registry: this.metrics.registry });
+    const jobs = [...coreJobs.filter((j) => this.roles.any(j.roles ?? ['workers'])), ...this.modules.jobs()];
+    for (const job of jobs) this.scheduler.add(job);
+    // The cluster leases a crashed earlier life on this data folder still holds are given back, so its jobs run here
+    // from their first interval on (a restart of the only instance would otherwise wait them out).
+    const previous = swapLeaseHolder(config.dataDir, this.scheduler.holder);
+    if (previous) await Promise.all(jobs.filter((j) => j.scope === 'cluster').map((j) => lease.release(j.name, previous).catch(() => undefined)));
     this.scheduler.start();
     this.closers.unshift({ name: 'scheduler', close: () => this.scheduler.stop() });
 
