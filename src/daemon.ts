@@ -18,9 +18,9 @@ import { Metrics } from './metrics.js';
 import type { ChannelModule } from './platform/channel-module.js';
 import { ModuleHost } from './platform/module-host.js';
 import { OutboundRegistry } from './platform/outbound-registry.js';
-import { SqlJobLease } from './platform/job-lease.js';
+import { SqlJobLease, swapLeaseHolder } from './platform/job-lease.js';
 import { parseRoles, type RoleSet } from './platform/roles.js';
-import { Scheduler } from './platform/scheduler.js';
+import { Scheduler, type JobSpec } from './platform/scheduler.js';
 import { buildModulePlatform } from './platform/build-module-platform.js';
 import { credentialAdminRoutes } from './platform/credential-admin-routes.js';
 import type { ModulePlatform } from './platform/module-platform.js';
@@ -255,14 +255,17 @@ export class Daemon {
       for (const step of this.modules.stopSteps().reverse()) this.closers.unshift(step);
     }
     this.outbound = outbound.build({ backends: this.backends, log: log.child({ component: 'outbound' }), registry: this.metrics.registry });
+    // The core's own periodic jobs, run by the scheduler with the modules' (in their roles).
+    const coreJobs: JobSpec[] = [];
     if (this.outbound) {
-      // Started and stopped by the pipeline: the start-up sweep, then a pass every reconcileIntervalSeconds.
-      new OutboundReconciler({
+      // The pipeline starts and stops it (the start-up sweep, on every instance); its pass every reconcileIntervalSeconds
+      // is a cluster job: it pushes and fails jobs of the whole outbound_jobs table.
+      const reconciler = new OutboundReconciler({
         pipeline: this.outbound,
         log: log.child({ component: 'outbound-reconciler' }),
-        everyMs: config.outbound.reconcileIntervalSeconds * 1000,
         staleMs: config.outbound.staleSeconds * 1000,
       });
+      coreJobs.push({ name: 'outbound.reconcile', everyMs: config.outbound.reconcileIntervalSeconds * 1000, scope: 'cluster', roles: ['workers'], run: () => reconciler.periodic() });
     }
     // The pipeline's senders and reconciler are workers; other roles only hand it jobs.
     if (this.roles.has('workers')) this.outbound?.start();
@@ -275,8 +278,14 @@ export class Daemon {
     this.addresses.smpp = this.modules.listenerAddresses.smpp ?? '';
     this.addresses.smppTls = this.modules.listenerAddresses.smppTls ?? null;
     // Jobs stop before the modules do (their first shutdown step), so no job runs against a stopped module.
-    this.scheduler = new Scheduler({ lease: new SqlJobLease(this.db), log: log.child({ component: 'scheduler' }), registry: this.metrics.registry });
-    for (const job of this.modules.jobs()) this.scheduler.add(job);
+    const lease = new SqlJobLease(this.db);
+    this.scheduler = new Scheduler({ lease, log: log.child({ component: 'scheduler' }), registry: this.metrics.registry });
+    const jobs = [...coreJobs.filter((j) => this.roles.any(j.roles ?? ['workers'])), ...this.modules.jobs()];
+    for (const job of jobs) this.scheduler.add(job);
+    // The cluster leases a crashed earlier life on this data folder still holds are given back, so its jobs run here
+    // from their first interval on (a restart of the only instance would otherwise wait them out).
+    const previous = swapLeaseHolder(config.dataDir, this.scheduler.holder);
+    if (previous) await Promise.all(jobs.filter((j) => j.scope === 'cluster').map((j) => lease.release(j.name, previous).catch(() => undefined)));
     this.scheduler.start();
     this.closers.unshift({ name: 'scheduler', close: () => this.scheduler.stop() });
 

@@ -31,6 +31,7 @@ import type { UpstreamMo } from './smpp/upstream/outbound.js';
 import { UpstreamPool } from './smpp/upstream/upstream-pool.js';
 import type { Backends, Queue } from './store/types.js';
 import { RoleSet } from './platform/roles.js';
+import type { JobSpec } from './platform/scheduler.js';
 
 export interface GatewayDeps {
   config: FerryConfig;
@@ -95,6 +96,8 @@ export class Gateway {
   readonly policies: AccountPolicies;
   readonly prices: PriceBook;
   readonly billing: Billing;
+  /** Maps upstream message ids to Ferry's (the pool's), kept in SQL. */
+  readonly correlator: ReceiptCorrelator;
   delivery!: CustomerDelivery;
   server!: CustomerServer;
   private busy = false;
@@ -138,10 +141,11 @@ export class Gateway {
     });
     const upstreamMetrics = new UpstreamMetrics(metrics.registry);
     upstreamMetrics.observeRouter(this.router);
+    this.correlator = new ReceiptCorrelator(new SqlCorrelationStore(db));
     const poolOptions = {
       throttle: backends.throttle,
       metrics: upstreamMetrics,
-      correlator: new ReceiptCorrelator(new SqlCorrelationStore(db)),
+      correlator: this.correlator,
       onReceipt: this.receipts.onReceipt,
       onUnmatchedReceipt: this.receipts.onUnmatchedReceipt,
       onMo: this.receipts.onMo,
@@ -174,7 +178,6 @@ export class Gateway {
       log: log.child({ component: 'reconciler' }),
       metrics: dispatchMetrics,
       maxAttempts: config.messages.maxAttempts,
-      everyMs: config.dispatch.reconcileSeconds * 1000,
       staleMs: config.dispatch.reconcileStaleSeconds * 1000,
       receiptTimeoutMs: config.messages.receiptTimeoutHours * 3_600_000,
       onPushed: () => this.dispatcher.wake(),
@@ -288,18 +291,33 @@ export class Gateway {
       this.pool.on('changed', (upstreamId, change) => this.upstreamChanged(upstreamId, change));
     }
     if (this.roles.has('workers')) {
-      // Accepted messages the queue lost track of (a crash between commit and push) go back before anything new.
+      // Accepted messages the queue lost track of (a crash between commit and push) go back before anything new; the
+      // periodic pass is the job sms.reconcile.
       await this.reconciler.sweep();
-      this.reconciler.start();
     }
-    if (this.roles.has('smpp')) {
-      this.dispatcher.start();
-      this.receiptQueries.start();
-    }
+    if (this.roles.has('smpp')) this.dispatcher.start();
     if (this.roles.has('api') || this.roles.has('smpp')) {
       this.pressureTimer = setInterval(() => void this.samplePressure(), 500);
       this.pressureTimer.unref();
     }
+  }
+
+  /**
+   * The gateway's periodic work, run by the platform's scheduler as the SMS module's jobs (each in its roles): the
+   * reconciler's pass, query_sm for overdue receipts (on this instance's binds), and the purges of correlation
+   * entries and of what no customer bind took within the retention.
+   */
+  jobs(): JobSpec[] {
+    const { config } = this.d;
+    return [
+      // Pushes and expiries over the whole ledger: one instance at a time suffices.
+      { name: 'sms.reconcile', everyMs: config.dispatch.reconcileSeconds * 1000, scope: 'cluster', roles: ['workers'], run: () => this.reconciler.periodic() },
+      // Asked on this instance's binds; claims are leased rows and the rate a shared bucket, so every smpp instance asks.
+      { name: 'sms.receipt-queries', everyMs: this.receiptQueries.tickMs, scope: 'instance', roles: ['smpp'], run: () => this.receiptQueries.run() },
+      { name: 'sms.correlation-purge', everyMs: 600_000, scope: 'cluster', roles: ['workers'], run: () => this.correlator.purge() },
+      // Counted in ferry_smpp_customer_deliveries_dropped_total where customer binds are served.
+      { name: 'sms.customer-outbox-purge', everyMs: 60_000, scope: 'cluster', roles: ['smpp'], run: async () => this.delivery?.purge() },
+    ];
   }
 
   private get roles(): RoleSet {

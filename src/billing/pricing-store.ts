@@ -6,17 +6,16 @@ const KEY = 'pricing';
 
 /**
  * The price table set through the admin API, kept in the settings table so it survives restarts and reaches every
- * instance (polled). Until one is set, the config file's table applies.
+ * instance (`restore()`, polled by the SMS module's job `sms.pricing-refresh`). Until one is set, the config file's
+ * table applies.
  */
 export class PricingStore {
-  private timer: NodeJS.Timeout | undefined;
   private seen: string | null = null;
 
   constructor(
     private readonly db: Db,
     private readonly prices: PriceBook,
     private readonly log: Logger,
-    private readonly pollMs = 5000,
   ) {}
 
   /** Applies the stored table, if any. */
@@ -41,14 +40,5 @@ export class PricingStore {
       `INSERT INTO settings (key, value, updated_at) VALUES ($1, $2::jsonb, now()) ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value, updated_at = now()`,
       [KEY, JSON.stringify(table)],
     );
-  }
-
-  start(): void {
-    this.timer = setInterval(() => void this.restore().catch(() => undefined), this.pollMs);
-    this.timer.unref();
-  }
-
-  stop(): void {
-    clearInterval(this.timer);
   }
 }

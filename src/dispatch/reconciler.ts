@@ -11,8 +11,6 @@ export interface ReconcilerOptions {
   log: Logger;
   metrics?: DispatchMetrics;
   maxAttempts: number;
-  /** Periodic pass interval (default 30 s). */
-  everyMs?: number;
   /** A row untouched for this long is pushed again by the periodic pass (default 60 s). */
   staleMs?: number;
   onPushed?: () => void;
@@ -29,10 +27,10 @@ const PAGE = 1000;
  * Makes the queue agree with the ledger (ARCHITECTURE principle 1). At start every accepted, unsent message
  * (queued, or scheduled and due) is pushed; then a periodic pass pushes rows that have sat untouched, which repairs
  * a push lost after its commit (Redis down, crash). Pushing is idempotent: an id already queued or leased is left
- * alone, so the pass never sends anything twice by itself.
+ * alone, so the pass never sends anything twice by itself. The periodic pass is run by the platform's scheduler (the
+ * gateway's job `sms.reconcile`).
  */
 export class Reconciler {
-  private timer: NodeJS.Timeout | undefined;
   private running: Promise<number> | null = null;
   private readonly clock: () => number;
 
@@ -45,15 +43,13 @@ export class Reconciler {
     return this.run(0);
   }
 
-  start(): void {
-    this.timer = setInterval(() => {
-      void this.run(this.o.staleMs ?? 60_000).catch((err: unknown) => this.o.log.warn({ err: (err as Error).message }, 'reconcile pass failed'));
-    }, this.o.everyMs ?? 30_000);
-    this.timer.unref();
+  /** The periodic pass: rows untouched for staleMs, then silent submits expired and orphan debits voided. Rejects when it failed. */
+  periodic(): Promise<number> {
+    return this.run(this.o.staleMs ?? 60_000);
   }
 
+  /** Waits for a pass in progress. */
   async stop(): Promise<void> {
-    clearInterval(this.timer);
     await this.running?.catch(() => 0);
   }
 

@@ -7,8 +7,6 @@ import type { OutboundQueuePayload } from './types.js';
 export interface OutboundReconcilerOptions {
   pipeline: OutboundPipeline;
   log: Logger;
-  /** Periodic pass interval (default 30 s). */
-  everyMs?: number;
   /** A pending job untouched for this long is pushed again by the periodic pass (default 60 s). */
   staleMs?: number;
   /** The start-up sweep of every pending job when the pipeline starts (default true; tests drive passes by hand). */
@@ -23,10 +21,11 @@ const PAGE = 1000;
  * pending job is pushed to its provider's queue (due at its next attempt), then a periodic pass pushes pending jobs
  * untouched for staleMs (a push lost after its commit, a queue that lost its data) and fails the jobs whose deadline
  * passed while they waited in a queue nobody leased (an endpoint whose breaker stayed open). Pushing is idempotent:
- * an item already queued or leased is left alone, so the pass never sends anything twice by itself.
+ * an item already queued or leased is left alone, so the pass never sends anything twice by itself. The periodic
+ * pass (`periodic()`) is run by the platform's scheduler: the daemon's cluster job `outbound.reconcile`.
  */
 export class OutboundReconciler {
-  private timer: NodeJS.Timeout | undefined;
+  private started = false;
   private running: Promise<number> | null = null;
   private readonly clock: () => number;
   private readonly store: OutboundStore;
@@ -42,22 +41,23 @@ export class OutboundReconciler {
     return this.run(0);
   }
 
-  /** Called by the pipeline's start: the start-up sweep (in the background), then a pass every everyMs. */
+  /** Called by the pipeline's start: the start-up sweep, in the background. */
   start(): void {
-    if (this.timer) return;
+    if (this.started) return;
+    this.started = true;
     if (this.o.sweepAtStart !== false) {
       void this.sweep().catch((err: unknown) => this.o.log.warn({ err: (err as Error).message }, 'outbound start-up sweep failed; the periodic pass pushes stale jobs'));
     }
-    this.timer = setInterval(() => {
-      void this.run(this.o.staleMs ?? 60_000).catch((err: unknown) => this.o.log.warn({ err: (err as Error).message }, 'outbound reconcile pass failed'));
-    }, this.o.everyMs ?? 30_000);
-    this.timer.unref();
   }
 
+  /** Waits for a pass in progress (called by the pipeline's stop). */
   async stop(): Promise<void> {
-    clearInterval(this.timer);
-    this.timer = undefined;
     await this.running?.catch(() => 0);
+  }
+
+  /** The periodic pass: overdue jobs failed, pending jobs untouched for staleMs pushed again. Rejects when it failed. */
+  periodic(): Promise<number> {
+    return this.run(this.o.staleMs ?? 60_000);
   }
 
   /** One pass now (staleMs 0: every pending job). */

@@ -1,3 +1,5 @@
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import type { Redis } from 'ioredis';
 import type { Queryable } from '../store/types.js';
 
@@ -65,4 +67,22 @@ export class RedisJobLease implements JobLease {
   private key(name: string): string {
     return `${this.prefix}job-lease:${name}`;
   }
+}
+
+/**
+ * Records `holder` as the lease holder of the scheduler of the daemon on `dataDir` (`scheduler.holder`) and returns the
+ * one recorded before, null the first time. One process holds a data folder at a time (ferry.pid), so the previous
+ * holder is an earlier life of this daemon: after a crash its cluster leases are still taken, and the daemon gives
+ * them back at start rather than wait them out (up to 3 × a job's interval without the job anywhere).
+ */
+export function swapLeaseHolder(dataDir: string, holder: string): string | null {
+  const file = join(dataDir, 'scheduler.holder');
+  let previous: string | null = null;
+  try {
+    previous = readFileSync(file, 'utf8').trim() || null;
+  } catch {
+    // the first start on this folder
+  }
+  writeFileSync(file, holder + '\n');
+  return previous;
 }

@@ -52,7 +52,6 @@ export class CustomerDelivery implements ReceiptTaker {
   /** Rows handed over by the ledger's commits, oldest first; bounded by handOffMax (beyond it rows wait for claims). */
   private handed: OutboxEntry[] = [];
   private readonly handOffMax: number;
-  private purgeTimer: NodeJS.Timeout | undefined;
   private readonly batch: number;
   readonly leaseMs: number;
   private readonly timeoutMs: number;
@@ -104,8 +103,6 @@ export class CustomerDelivery implements ReceiptTaker {
     if (this.running) return;
     this.running = true;
     this.o.binds.on('receiverBound', () => this.wake());
-    this.purgeTimer = setInterval(() => void this.purge(), 60_000);
-    this.purgeTimer.unref();
     this.o.outbox.handOffTo(this);
     this.loopDone = this.loop();
   }
@@ -139,7 +136,6 @@ export class CustomerDelivery implements ReceiptTaker {
   async stop(): Promise<void> {
     this.running = false;
     this.o.outbox.handOffTo(null);
-    clearInterval(this.purgeTimer);
     this.signal();
     await this.loopDone;
     const left = this.handed;
@@ -162,16 +158,16 @@ export class CustomerDelivery implements ReceiptTaker {
     }
   }
 
-  private async purge(): Promise<void> {
-    try {
-      const n = await this.o.outbox.purge(this.retentionMs);
-      for (const kind of ['receipt', 'mo'] as const) {
-        if (!n[kind]) continue;
-        this.dropped?.inc({ kind }, n[kind]);
-        this.o.log.warn({ kind, count: n[kind], retentionMs: this.retentionMs }, 'customer deliveries dropped after the retention: no bind took them');
-      }
-    } catch (err) {
-      this.o.log.warn({ err: (err as Error).message }, 'outbox purge failed');
+  /**
+   * Drops what waited past the retention for a bind of its account, counted and logged (the gateway's cluster job
+   * `sms.customer-outbox-purge`, every minute). Rejects when the database refused.
+   */
+  async purge(): Promise<void> {
+    const n = await this.o.outbox.purge(this.retentionMs);
+    for (const kind of ['receipt', 'mo'] as const) {
+      if (!n[kind]) continue;
+      this.dropped?.inc({ kind }, n[kind]);
+      this.o.log.warn({ kind, count: n[kind], retentionMs: this.retentionMs }, 'customer deliveries dropped after the retention: no bind took them');
     }
   }
 

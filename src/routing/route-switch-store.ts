@@ -3,7 +3,7 @@ import type { Db } from '../store/types.js';
 import type { Router, RouteSwitchEvent } from './router.js';
 
 export interface RouteSwitchStoreOptions {
-  /** How often the stored overrides are read to pick up other instances' switches (default 2000 ms). */
+  /** How often `sync()` is meant to run to pick up other instances' switches (default 2000 ms). */
   pollMs?: number;
 }
 
@@ -17,19 +17,19 @@ const CLEAR_SQL = `UPDATE settings SET value = value - $2::text, updated_at = no
 
 /**
  * Keeps route switches across restarts and in step between instances sharing a database: local switches are
- * written to the settings row `routing.overrides` (rule id → upstream id); every `pollMs` the row is read and any
- * difference applied to the router with origin 'remote' (a rule switched here but absent there is cleared).
+ * written to the settings row `routing.overrides` (rule id → upstream id); every `pollMs` `sync()` reads the row and
+ * applies any difference to the router with origin 'remote' (a rule switched here but absent there is cleared). The
+ * SMS module runs `sync()` as its instance job `sms.route-switches`.
  * Counting switches is UpstreamMetrics.observeRouter's job; this logs each one.
  */
 export class RouteSwitchStore {
-  private readonly pollMs: number;
+  readonly pollMs: number;
   /** Local changes not yet stored; a later change of the same rule replaces an earlier one. */
   private readonly pending = new Map<string, string | null>();
   /** Bumped on every local change, so a poll whose read started before it does not undo it. */
   private generation = 0;
   private chain: Promise<void> = Promise.resolve();
   private unsubscribe: (() => void) | null = null;
-  private timer: NodeJS.Timeout | null = null;
   private polling: Promise<void> | null = null;
   private failing = false;
   private running = false;
@@ -51,12 +51,32 @@ export class RouteSwitchStore {
     return changed;
   }
 
-  /** Starts storing local switches and following the other instances'. */
+  /** Starts storing local switches; from now on `sync()` follows the other instances'. */
   start(): void {
     if (this.running) return;
     this.running = true;
     this.unsubscribe = this.router.onSwitch(this.onSwitch);
-    this.schedule();
+  }
+
+  /**
+   * Stores pending local switches, then applies the other instances' (every pollMs, by the scheduler). Never throws:
+   * a database that cannot be reached is logged once per outage, not once per poll. No-op unless started.
+   */
+  sync(): Promise<void> {
+    if (!this.running) return Promise.resolve();
+    this.polling ??= this.poll()
+      .then(() => {
+        if (this.failing) this.log.info('route switch store: database reachable again');
+        this.failing = false;
+      })
+      .catch((err: Error) => {
+        if (!this.failing) this.log.warn({ err: err.message, pending: this.pending.size }, 'route switch store: cannot read or write route switches; retrying');
+        this.failing = true;
+      })
+      .finally(() => {
+        this.polling = null;
+      });
+    return this.polling;
   }
 
   /** Stores pending local switches now; rejects when the database refused (they stay pending and are retried). */
@@ -66,14 +86,12 @@ export class RouteSwitchStore {
     return run;
   }
 
-  /** Stops polling and listening; pending switches get one last attempt to be stored. */
+  /** Stops following and listening; pending switches get one last attempt to be stored. */
   async stop(): Promise<void> {
     if (!this.running) return;
     this.running = false;
     this.unsubscribe?.();
     this.unsubscribe = null;
-    if (this.timer) clearTimeout(this.timer);
-    this.timer = null;
     await this.polling;
     await this.flush().catch((err: Error) => this.log.warn({ err: err.message, rules: [...this.pending.keys()] }, 'route switches not stored at shutdown'));
   }
@@ -116,26 +134,5 @@ export class RouteSwitchStore {
     for (const [rule, up] of Object.entries(stored)) if (local[rule] !== up) diff[rule] = up;
     for (const rule of Object.keys(local)) if (!(rule in stored)) diff[rule] = null;
     if (Object.keys(diff).length) this.router.applyOverrides(diff, 'remote');
-  }
-
-  private schedule(): void {
-    if (!this.running) return;
-    this.timer = setTimeout(() => {
-      this.polling = this.poll()
-        .then(() => {
-          if (this.failing) this.log.info('route switch store: database reachable again');
-          this.failing = false;
-        })
-        .catch((err: Error) => {
-          // Once per outage, not once per poll.
-          if (!this.failing) this.log.warn({ err: err.message, pending: this.pending.size }, 'route switch store: cannot read or write route switches; retrying');
-          this.failing = true;
-        })
-        .finally(() => {
-          this.polling = null;
-          this.schedule();
-        });
-    }, this.pollMs);
-    this.timer.unref();
   }
 }

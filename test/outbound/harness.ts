@@ -77,7 +77,7 @@ export function makePipeline(
     },
     providers: [{ adapter, sendTimeoutMs: 2000, leaseMs: 10_000, ...opts.provider }],
   });
-  const reconciler = new OutboundReconciler({ pipeline, log: silent, clock: () => clock.now, sweepAtStart: false, everyMs: 3_600_000 });
+  const reconciler = new OutboundReconciler({ pipeline, log: silent, clock: () => clock.now, sweepAtStart: false });
   if (opts.start !== false) pipeline.start();
   return {
     pipeline,

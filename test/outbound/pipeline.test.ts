@@ -313,7 +313,7 @@ t.test(`outbound pipeline contract (${backendLabel})`, async (t) => {
       },
       providers: [{ adapter }],
     });
-    new OutboundReconciler({ pipeline, log: silent, sweepAtStart: false, everyMs: 3_600_000 });
+    new OutboundReconciler({ pipeline, log: silent, sweepAtStart: false });
     pipeline.start();
     t.teardown(async () => {
       await pipeline.stop();
@@ -368,7 +368,7 @@ t.test(`outbound pipeline contract (${backendLabel})`, async (t) => {
     // Committed before any instance runs, never pushed: the start-up sweep of the reconciler the pipeline starts sends it.
     const [job] = await backends.db.tx((q) => bare.enqueue(q, [demoJob(adapter.name, 'norec-1')]));
     const pipeline = new OutboundPipeline(opts);
-    const rec = new OutboundReconciler({ pipeline, log: silent, clock: () => clock.now, everyMs: 3_600_000 });
+    const rec = new OutboundReconciler({ pipeline, log: silent, clock: () => clock.now });
     t.throws(() => new OutboundReconciler({ pipeline, log: silent }), /already has a reconciler/);
     pipeline.start();
     t.teardown(() => pipeline.stop());

@@ -64,6 +64,15 @@ t.test('api,smpp and workers in two daemons serve SMS end to end', { skip: share
   t.equal(workersReady.status, 'ready');
   t.ok(workers.daemon.scheduler.names().includes('sms.idempotency-purge'), 'cluster jobs run with the workers');
   t.notOk(front.daemon.scheduler.names().includes('sms.idempotency-purge'), 'and not in the api,smpp process');
+  const frontJobs = front.daemon.scheduler.names();
+  const workersJobs = workers.daemon.scheduler.names();
+  for (const job of ['sms.reconcile', 'outbound.reconcile', 'sms.correlation-purge']) {
+    t.ok(workersJobs.includes(job) && !frontJobs.includes(job), `${job} runs with the workers only`);
+  }
+  for (const job of ['sms.receipt-queries', 'sms.customer-outbox-purge', 'otp.expiry-sweep']) {
+    t.ok(frontJobs.includes(job) && !workersJobs.includes(job), `${job} runs where the binds and the API are, not with the workers`);
+  }
+  t.ok(frontJobs.includes('sms.route-switches') && workersJobs.includes('sms.route-switches'), 'route switches are followed in every process');
 
   const { token } = await accountWithKey(front, 'split');
   const receiver = await WebhookReceiver.start();

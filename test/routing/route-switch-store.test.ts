@@ -3,6 +3,7 @@ import type { RouteRuleConfig } from '../../src/config/schema.js';
 import { createLogger } from '../../src/log.js';
 import { RouteSwitchStore } from '../../src/routing/route-switch-store.js';
 import { Router, type RouteSwitchEvent } from '../../src/routing/router.js';
+import { Scheduler } from '../../src/platform/scheduler.js';
 import { testDb } from '../helpers/db.js';
 import { backendLabel } from '../helpers/env.js';
 import { waitFor } from '../upstream/upstream-helpers.js';
@@ -13,6 +14,18 @@ const RULES: RouteRuleConfig[] = [
   { id: 'rest', match: {}, upstreams: ['c'] },
 ];
 const POLL_MS = 40;
+
+/** Starts the store and runs its sync on a scheduler every pollMs, as the SMS module's job does; the result stops both. */
+function follow(store: RouteSwitchStore): () => Promise<void> {
+  store.start();
+  const scheduler = new Scheduler({ lease: { take: async () => true, release: async () => undefined }, log: createLogger('silent') });
+  scheduler.add({ name: 'test.route-switches', everyMs: store.pollMs, scope: 'instance', run: () => store.sync() });
+  scheduler.start();
+  return async () => {
+    await scheduler.stop();
+    await store.stop();
+  };
+}
 
 /** A logger that keeps its JSON lines. */
 function capturingLogger() {
@@ -34,9 +47,9 @@ t.test(`route switches are stored and followed by other instances (${backendLabe
     const events: RouteSwitchEvent[] = [];
     router.onSwitch((e) => events.push(e));
     await store.restore();
-    store.start();
-    t.teardown(() => store.stop());
-    return { router, store, events, lines };
+    const stop = follow(store);
+    t.teardown(stop);
+    return { router, store, events, lines, stop };
   };
 
   const a = await instance();
@@ -97,8 +110,8 @@ t.test(`route switches are stored and followed by other instances (${backendLabe
   });
 
   t.test('restore after a restart; a stored switch of a rule that no longer exists is ignored', async (t) => {
-    await a.store.stop();
-    await b.store.stop();
+    await a.stop();
+    await b.stop();
     await db.query(`UPDATE settings SET value = value || '{"gone": "x"}'::jsonb WHERE key = 'routing.overrides'`);
     const before = await stored();
     const router = new Router(RULES);
@@ -111,11 +124,11 @@ t.test(`route switches are stored and followed by other instances (${backendLabe
     t.same(router.overrides(), { uk: before!.uk, us: 'c' }, 'switches back after the restart');
     t.ok(events.every((e) => e.origin === 'restore'), 'origin restore');
     t.match(lines.find((l) => l.msg === 'route switches restored'), { rules: ['uk', 'us'] });
-    store.start();
+    const stop = follow(store);
     await new Promise((r) => setTimeout(r, 4 * POLL_MS));
     t.same(await stored(), before, 'restoring writes nothing back');
     t.same(router.overrides(), { uk: before!.uk, us: 'c' }, 'polling keeps them');
-    await store.stop();
+    await stop();
   });
 
   t.test('no stored row: restore changes nothing', async (t) => {

@@ -63,6 +63,8 @@ export const otpModule: ChannelModule<OtpService> = {
           ussdServiceCode: config.otp.ussdServiceCode,
         });
       },
+      // otp.expired for the OTPs this instance sent: the watch list is in its memory, and OTPs are requested over the API.
+      jobs: [{ name: 'otp.expiry-sweep', everyMs: 1000, scope: 'instance', roles: ['api'], run: () => otp.sweepExpired() }],
       async stop() {
         unregisterUssd();
         await ussd.close();

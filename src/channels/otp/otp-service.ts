@@ -149,7 +149,6 @@ export class OtpService {
   private readonly hashKey: Buffer;
   /** OTPs this instance sent, until they are verified, locked or found expired (for otp.expired). */
   private readonly watched = new Map<string, OtpRecord>();
-  private sweepTimer: NodeJS.Timeout | undefined;
 
   constructor(private readonly o: OtpServiceOptions) {
     this.clock = o.clock ?? Date.now;
@@ -274,7 +273,6 @@ export class OtpService {
 
   /** Stops the expiry watch (otp.expired is then not emitted for OTPs this instance sent). */
   close(): void {
-    this.stopSweep();
     this.watched.clear();
   }
 
@@ -318,18 +316,17 @@ export class OtpService {
   }
 
   /**
-   * otp.expired comes from a once-a-second sweep of the OTPs this instance sent (one timer, and it follows `clock`):
-   * an OTP past its expiry that the store still holds unlocked was never verified. A restart forgets the watch list.
+   * otp.expired comes from a once-a-second sweep of the OTPs this instance sent (`sweepExpired`, the OTP module's
+   * instance job `otp.expiry-sweep`; it follows `clock`): an OTP past its expiry that the store still holds unlocked
+   * was never verified. A restart forgets the watch list.
    */
   private watchExpiry(rec: OtpRecord): void {
     if (!this.onEvent) return;
     this.watched.set(rec.id, rec);
-    if (this.sweepTimer) return;
-    this.sweepTimer = setInterval(() => void this.sweep(), 1000);
-    this.sweepTimer.unref();
   }
 
-  private async sweep(): Promise<void> {
+  /** Emits otp.expired for the watched OTPs past their expiry that were never verified or locked; errors are logged per OTP. */
+  async sweepExpired(): Promise<void> {
     const now = this.clock();
     for (const [id, rec] of this.watched) {
       if (now < rec.expiresAt) continue;
@@ -341,12 +338,6 @@ export class OtpService {
         this.o.log?.warn({ otpId: id, err: (err as Error).message }, 'OTP expiry check failed');
       }
     }
-    if (!this.watched.size) this.stopSweep();
-  }
-
-  private stopSweep(): void {
-    clearInterval(this.sweepTimer);
-    this.sweepTimer = undefined;
   }
 
   private unwatch(id: string): void {

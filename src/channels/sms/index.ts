@@ -1,4 +1,5 @@
 import type { ChannelModule, ModuleListener } from '../../platform/channel-module.js';
+import { ROLES } from '../../platform/roles.js';
 import type { JobSpec } from '../../platform/scheduler.js';
 import { IdempotencyStore } from '../../http/idempotency.js';
 import { SMS_MCP_TOOLS } from './sms-mcp-tools.js';
@@ -31,9 +32,14 @@ export const smsModule: ChannelModule<SmsGateway> = {
     const sms = await startSmsGateway(ctx, (name, close) => closers.unshift({ name, close }), (job) => jobs.push(job));
     const { gateway, pricing, routeSwitches } = sms;
     const idempotency = new IdempotencyStore(ctx.db);
+    // The gateway's: the reconciler's pass, receipt queries, correlation and customer outbox purges.
+    jobs.push(...gateway.jobs());
     jobs.push({ name: 'sms.idempotency-purge', everyMs: 3_600_000, scope: 'cluster', run: () => idempotency.purge() });
     // A price table saved through another instance's admin API reaches this one within 5 s (every role prices or refunds).
     jobs.push({ name: 'sms.pricing-refresh', everyMs: 5000, scope: 'instance', roles: ['api', 'smpp', 'workers'], run: () => pricing.restore() });
+    // Route switches made through another instance reach this one within 2 s, and a switch made here whose write
+    // failed is stored again: in every role, as the admin API (which switches routes) runs in every role.
+    jobs.push({ name: 'sms.route-switches', everyMs: routeSwitches.pollMs, scope: 'instance', roles: ROLES, run: () => routeSwitches.sync() });
     // The customer SMPP server: plain and TLS ports are one server, opened with the first (smpp role).
     const { host, port, tls } = ctx.config.smpp;
     const listeners: ModuleListener[] = [

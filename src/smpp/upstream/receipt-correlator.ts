@@ -12,10 +12,8 @@ export interface ReceiptCorrelatorOptions {
   maxHeld?: number;
   /** With a shared store: how often held receipts are looked up again, for submits made by another instance (default 500 ms). */
   recheckMs?: number;
-  /** Entries older than this are purged (default 7 days: receipts can trail validity periods of several days). */
+  /** Entries older than this are purged by `purge()` (default 7 days: receipts can trail validity periods of several days). */
   retentionMs?: number;
-  /** How often the purge runs (default 10 min). */
-  purgeEveryMs?: number;
   clock?: () => number;
 }
 
@@ -48,7 +46,6 @@ export class ReceiptCorrelator {
   private readonly retentionMs: number;
   private readonly clock: () => number;
   private recheckTimer: NodeJS.Timeout | undefined;
-  private readonly purgeTimer: NodeJS.Timeout;
   /** Receipts matched after being held (they beat their response). */
   matchedAfterHold = 0;
   heldOverflow = 0;
@@ -59,8 +56,6 @@ export class ReceiptCorrelator {
     this.recheckMs = options.recheckMs ?? 500;
     this.retentionMs = options.retentionMs ?? 7 * 86_400_000;
     this.clock = options.clock ?? Date.now;
-    this.purgeTimer = setInterval(() => void this.purge().catch(() => undefined), options.purgeEveryMs ?? 600_000);
-    this.purgeTimer.unref();
   }
 
   /** Receipts waiting for their submit_sm_resp now. */
@@ -171,6 +166,7 @@ export class ReceiptCorrelator {
     });
   }
 
+  /** Drops entries older than the retention (the gateway's cluster job `sms.correlation-purge`, every 10 min). */
   async purge(): Promise<number> {
     return this.store.purge(this.clock() - this.retentionMs);
   }
@@ -180,7 +176,6 @@ export class ReceiptCorrelator {
     this.closed = true;
     for (const t of this.rewrites) clearTimeout(t);
     this.rewrites.clear();
-    clearInterval(this.purgeTimer);
     clearInterval(this.recheckTimer);
     this.recheckTimer = undefined;
     for (const list of [...this.held.values()]) for (const w of [...list]) this.settle(w, undefined);

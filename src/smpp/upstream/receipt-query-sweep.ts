@@ -51,7 +51,7 @@ export interface ReceiptQuerySweepOptions {
   throttle?: Throttle;
   metrics?: UpstreamMetrics;
   log: { info(obj: object, msg?: string): void; warn(obj: object, msg?: string): void };
-  /** How often due queries are claimed (default 1 s; maxPerSecond is spent per tick). */
+  /** How often due queries are claimed (default 1 s; maxPerSecond is spent per tick): the interval its runner calls `run()` at. */
   tickMs?: number;
   /** Open messages read per discovery page (default 500). */
   pageSize?: number;
@@ -77,10 +77,10 @@ interface Enabled {
  * (discovery), then claims at most maxPerSecond due rows per live upstream and asks on that upstream's binds.
  */
 export class ReceiptQuerySweep {
-  private timer: NodeJS.Timeout | undefined;
   private running: Promise<void> | null = null;
   private readonly clock: () => number;
-  private readonly tickMs: number;
+  /** How often `run()` is meant to be called (the gateway's job `sms.receipt-queries` runs it at this interval). */
+  readonly tickMs: number;
   private readonly pageSize: number;
   private readonly leaseMs: number;
   private readonly retentionMs: number;
@@ -98,25 +98,22 @@ export class ReceiptQuerySweep {
     this.retentionMs = o.retentionMs ?? 7 * 86_400_000;
   }
 
-  start(): void {
-    this.timer = setInterval(() => void this.tick(), this.tickMs);
-    this.timer.unref();
-  }
-
+  /** Waits for a pass in progress. */
   async stop(): Promise<void> {
-    clearInterval(this.timer);
-    this.timer = undefined;
-    await this.running;
+    await this.running?.catch(() => undefined);
   }
 
-  /** One pass (ticks never overlap: a slow one makes the next wait). Never throws. */
-  tick(): Promise<void> {
-    this.running ??= this.pass()
-      .catch((err: unknown) => this.o.log.warn({ err: (err as Error).message }, 'receipt query pass failed'))
-      .finally(() => {
-        this.running = null;
-      });
+  /** One pass (passes never overlap: a call during one gets that one). Rejects when it failed. */
+  run(): Promise<void> {
+    this.running ??= this.pass().finally(() => {
+      this.running = null;
+    });
     return this.running;
+  }
+
+  /** One pass that never throws (a failure is logged). */
+  tick(): Promise<void> {
+    return this.run().catch((err: unknown) => this.o.log.warn({ err: (err as Error).message }, 'receipt query pass failed'));
   }
 
   private async pass(): Promise<void> {
