@@ -178,16 +178,20 @@ export class ReceiptCorrelator {
       const found = await this.store.matchKept(500);
       if (found.length === 0) return;
       const applied: string[] = [];
-      for (const f of found) {
-        try {
-          await this.onKeptMatch(f.kept, f.match);
-        } catch {
-          continue; // kept: the next sweep tries again
-        }
-        applied.push(f.id);
-        this.matchedAfterKeep++;
-        this.forgetKeys(f.kept);
-      }
+      const apply = this.onKeptMatch;
+      // Together, as receipts arriving at once are: each waits for its ledger commit, which batches them.
+      await Promise.all(
+        found.map(async (f) => {
+          try {
+            await apply(f.kept, f.match);
+          } catch {
+            return; // kept: the next sweep tries again
+          }
+          applied.push(f.id);
+          this.matchedAfterKeep++;
+          this.forgetKeys(f.kept);
+        }),
+      );
       await this.store.dropKept(applied);
       if (applied.length < found.length || found.length < 500) return;
     }
