@@ -174,7 +174,7 @@ t.test('the declared tables are the ones the core hard-coded before modules decl
     'logs log_sessions',
   ], 'purged in the same order');
   const vacuumed = (kind: string) => TABLES.filter((x) => x.vacuum === kind).map((x) => x.name).sort();
-  t.same(vacuumed('churn'), ['idempotency_keys', 'otp_codes', 'otp_phones', 'outbound_jobs', 'queue_items', 'shortlink_rollups', 'smpp_outbox', 'ussd_sessions', 'webhook_cursors', 'webhook_deliveries', 'webhook_events', 'webhook_ticks']);
+  t.same(vacuumed('churn'), ['idempotency_keys', 'otp_codes', 'otp_phones', 'outbound_jobs', 'queue_items', 'shortlink_rollups', 'smpp_outbox', 'upstream_kept_receipts', 'ussd_sessions', 'webhook_cursors', 'webhook_deliveries', 'webhook_events', 'webhook_ticks']);
   t.same(vacuumed('ledger'), ['email_messages', 'log_sessions', 'message_parts', 'messages', 'messenger_messages', 'request_logs', 'upstream_correlations']);
 });
 

@@ -110,3 +110,57 @@ t.test('receipts after a restart are correlated through the durable store', asyn
   await waitFor(() => second.receipts.length === 5, 5000, 'receipts after restart');
   t.same(second.receipts.map((r) => r.messageId).sort(), msgs.map((m) => m.id).sort());
 });
+
+t.test('a receipt that outlives its hold (the SMSC far ahead of the submit record) is kept and applied when the correlation lands', async (t) => {
+  const tdb = await sharedDb(t);
+  // Each receipt is sent 600 ms before its submit_sm_resp: three times the hold.
+  const s = await sim(t, { receiptsBeforeResponse: true, acceptLatencyMs: 600 });
+  const correlator = new ReceiptCorrelator(new SqlCorrelationStore(tdb.db), { holdMs: 200, sweepMs: 100 });
+  const unmatched: string[] = [];
+  const { pool, receipts } = testPool(t, [upstreamConfig('kept-a', s.port, { responseTimeoutMs: 5000 })], {
+    correlator,
+    onUnmatchedReceipt: (r) => {
+      unmatched.push(r.upstreamMessageId);
+    },
+  });
+  await waitUp(pool, ['kept-a']);
+  const msgs = Array.from({ length: 5 }, () => message());
+  const outcomes = await Promise.all(msgs.map((m) => pool.submit(m, ['kept-a'])));
+  t.ok(outcomes.every((o) => o.kind === 'accepted'), 'all accepted');
+  await waitFor(() => receipts.length === 5, 5000, 'the early receipts applied');
+  t.same(receipts.map((r) => r.messageId).sort(), msgs.map((m) => m.id).sort(), 'every receipt reached its own message');
+  t.ok(receipts.every((r) => r.stat === 'DELIVRD' && r.final && r.errorCode === '000' && r.doneDate instanceof Date), 'with the fields the SMSC wrote');
+  t.equal(correlator.matchedAfterKeep, 5, 'each was kept past its hold, then matched');
+  t.same(unmatched, [], 'none reported unmatched');
+  await waitFor(() => s.stats.receiptsAcked === 5, 2000, 'receipts acknowledged');
+  t.equal(s.stats.receiptsFailed, 0, 'acknowledged once kept: the SMSC did not have to offer them again');
+  const { rows } = await tdb.db.query<{ n: string }>(`SELECT count(*) AS n FROM upstream_kept_receipts WHERE upstream_id = 'kept-a'`);
+  t.equal(Number(rows[0].n), 0, 'nothing left kept');
+});
+
+t.test('kept receipts survive a restart; one whose correlation never lands is purged as unmatched after the keep time', async (t) => {
+  const tdb = await sharedDb(t);
+  const first = new ReceiptCorrelator(new SqlCorrelationStore(tdb.db), { holdMs: 50 });
+  t.equal(await first.match('kept-b', 'C0FFEE'), undefined, 'nothing recorded yet');
+  await first.keep('kept-b', { id: 'C0FFEE', state: 2, stat: 'DELIVRD', final: true, receivedAt: Date.now() });
+  await first.keep('kept-b', { id: 'dead01', state: 5, stat: 'UNDELIV', final: true, receivedAt: Date.now() });
+  first.close();
+
+  let now = Date.now();
+  const second = new ReceiptCorrelator(new SqlCorrelationStore(tdb.db), { sweepMs: 50, keepMs: 60_000, clock: () => now });
+  t.teardown(() => second.close());
+  const applied: Array<{ id: string; messageId: string }> = [];
+  second.onKeptMatch = async (k, m) => {
+    applied.push({ id: k.receipt.id, messageId: m.ref.messageId });
+  };
+  const expired: string[] = [];
+  second.onKeptExpired = (ks) => expired.push(...ks.map((k) => k.receipt.id));
+  await second.record('kept-b', 'as-is', 'ferry-kept', 1, [{ upstreamMessageId: 'c0ffee', partIndex: 0 }]);
+  await waitFor(() => applied.length === 1, 3000, 'the kept receipt applied after the restart');
+  t.same(applied, [{ id: 'C0FFEE', messageId: 'ferry-kept' }]);
+  now += 61_000;
+  await second.purge();
+  t.same(expired, ['dead01'], 'the other one ends unmatched');
+  const { rows } = await tdb.db.query<{ n: string }>(`SELECT count(*) AS n FROM upstream_kept_receipts WHERE upstream_id = 'kept-b'`);
+  t.equal(Number(rows[0].n), 0);
+});

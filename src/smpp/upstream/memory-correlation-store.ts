@@ -1,5 +1,5 @@
 import { trimOldest } from '../../util/trim-oldest.js';
-import type { CorrelationEntry, CorrelationMatch, CorrelationRef, CorrelationStore } from './correlation-store.js';
+import type { CorrelationEntry, CorrelationMatch, CorrelationRef, CorrelationStore, KeptReceipt, KeptReceiptMatch } from './correlation-store.js';
 
 export interface MemoryCorrelationStoreOptions {
   /** Entries kept; the oldest go first, a quarter at a time once it holds a quarter more (default 500,000, roughly 100 MB). */
@@ -16,6 +16,9 @@ export class MemoryCorrelationStore implements CorrelationStore {
   // Insertion order is creation order, so the oldest entries are always at the front.
   private readonly map = new Map<string, Stored>();
   private readonly maxEntries: number;
+  /** Kept receipts by id, oldest first; bounded like the entries. */
+  private readonly kept = new Map<string, KeptReceipt>();
+  private keptSeq = 0;
   evicted = 0;
 
   constructor(options: MemoryCorrelationStoreOptions = {}) {
@@ -53,7 +56,37 @@ export class MemoryCorrelationStore implements CorrelationStore {
     return n;
   }
 
+  async keep(receipt: KeptReceipt): Promise<void> {
+    this.kept.set(String(++this.keptSeq), receipt);
+    this.evicted += trimOldest(this.kept, this.maxEntries);
+  }
+
+  async matchKept(limit: number): Promise<KeptReceiptMatch[]> {
+    const out: KeptReceiptMatch[] = [];
+    for (const [id, kept] of this.kept) {
+      if (out.length >= limit) break;
+      const match = await this.find(kept.upstreamId, kept.keys);
+      if (match) out.push({ id, kept, match });
+    }
+    return out;
+  }
+
+  async dropKept(ids: readonly string[]): Promise<void> {
+    for (const id of ids) this.kept.delete(id);
+  }
+
+  async purgeKept(before: number): Promise<KeptReceipt[]> {
+    const out: KeptReceipt[] = [];
+    for (const [id, k] of this.kept) {
+      if (k.keptAt >= before) break;
+      this.kept.delete(id);
+      out.push(k);
+    }
+    return out;
+  }
+
   async close(): Promise<void> {
     this.map.clear();
+    this.kept.clear();
   }
 }

@@ -1,4 +1,4 @@
-import type { CorrelationEntry, CorrelationMatch, CorrelationRef, CorrelationStore } from './correlation-store.js';
+import type { CorrelationEntry, CorrelationMatch, CorrelationRef, CorrelationStore, KeptReceipt, KeptReceiptData } from './correlation-store.js';
 import type { AcceptedPart } from './outbound.js';
 import { correlationKey, receiptLookupKeys, type ReceiptIdFormat } from './receipt-id.js';
 
@@ -14,6 +14,10 @@ export interface ReceiptCorrelatorOptions {
   recheckMs?: number;
   /** Entries older than this are purged by `purge()` (default 7 days: receipts can trail validity periods of several days). */
   retentionMs?: number;
+  /** How long a receipt that outlived its hold is kept for its correlation to land (default 1 h). */
+  keepMs?: number;
+  /** How often kept receipts are matched against the store, while there are any or the store is shared (default 1 s). */
+  sweepMs?: number;
   clock?: () => number;
 }
 
@@ -29,6 +33,8 @@ interface Held {
  * Maps (upstream, upstream message id) → (Ferry message id, part). A receipt that arrives before its
  * submit_sm_resp (several SMSCs send them on another bind, or simply faster) is held for a bounded time and
  * matched when the response is recorded; hex/decimal, case and leading-zero differences are absorbed by the keys.
+ * One still unmatched after the hold is kept in the store (keep) and applied when its correlation lands, so a
+ * receipt that beats a stalled Ferry's record by more than the hold is not lost.
  */
 export class ReceiptCorrelator {
   private readonly held = new Map<string, Held[]>();
@@ -46,9 +52,25 @@ export class ReceiptCorrelator {
   private readonly retentionMs: number;
   private readonly clock: () => number;
   private recheckTimer: NodeJS.Timeout | undefined;
+  private readonly keepMs: number;
+  private readonly sweepMs: number;
+  private sweepTimer: NodeJS.Timeout | undefined;
+  private sweeping: Promise<void> | undefined;
+  private sweepAgain = false;
+  /** Lookup keys of receipts this instance kept and has not seen matched (upstream + NUL + key → count). */
+  private readonly keptKeys = new Map<string, number>();
   /** Receipts matched after being held (they beat their response). */
   matchedAfterHold = 0;
   heldOverflow = 0;
+  /** Kept receipts matched once their correlation landed. */
+  matchedAfterKeep = 0;
+  /**
+   * Applies a kept receipt whose correlation landed (the pool's receipt path). A throw leaves it kept, tried again at
+   * the next sweep.
+   */
+  onKeptMatch: ((kept: KeptReceipt, match: CorrelationMatch) => Promise<void>) | undefined;
+  /** Kept receipts dropped by purge() after the keep time: they end unmatched. */
+  onKeptExpired: ((kept: KeptReceipt[]) => void) | undefined;
 
   constructor(readonly store: CorrelationStore, options: ReceiptCorrelatorOptions = {}) {
     this.holdMs = options.holdMs ?? 10_000;
@@ -56,6 +78,10 @@ export class ReceiptCorrelator {
     this.recheckMs = options.recheckMs ?? 500;
     this.retentionMs = options.retentionMs ?? 7 * 86_400_000;
     this.clock = options.clock ?? Date.now;
+    this.keepMs = options.keepMs ?? 3_600_000;
+    this.sweepMs = options.sweepMs ?? 1000;
+    // Another instance may keep a receipt whose submit this one records: a shared store is swept all the time.
+    if (store.shared) this.ensureSweep();
   }
 
   /** Receipts waiting for their submit_sm_resp now. */
@@ -103,6 +129,94 @@ export class ReceiptCorrelator {
       throw err;
     }
     for (const k of local) this.unwritten.delete(k);
+    if (this.keptKeys.size > 0 && local.some((k) => this.keptKeys.has(k))) this.sweepSoon();
+  }
+
+  /**
+   * Keeps a receipt that matched nothing within the hold (its correlation is not recorded yet: the SMSC was faster
+   * than Ferry, or Ferry is stalled by load). Resolves once stored, so the SMSC may then be acknowledged; it is applied
+   * through onKeptMatch when the correlation lands, or dropped unmatched by purge() after keepMs.
+   */
+  async keep(upstreamId: string, receipt: KeptReceiptData): Promise<void> {
+    const keys = receiptLookupKeys(receipt.id);
+    await this.store.keep({ upstreamId, keys, receipt, keptAt: this.clock() });
+    for (const k of keys) {
+      const hk = upstreamId + '\u0000' + k;
+      this.keptKeys.set(hk, (this.keptKeys.get(hk) ?? 0) + 1);
+    }
+    this.ensureSweep();
+    // Its correlation may have landed while it was being stored.
+    this.sweepSoon();
+  }
+
+  /** Kept receipts matched and applied now (also run by the sweep timer). Never throws. */
+  sweepKept(): Promise<void> {
+    if (this.sweeping) {
+      this.sweepAgain = true;
+      return this.sweeping;
+    }
+    this.sweeping = this.sweepOnce()
+      .catch(() => undefined) // the store is down: the next sweep tries again
+      .finally(() => {
+        this.sweeping = undefined;
+        if (this.sweepAgain && !this.closed) {
+          this.sweepAgain = false;
+          void this.sweepKept();
+        }
+      });
+    return this.sweeping;
+  }
+
+  private async sweepOnce(): Promise<void> {
+    if (!this.onKeptMatch) return;
+    for (let round = 0; round < 100 && !this.closed; round++) {
+      const found = await this.store.matchKept(500);
+      if (found.length === 0) return;
+      const applied: string[] = [];
+      const apply = this.onKeptMatch;
+      // Together, as receipts arriving at once are: each waits for its ledger commit, which batches them.
+      await Promise.all(
+        found.map(async (f) => {
+          try {
+            await apply(f.kept, f.match);
+          } catch {
+            return; // kept: the next sweep tries again
+          }
+          applied.push(f.id);
+          this.matchedAfterKeep++;
+          this.forgetKeys(f.kept);
+        }),
+      );
+      await this.store.dropKept(applied);
+      if (applied.length < found.length || found.length < 500) return;
+    }
+  }
+
+  private forgetKeys(k: KeptReceipt): void {
+    for (const key of k.keys) {
+      const hk = k.upstreamId + '\u0000' + key;
+      const n = (this.keptKeys.get(hk) ?? 0) - 1;
+      if (n > 0) this.keptKeys.set(hk, n);
+      else this.keptKeys.delete(hk);
+    }
+  }
+
+  private sweepSoon(): void {
+    if (this.closed) return;
+    setImmediate(() => void this.sweepKept());
+  }
+
+  private ensureSweep(): void {
+    if (this.sweepTimer || this.closed) return;
+    this.sweepTimer = setInterval(() => {
+      if (!this.store.shared && this.keptKeys.size === 0) {
+        clearInterval(this.sweepTimer);
+        this.sweepTimer = undefined;
+        return;
+      }
+      void this.sweepKept();
+    }, this.sweepMs);
+    this.sweepTimer.unref();
   }
 
   private rewriteLater(entries: CorrelationEntry[], local: string[], attempt: number): void {
@@ -166,9 +280,18 @@ export class ReceiptCorrelator {
     });
   }
 
-  /** Drops entries older than the retention (the gateway's cluster job `sms.correlation-purge`, every 10 min). */
+  /**
+   * Drops correlations older than the retention, and kept receipts older than keepMs (reported to onKeptExpired): the
+   * gateway's cluster job `sms.correlation-purge`, every 10 min.
+   */
   async purge(): Promise<number> {
-    return this.store.purge(this.clock() - this.retentionMs);
+    const n = await this.store.purge(this.clock() - this.retentionMs);
+    const expired = await this.store.purgeKept(this.clock() - this.keepMs);
+    if (expired.length) {
+      for (const k of expired) this.forgetKeys(k);
+      this.onKeptExpired?.(expired);
+    }
+    return n;
   }
 
   /** Releases held receipts as unmatched and stops the timers (the store is closed by its owner). */
@@ -176,6 +299,8 @@ export class ReceiptCorrelator {
     this.closed = true;
     for (const t of this.rewrites) clearTimeout(t);
     this.rewrites.clear();
+    clearInterval(this.sweepTimer);
+    this.sweepTimer = undefined;
     clearInterval(this.recheckTimer);
     this.recheckTimer = undefined;
     for (const list of [...this.held.values()]) for (const w of [...list]) this.settle(w, undefined);

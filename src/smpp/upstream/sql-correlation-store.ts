@@ -1,6 +1,6 @@
 import { prepared } from '../../store/sql/prepared.js';
 import type { Db } from '../../store/types.js';
-import type { CorrelationEntry, CorrelationMatch, CorrelationStore } from './correlation-store.js';
+import type { CorrelationEntry, CorrelationMatch, CorrelationStore, KeptReceipt, KeptReceiptData, KeptReceiptMatch } from './correlation-store.js';
 
 // One primary-key probe per key. As a plain join, a batch of a few hundred keys made the planner hash the whole table
 // (a sequential scan per batch, growing with the table); OFFSET 0 keeps the subquery per key.
@@ -15,6 +15,29 @@ const UPSERT_SQL = prepared(`INSERT INTO upstream_correlations (upstream_id, ups
   SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::int[], $5::int[], $6::int8[])
   ON CONFLICT (upstream_id, upstream_key) DO UPDATE SET message_id = EXCLUDED.message_id, part_index = EXCLUDED.part_index,
     parts = EXCLUDED.parts, created_at = EXCLUDED.created_at`);
+
+// Kept receipts (migration 0041) whose correlation exists now: one primary-key probe per key of each kept receipt.
+const MATCH_KEPT_SQL = `SELECT k.id::text AS id, k.upstream_id, k.keys, k.receipt, k.kept_at, c.message_id, c.part_index, c.parts, c.key_index
+  FROM upstream_kept_receipts k
+  CROSS JOIN LATERAL (
+    SELECT u.message_id, u.part_index, u.parts, array_position(k.keys, u.upstream_key) - 1 AS key_index
+    FROM upstream_correlations u WHERE u.upstream_id = k.upstream_id AND u.upstream_key = ANY(k.keys)
+    ORDER BY 4 LIMIT 1
+  ) c
+  ORDER BY k.id LIMIT $1`;
+
+interface KeptRow {
+  id: string;
+  upstream_id: string;
+  keys: string[];
+  receipt: KeptReceiptData | string;
+  kept_at: string | number;
+}
+
+function keptOf(r: KeptRow): KeptReceipt {
+  const receipt = typeof r.receipt === 'string' ? (JSON.parse(r.receipt) as KeptReceiptData) : r.receipt;
+  return { upstreamId: r.upstream_id, keys: r.keys, receipt, keptAt: Number(r.kept_at) };
+}
 
 export interface SqlCorrelationStoreOptions {
   /** How long a write or lookup waits for company before its batch is sent (default 2 ms). */
@@ -96,6 +119,37 @@ export class SqlCorrelationStore implements CorrelationStore {
   async purge(before: number): Promise<number> {
     const r = await this.db.query('DELETE FROM upstream_correlations WHERE created_at < $1', [before]);
     return r.rowCount;
+  }
+
+  async keep(k: KeptReceipt): Promise<void> {
+    await this.db.query('INSERT INTO upstream_kept_receipts (upstream_id, keys, receipt, kept_at) VALUES ($1, $2::text[], $3::jsonb, $4)', [
+      k.upstreamId,
+      k.keys,
+      JSON.stringify(k.receipt),
+      k.keptAt,
+    ]);
+  }
+
+  async matchKept(limit: number): Promise<KeptReceiptMatch[]> {
+    const { rows } = await this.db.query<KeptRow & { message_id: string; part_index: number; parts: number; key_index: number }>(MATCH_KEPT_SQL, [limit]);
+    return rows.map((r) => ({
+      id: r.id,
+      kept: keptOf(r),
+      match: { ref: { messageId: r.message_id, partIndex: Number(r.part_index), parts: Number(r.parts) }, keyIndex: Number(r.key_index) },
+    }));
+  }
+
+  async dropKept(ids: readonly string[]): Promise<void> {
+    if (ids.length === 0) return;
+    await this.db.query('DELETE FROM upstream_kept_receipts WHERE id = ANY($1::int8[])', [ids]);
+  }
+
+  async purgeKept(before: number): Promise<KeptReceipt[]> {
+    const { rows } = await this.db.query<KeptRow>(
+      'DELETE FROM upstream_kept_receipts WHERE kept_at < $1 RETURNING id::text AS id, upstream_id, keys, receipt, kept_at',
+      [before],
+    );
+    return rows.map(keptOf);
   }
 
   /** Writes what is pending; the Db itself is closed by its owner. */

@@ -8,7 +8,8 @@ import { messageParts } from '../text/udh.js';
 import { MemoryCorrelationStore } from './memory-correlation-store.js';
 import type { OutboundMessage, SubmitOutcome, UnmatchedReceipt, UpstreamMo, UpstreamReceipt } from './outbound.js';
 import { ReceiptCorrelator } from './receipt-correlator.js';
-import { isReceiptPdu, readReceipt } from './receipt-pdu.js';
+import { isReceiptPdu, readReceipt, type ReceiptInfo } from './receipt-pdu.js';
+import type { CorrelationMatch, KeptReceiptData } from './correlation-store.js';
 import { retryDelay } from './retry-policy.js';
 import { Upstream, type UpstreamOptions, type UpstreamStatus } from './upstream.js';
 import type { BindState, UpstreamBind } from './upstream-bind.js';
@@ -73,6 +74,16 @@ export class UpstreamPool extends EventEmitter<UpstreamPoolEvents> {
     this.spillover = options.spillover ?? false;
     this.drainMs = options.drainMs ?? 5000;
     this.correlator = options.correlator ?? new ReceiptCorrelator(new MemoryCorrelationStore());
+    this.correlator.onKeptMatch = (kept, match) => this.applyMatched(kept.upstreamId, infoOfKept(kept.receipt), match, kept.receipt.receivedAt);
+    this.correlator.onKeptExpired = (expired) => {
+      for (const k of expired) {
+        this.handles.get(k.upstreamId)?.unmatchedReceipt();
+        const r = k.receipt;
+        void Promise.resolve(
+          this.options.onUnmatchedReceipt?.({ upstreamId: k.upstreamId, upstreamMessageId: r.id, state: r.state, stat: r.stat, receivedAt: r.receivedAt }),
+        ).catch(() => undefined);
+      }
+    };
     options.metrics?.setSource(this);
   }
 
@@ -243,13 +254,13 @@ export class UpstreamPool extends EventEmitter<UpstreamPoolEvents> {
     const started = performance.now();
     const handles = this.handles.get(up.id);
     try {
-      return await this.applyReceipt(pdu, up, handles);
+      return await this.applyReceipt(pdu, up);
     } finally {
       handles?.receiptAnswered((performance.now() - started) / 1000);
     }
   }
 
-  private async applyReceipt(pdu: DeliverSm, up: Upstream, handles: UpstreamMetricHandles | undefined): Promise<number> {
+  private async applyReceipt(pdu: DeliverSm, up: Upstream): Promise<number> {
     const receivedAt = Date.now();
     const info = readReceipt(pdu);
     if (!info) {
@@ -260,17 +271,24 @@ export class UpstreamPool extends EventEmitter<UpstreamPoolEvents> {
     if (!match) {
       // Shutting down: not unmatched, just unanswered; the SMSC redelivers it to the next instance.
       if (this.closed) throw new Error('upstream pool closed');
-      handles?.unmatchedReceipt();
-      await this.options.onUnmatchedReceipt?.({ upstreamId: up.id, upstreamMessageId: info.id, state: info.state, stat: info.stat, receivedAt });
+      // Its submit is not recorded yet (or never will be): kept, and acknowledged only once stored (a throw here
+      // answers ESME_RX_T_APPN and the SMSC offers it again). It is applied when the correlation lands.
+      await this.correlator.keep(up.id, keptOfInfo(info, receivedAt));
       return 0;
     }
+    await this.applyMatched(up.id, info, match, receivedAt);
+    return 0;
+  }
+
+  private async applyMatched(upstreamId: string, info: ReceiptInfo, match: CorrelationMatch, receivedAt: number): Promise<void> {
+    const handles = this.handles.get(upstreamId);
     if (match.keyIndex > 0) handles?.receiptIdFallback();
     handles?.receipt(info.state);
     const receipt: UpstreamReceipt = {
       messageId: match.ref.messageId,
       partIndex: match.ref.partIndex,
       parts: match.ref.parts,
-      upstreamId: up.id,
+      upstreamId,
       upstreamMessageId: info.id,
       state: info.state,
       stat: info.stat,
@@ -282,7 +300,6 @@ export class UpstreamPool extends EventEmitter<UpstreamPoolEvents> {
     if (info.submitDate) receipt.submitDate = info.submitDate;
     if (info.doneDate) receipt.doneDate = info.doneDate;
     await this.options.onReceipt?.(receipt);
-    return 0;
   }
 
   private async handleMo(pdu: DeliverSm, up: Upstream, bind: UpstreamBind): Promise<number> {
@@ -304,4 +321,23 @@ export class UpstreamPool extends EventEmitter<UpstreamPoolEvents> {
     const status = await this.options.onMo(mo);
     return typeof status === 'number' ? status : 0;
   }
+}
+
+/** A receipt's fields as kept in the store (JSON: dates as epoch ms, the network error code in hex). */
+function keptOfInfo(info: ReceiptInfo, receivedAt: number): KeptReceiptData {
+  const k: KeptReceiptData = { id: info.id, state: info.state, stat: info.stat, final: info.final, receivedAt };
+  if (info.errorCode !== undefined) k.errorCode = info.errorCode;
+  if (info.networkErrorCode) k.networkErrorCode = info.networkErrorCode.toString('hex');
+  if (info.submitDate) k.submitDate = info.submitDate.getTime();
+  if (info.doneDate) k.doneDate = info.doneDate.getTime();
+  return k;
+}
+
+function infoOfKept(k: KeptReceiptData): ReceiptInfo {
+  const info: ReceiptInfo = { id: k.id, state: k.state, stat: k.stat, final: k.final };
+  if (k.errorCode !== undefined) info.errorCode = k.errorCode;
+  if (k.networkErrorCode) info.networkErrorCode = Buffer.from(k.networkErrorCode, 'hex');
+  if (k.submitDate !== undefined) info.submitDate = new Date(k.submitDate);
+  if (k.doneDate !== undefined) info.doneDate = new Date(k.doneDate);
+  return info;
 }

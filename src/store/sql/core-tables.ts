@@ -48,6 +48,8 @@ export const CORE_TABLES: readonly TableDeclaration[] = [
   },
   { name: 'message_parts', vacuum: 'ledger' },
   { name: 'upstream_correlations', vacuum: 'ledger' },
+  // Receipts that came before their submit's correlation, until it lands (few, short-lived).
+  { name: 'upstream_kept_receipts', vacuum: 'churn' },
   // Rows come and go at message rates while few stay live: outboxes, the embedded queue, OTP codes, idempotency keys.
   { name: 'smpp_outbox', vacuum: 'churn' },
   { name: 'queue_items', vacuum: 'churn' },
