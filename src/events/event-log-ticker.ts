@@ -20,17 +20,23 @@ export const TICK_LOCK_SQL = `SELECT pg_advisory_xact_lock(7102455001)`;
 export const FRESH_TICK_SQL = `INSERT INTO webhook_ticks (snap, last_seq) SELECT pg_current_snapshot(), ${EVENT_SEQ_NOW_SQL} RETURNING id`;
 
 /**
- * A tick when anything may have become visible since the last one: an event was written (the sequence moved), or a
- * transaction that was still running at the last tick has committed since (it may hold events numbered before it).
- * One statement, so a tick costs nothing when nothing happened.
+ * A tick when anything may have become visible since the last one: an event was written (the sequence moved), a
+ * transaction that was still running at the last tick has committed since (it may hold events numbered before it),
+ * or, at most every IDLE_TICK_MS, any transaction id was handed out since: an INSERT takes its event's number before
+ * its transaction id, so a transaction can hold an event numbered before the last tick without being in that tick's
+ * running list (PgQ ticks when idle for the same reason). One statement, so a tick costs nothing when nothing happened.
  */
 const TICK_SQL = prepared(`WITH cur AS (SELECT pg_current_snapshot() AS snap, ${EVENT_SEQ_NOW_SQL} AS seq),
-  l AS (SELECT last_seq, snap FROM webhook_ticks ORDER BY id DESC LIMIT 1)
+  l AS (SELECT last_seq, snap, at FROM webhook_ticks ORDER BY id DESC LIMIT 1)
   INSERT INTO webhook_ticks (snap, last_seq)
   SELECT cur.snap, cur.seq FROM cur LEFT JOIN l ON true
   WHERE l.last_seq IS NULL OR cur.seq > l.last_seq
     OR EXISTS (SELECT 1 FROM pg_snapshot_xip(l.snap) x WHERE pg_visible_in_snapshot(x, cur.snap))
+    OR (l.at < clock_timestamp() - make_interval(secs => $1::float8 / 1000.0) AND pg_snapshot_xmax(cur.snap) > pg_snapshot_xmax(l.snap))
   RETURNING id, last_seq`);
+
+/** How long a transaction may hold events without a tick seeing them, at most (see TICK_SQL). */
+const IDLE_TICK_MS = 1000;
 
 const LATEST_SQL = prepared(`SELECT id, last_seq FROM webhook_ticks ORDER BY id DESC LIMIT 1`);
 
@@ -103,7 +109,7 @@ export class EventLogTicker {
     try {
       const rows = await this.o.db.tx(async (q) => {
         await q.query(TICK_LOCK_SQL);
-        return (await q.query<{ id: string; last_seq: string }>(TICK_SQL)).rows;
+        return (await q.query<{ id: string; last_seq: string }>(TICK_SQL, [IDLE_TICK_MS])).rows;
       });
       this.busy = rows.length > 0;
       if (rows[0]) this.o.onTick?.({ id: Number(rows[0].id), lastSeq: Number(rows[0].last_seq) });

@@ -57,6 +57,20 @@ t.test(`an event whose transaction was open across ticks is delivered once it co
   await client.query('COMMIT');
   await until(() => rx.received.length, (n) => n >= 4);
   t.same(rx.received.map((r) => r.json.id).sort(), [...early, late].sort(), 'every event once, the late one included');
+
+  // An INSERT takes its event's number before its transaction id: a tick in between sees the number handed out and
+  // no running transaction. Nothing else happens afterwards; the event must still arrive.
+  await client.query('BEGIN');
+  const seq = (await client.query<{ n: string }>(`SELECT nextval('webhook_events_seq_seq') AS n`)).rows[0].n;
+  const ticked = (await d.daemon.db.query<{ id: string }>(`SELECT max(id) AS id FROM webhook_ticks`)).rows[0].id;
+  await until(async () => (await d.daemon.db.query<{ id: string }>(`SELECT max(id) AS id FROM webhook_ticks`)).rows[0].id, (id) => id !== ticked);
+  const numbered = (await client.query<{ id: string }>(
+    `INSERT INTO webhook_events (id, seq, account_id, type, payload) VALUES ('evt_' || replace(gen_random_uuid()::text, '-', ''), $2, $1, 'sms.inbound', '{}') RETURNING id`,
+    [account.id, seq],
+  )).rows[0].id;
+  await client.query('COMMIT');
+  await until(() => rx.received.length, (n) => n >= 5);
+  t.equal(rx.received.at(-1)!.json.id, numbered, 'an event numbered before a tick that could not see its transaction arrives');
 });
 
 t.test(`two instances stream one endpoint's events exactly once, and one takes over when the other stops (${backendLabel})`, async (t) => {
@@ -117,8 +131,11 @@ t.test(`a dead endpoint's backlog costs a healthy endpoint no rows (${backendLab
   // The healthy endpoint's next batch, as its stream reads it, measured in rows the plan touched.
   await emit(d, account.id, 10, 'otp.requested');
   await until(() => rx.received.length, (n) => n >= 10);
-  const cursor = await d.daemon.db.query<{ tick_id: string }>(`SELECT tick_id FROM webhook_cursors WHERE endpoint_id = $1`, [healthy]);
-  const before = Number(cursor.rows[0].tick_id);
+  // Where its stream stands once those ten are written (the cursor is written with the batch, after its sends).
+  const before = await until(
+    async () => (await d.daemon.db.query<{ tick_id: string; delivered: string }>(`SELECT tick_id, delivered FROM webhook_cursors WHERE endpoint_id = $1`, [healthy])).rows[0],
+    (c) => Number(c.delivered) >= 10,
+  ).then((c) => Number(c.tick_id));
   await emit(d, account.id, 10, 'otp.requested');
   const latest = await until(
     async () => Number((await d.daemon.db.query<{ id: string }>(`SELECT max(id) AS id FROM webhook_ticks`)).rows[0].id),
