@@ -1,6 +1,7 @@
 import type { Logger } from 'pino';
 import type { Tick } from '../../events/event-log-ticker.js';
 import { prepared } from '../../store/sql/prepared.js';
+import { WakeableSleep } from '../../util/wakeable-sleep.js';
 import type { Db } from '../../store/types.js';
 import type { EndpointSlots } from './endpoint-slots.js';
 import type { WebhookMetrics } from './webhook-metrics.js';
@@ -117,6 +118,26 @@ function ms(v: unknown): number {
   return v instanceof Date ? v.getTime() : new Date(v as string).getTime();
 }
 
+function bodyOf(ev: EventRow): string {
+  return eventBody({ id: ev.id!, type: ev.type, createdAt: ms(ev.created_at), accountId: ev.account_id, payload: ev.payload });
+}
+
+/** The row a batch writes for one of its events (a failed attempt, one that waits, or a sample). */
+function streamRow(endpointId: string, ev: EventRow, status: StreamRow['status'], dueInMs: number, r: AttemptResult | undefined, attempts: number): StreamRow {
+  return {
+    endpointId,
+    eventId: ev.id!,
+    eventSeq: Number(ev.seq),
+    messageKey: ev.message_key,
+    status,
+    attempts,
+    dueInMs,
+    statusCode: r?.statusCode ?? null,
+    error: r?.error ?? null,
+    latencyMs: r?.latencyMs ?? null,
+  };
+}
+
 function jitter(delay: number): number {
   return Math.max(1, Math.round(delay * (0.8 + Math.random() * 0.4)));
 }
@@ -139,7 +160,7 @@ export class EventStream {
   private readonly work = new Set<Promise<void>>();
   private stopped = false;
   private loop: Promise<void> | null = null;
-  private wakeUp: (() => void) | null = null;
+  private readonly pause = new WakeableSleep();
   private lastClaim = 0;
   private total = 0;
   private readonly globalWaiters: (() => void)[] = [];
@@ -160,7 +181,7 @@ export class EventStream {
   }
 
   wake(): void {
-    this.wakeUp?.();
+    this.pause.wake();
   }
 
   /** Stops reading; batches in flight finish (each attempt ends within the timeout) and are written. */
@@ -171,17 +192,6 @@ export class EventStream {
     while (this.work.size) await Promise.allSettled([...this.work]);
     // Another instance may take these over at once.
     await this.o.db.query(`UPDATE webhook_cursors SET owner = NULL, lease_until = NULL WHERE owner = $1`, [this.holder]).catch(() => undefined);
-  }
-
-  private sleep(msDelay: number): Promise<void> {
-    return new Promise<void>((resolve) => {
-      const t = setTimeout(done, msDelay);
-      function done() {
-        clearTimeout(t);
-        resolve();
-      }
-      this.wakeUp = done;
-    }).finally(() => (this.wakeUp = null));
   }
 
   private async run(): Promise<void> {
@@ -206,7 +216,7 @@ export class EventStream {
       } catch (err) {
         this.o.log.warn({ err: (err as Error).message }, 'webhook stream poll failed');
       }
-      if (!this.stopped) await this.sleep(this.o.pollMs ?? 200);
+      if (!this.stopped) await this.pause.sleep(this.o.pollMs ?? 200);
     }
   }
 
@@ -325,18 +335,7 @@ export class EventStream {
       else groups.set(key, [ev]);
     }
     const park = (ev: EventRow, status: StreamRow['status'], dueInMs: number, r?: AttemptResult, attempts = 0) =>
-      written.push({
-        endpointId: e.id,
-        eventId: ev.id!,
-        eventSeq: Number(ev.seq),
-        messageKey: ev.message_key,
-        status,
-        attempts,
-        dueInMs,
-        statusCode: r?.statusCode ?? null,
-        error: r?.error ?? null,
-        latencyMs: r?.latencyMs ?? null,
-      });
+      written.push(streamRow(e.id, ev, status, dueInMs, r, attempts));
     const firstDelay = jitter(this.o.retryScheduleMs[0] ?? 0);
     let lastError: string | null = null;
     let recovered = false;
@@ -351,7 +350,7 @@ export class EventStream {
           for (const rest of g.slice(i)) park(rest, 'pending', ev.blocked ? 0 : firstDelay);
           return;
         }
-        const r = await this.attempt(e, ev);
+        const r = await this.attempt(e, ev.id!, bodyOf(ev));
         if (r.error !== null && (probe || e.failures + 1 >= FAIL_FAST)) down = true;
         if (r.error === null) {
           delivered++;
@@ -410,18 +409,7 @@ export class EventStream {
     let delivered = 0;
     const firstDelay = jitter(this.o.retryScheduleMs[0] ?? 0);
     const park = (ev: EventRow, status: StreamRow['status'], r?: AttemptResult, attempts = 0) =>
-      written.push({
-        endpointId: e.id,
-        eventId: ev.id!,
-        eventSeq: Number(ev.seq),
-        messageKey: ev.message_key,
-        status,
-        attempts,
-        dueInMs: status === 'delivered' ? 0 : ev.blocked ? 0 : firstDelay,
-        statusCode: r?.statusCode ?? null,
-        error: r?.error ?? null,
-        latencyMs: r?.latencyMs ?? null,
-      });
+      written.push(streamRow(e.id, ev, status, status === 'delivered' || ev.blocked ? 0 : firstDelay, r, attempts));
     // Events of a message with an earlier event in the retry set wait there, and so do that message's later ones.
     const waiting = new Set<string>();
     const ready: EventRow[] = [];
@@ -439,19 +427,10 @@ export class EventStream {
         for (const ev of chunk) park(ev, 'pending');
         continue;
       }
-      const body = `[${chunk.map((ev) => eventBody({ id: ev.id!, type: ev.type, createdAt: ms(ev.created_at), accountId: ev.account_id, payload: ev.payload })).join(',')}]`;
+      const body = `[${chunk.map(bodyOf).join(',')}]`;
       // Derived from its events, so the same array sent again after a crash has the same id.
       const webhookId = `whb_${chunk[0].id!.slice(4)}_${chunk.length}`;
-      await this.globalSlot();
-      await this.o.slots.take(e.id);
-      let r: AttemptResult;
-      try {
-        r = await this.o.poster.post(e, webhookId, body);
-      } finally {
-        this.o.slots.release(e.id);
-        this.total--;
-        this.globalWaiters.shift()?.();
-      }
+      const r = await this.attempt(e, webhookId, body);
       if (r.error === null) {
         delivered += chunk.length;
         this.o.metrics.deliveries.inc({ outcome: 'delivered' }, chunk.length);
@@ -479,11 +458,11 @@ export class EventStream {
   }
 
   /** One attempt on a slot of the endpoint (shared with the retry set) and of this instance's stream total. */
-  private async attempt(e: Endpoint, ev: EventRow): Promise<AttemptResult> {
+  private async attempt(e: Endpoint, webhookId: string, body: string): Promise<AttemptResult> {
     await this.globalSlot();
     await this.o.slots.take(e.id);
     try {
-      return await this.o.poster.post(e, ev.id!, eventBody({ id: ev.id!, type: ev.type, createdAt: ms(ev.created_at), accountId: ev.account_id, payload: ev.payload }));
+      return await this.o.poster.post(e, webhookId, body);
     } finally {
       this.o.slots.release(e.id);
       this.total--;

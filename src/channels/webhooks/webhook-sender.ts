@@ -1,6 +1,7 @@
 import type { Logger } from 'pino';
 import { GroupCommit } from '../../ledger/group-commit.js';
 import { prepared } from '../../store/sql/prepared.js';
+import { WakeableSleep } from '../../util/wakeable-sleep.js';
 import type { Db } from '../../store/types.js';
 import type { EndpointSlots } from './endpoint-slots.js';
 import type { RetrySet } from './retry-set.js';
@@ -161,7 +162,7 @@ export class WebhookSender {
   private readonly delivered: GroupCommit<Delivered, void>;
   private stopped = false;
   private loop: Promise<void> | null = null;
-  private wakeUp: (() => void) | null = null;
+  private readonly pause = new WakeableSleep();
 
   constructor(private readonly o: WebhookSenderOptions) {
     this.delivered = new GroupCommit<Delivered, void>(this.writeDelivered, { lingerMs: 1, maxInFlight: 2, maxBatch: 500, maxPending: Number.MAX_SAFE_INTEGER });
@@ -177,7 +178,7 @@ export class WebhookSender {
   }
 
   wake(): void {
-    this.wakeUp?.();
+    this.pause.wake();
   }
 
   /** Stops leasing and waits for sends in flight (each ends within the timeout) and their writes. */
@@ -192,17 +193,6 @@ export class WebhookSender {
     await this.delivered.close();
   }
 
-  private sleep(msDelay: number): Promise<void> {
-    return new Promise<void>((resolve) => {
-      const t = setTimeout(done, msDelay);
-      function done() {
-        clearTimeout(t);
-        resolve();
-      }
-      this.wakeUp = done;
-    }).finally(() => (this.wakeUp = null));
-  }
-
   private async run(): Promise<void> {
     const pollMs = this.o.pollMs ?? 100;
     const lowWater = Math.min(LEASE_BATCH, Math.ceil(this.holdCap / 4));
@@ -210,7 +200,7 @@ export class WebhookSender {
       const room = Math.min(this.holdCap - this.held.size, this.o.maxConcurrency - this.total);
       // Full: wait for deliveries to settle (each wakes the loop) rather than lease a few at a time.
       if (room < Math.min(lowWater, this.o.maxConcurrency)) {
-        await this.sleep(pollMs);
+        await this.pause.sleep(pollMs);
         continue;
       }
       let items: string[] = [];
@@ -228,7 +218,7 @@ export class WebhookSender {
         fresh.push(id);
       }
       if (fresh.length) this.track(this.load(fresh));
-      if (!items.length) await this.sleep(pollMs);
+      if (!items.length) await this.pause.sleep(pollMs);
     }
   }
 
