@@ -354,15 +354,9 @@ export class EventStream {
         if (r.error !== null && (probe || e.failures + 1 >= FAIL_FAST)) down = true;
         if (r.error === null) {
           delivered++;
-          this.o.metrics.deliveries.inc({ outcome: 'delivered' });
-          if (e.failing || e.failures > 0) recovered = true;
-          e.failures = 0;
-          e.failing = false;
-          const now = Date.now();
-          if (now - e.lastSampleAt >= (this.o.sampleEveryMs ?? 1000)) {
-            e.lastSampleAt = now;
-            park(ev, 'delivered', 0, r, 1);
-          }
+          const ok = this.succeeded(e, 1);
+          if (ok.recovered) recovered = true;
+          if (ok.sample) park(ev, 'delivered', 0, r, 1);
           continue;
         }
         lastError = r.error;
@@ -433,15 +427,9 @@ export class EventStream {
       const r = await this.attempt(e, webhookId, body);
       if (r.error === null) {
         delivered += chunk.length;
-        this.o.metrics.deliveries.inc({ outcome: 'delivered' }, chunk.length);
-        if (e.failing || e.failures > 0) recovered = true;
-        e.failures = 0;
-        e.failing = false;
-        const now = Date.now();
-        if (now - e.lastSampleAt >= (this.o.sampleEveryMs ?? 1000)) {
-          e.lastSampleAt = now;
-          park(chunk[0], 'delivered', r, 1);
-        }
+        const ok = this.succeeded(e, chunk.length);
+        if (ok.recovered) recovered = true;
+        if (ok.sample) park(chunk[0], 'delivered', r, 1);
         continue;
       }
       lastError = r.error;
@@ -455,6 +443,18 @@ export class EventStream {
       this.o.log.warn({ endpoint: e.id }, 'webhook endpoint disabled after failing continuously');
     }
     return { written, delivered };
+  }
+
+  /** A successful POST of `events` events: the endpoint is healthy again; `sample`: log this one (at most one a period). */
+  private succeeded(e: Endpoint, events: number): { recovered: boolean; sample: boolean } {
+    this.o.metrics.deliveries.inc({ outcome: 'delivered' }, events);
+    const recovered = e.failing || e.failures > 0;
+    e.failures = 0;
+    e.failing = false;
+    const now = Date.now();
+    const sample = now - e.lastSampleAt >= (this.o.sampleEveryMs ?? 1000);
+    if (sample) e.lastSampleAt = now;
+    return { recovered, sample };
   }
 
   /** One attempt on a slot of the endpoint (shared with the retry set) and of this instance's stream total. */

@@ -300,5 +300,9 @@ t.test(`a backlog for one endpoint is held, not sent round the queue, and each m
     t.ok(types.length === 4 && final(types[3]), `${id}: final event last (${types.join(', ')})`);
   }
   const metrics = (await call(d.admin, 'GET', '/metrics')).text;
-  t.equal(Number(/^ferry_webhook_endpoint_busy_total\{action="deferred"\} (\d+)/m.exec(metrics)?.[1] ?? 0), 0, 'nothing was deferred');
+  // Three refusals in a row put the rest of the stream's batch in the retry set at once, so a few deliveries may be
+  // deferred there while the endpoint's attempt time is still a guess; the backlog must not go round (before, it did:
+  // every delivery found 32 already waiting).
+  const deferred = Number(/^ferry_webhook_endpoint_busy_total\{action="deferred"\} (\d+)/m.exec(metrics)?.[1] ?? 0);
+  t.ok(deferred <= N / 2, `deferred ${deferred} times for ${N * 4} deliveries`);
 });
