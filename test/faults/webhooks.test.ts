@@ -1,11 +1,14 @@
 // Slow and dead webhook receivers under SMS traffic: a receiver that hangs and one that refuses connections do
 // not hold back a healthy one, their deliveries are retried and logged, and no event is lost: once the dead one
-// comes back every event reaches it.
+// comes back every event reaches it. And Postgres out of reach for seconds while events keep being committed: every
+// event arrives once it is back.
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import t from 'tap';
-import { accountWithKey, call, startDaemon } from '../helpers/daemon.js';
-import { backendLabel } from '../helpers/env.js';
+import pg from 'pg';
+import { accountWithKey, call, startDaemon, testEnv } from '../helpers/daemon.js';
+import { backendLabel, DATABASE_URL } from '../helpers/env.js';
+import { TcpProxy } from './tcp-proxy.js';
 import { WebhookReceiver } from '../helpers/webhook-receiver.js';
 import { waitFor } from '../helpers/wait.js';
 
@@ -84,4 +87,55 @@ t.test(`slow and dead webhook receivers (${backendLabel})`, async (t) => {
   }
   t.ok(logged, 'the hung receiver is logged as timing out');
   t.comment(`webhook faults: backend=${backendLabel} events=${N} healthyAllIn=${healthyMs}ms revivedGotAll=${revivedEvents.length >= N} slowTried=${slow.received.length}`);
+});
+
+t.test(`Postgres out of reach mid-delivery: every event arrives once it is back (${backendLabel})`, { skip: DATABASE_URL ? false : 'needs DATABASE_URL (the embedded database is inside the daemon)' }, async (t) => {
+  // The daemon reaches Postgres through a proxy the test cuts; the test writes events through its own connection.
+  const { env, store } = await testEnv({ FERRY_WEBHOOKS_ALLOW_PRIVATE_TARGETS: 'true', FERRY_WEBHOOKS_RETRY_SCHEDULE: '300ms,300ms,1s,1s,2s,2s,5s,5s' });
+  const proxy = new TcpProxy(5432);
+  await proxy.up();
+  t.teardown(() => proxy.down());
+  const url = new URL(store.url!);
+  url.host = `127.0.0.1:${proxy.port}`;
+  const d = await startDaemon({}, { env: { ...env, DATABASE_URL: url.toString() }, store });
+  t.teardown(() => d.stop());
+  const rx = await WebhookReceiver.start();
+  t.teardown(() => rx.close());
+  // Every fifth event is refused once: the retry set is at work when Postgres goes away too.
+  const refused = new Set<string>();
+  rx.respond = (r) => {
+    const id = r.json?.id as string;
+    if (Number.parseInt(id.slice(-2), 16) % 5 !== 0 || refused.has(id)) return 200;
+    refused.add(id);
+    return 500;
+  };
+  const { account, token } = await accountWithKey(d, 'pgcut');
+  t.equal((await call(d.api, 'POST', '/v1/webhooks', { token, body: { url: rx.url, events: ['*'] } })).status, 200);
+
+  const direct = new pg.Client({ connectionString: store.url! });
+  await direct.connect();
+  t.teardown(() => direct.end());
+  const emit = async (n: number): Promise<string[]> =>
+    (
+      await direct.query<{ id: string }>(
+        `INSERT INTO webhook_events (id, account_id, type, payload) SELECT 'evt_' || replace(gen_random_uuid()::text, '-', ''), $1, 'sms.inbound', '{}' FROM generate_series(1, $2) RETURNING id`,
+        [account.id, n],
+      )
+    ).rows.map((r) => r.id);
+  const ids: string[] = [];
+  for (let i = 0; i < 10; i++) ids.push(...(await emit(10)));
+  await waitFor(() => rx.received.length >= 20, 15_000, 'deliveries under way');
+
+  await proxy.down();
+  const cutAt = Date.now();
+  for (let i = 0; i < 10; i++) {
+    ids.push(...(await emit(10)));
+    await new Promise((r) => setTimeout(r, 300));
+  }
+  await proxy.up();
+  const distinct = () => new Set(rx.received.map((r) => r.json.id as string));
+  await waitFor(() => ids.every((id) => distinct().has(id)), 60_000, 'every event at the receiver');
+  t.equal(distinct().size, ids.length, `all ${ids.length} events arrived after Postgres was out of reach for ${Date.now() - cutAt} ms at most`);
+  const extra = rx.received.length - ids.length - refused.size;
+  t.comment(`webhooks, Postgres cut: events=${ids.length} refusedOnce=${refused.size} sentAgain=${extra} (a batch whose cursor write was cut is sent again)`);
 });
