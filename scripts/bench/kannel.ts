@@ -40,6 +40,7 @@ const USAGE = `usage: npm run bench -- kannel [options]
   --webhooks        Ferry's bench account gets a webhook endpoint taking every event (a loopback receiver), so
                     its receipts reach an application as Kannel's reach the dlr-url; each Ferry round then
                     also reports when its last webhook was in
+  --webhook-batch N with --webhooks: the endpoint takes batched delivery, arrays of up to N events
 
 Kannel logs as much as Ferry: --log-level sets both (warn, the default: Kannel at warning, no access logs;
 info: Kannel at info with its access logs on, as Ferry's access log is).
@@ -92,7 +93,7 @@ async function listening(port: number, child: Child): Promise<void> {
 
 await runScenario({
   name: 'kannel',
-  flags: ['messages', 'concurrency', 'pairs', 'binds', 'window', 'webhooks'],
+  flags: ['messages', 'concurrency', 'pairs', 'binds', 'window', 'webhooks', 'webhook-batch'],
   stackOverrides: (args) => (args.has('webhooks') ? { daemonEnv: WEBHOOK_DAEMON_ENV } : {}),
   usage: USAGE,
   defaults: { upstreamBinds: 4, upstreamWindow: 100 },

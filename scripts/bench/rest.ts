@@ -33,7 +33,7 @@ ${WEBHOOKS_USAGE}`;
 
 await runScenario({
   name: 'rest',
-  flags: ['seconds', 'messages', 'concurrency', 'rate', 'warmup-seconds', 'bulk-batches', 'bulk-size', 'bulk-concurrency', 'webhooks'],
+  flags: ['seconds', 'messages', 'concurrency', 'rate', 'warmup-seconds', 'bulk-batches', 'bulk-size', 'bulk-concurrency', 'webhooks', 'webhook-batch'],
   usage: USAGE,
   stackOverrides: (args) => (args.has('webhooks') ? { daemonEnv: WEBHOOK_DAEMON_ENV } : {}),
   budgetSeconds: (args, common) => args.number('seconds', 10) + args.number('warmup-seconds', 8) + 60 + 3 * common.finalTimeoutSeconds,

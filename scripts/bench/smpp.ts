@@ -33,7 +33,7 @@ ${WEBHOOKS_USAGE}`;
 
 await runScenario({
   name: 'smpp',
-  flags: ['messages', 'seconds', 'binds', 'window', 'rate', 'warmup', 'webhooks'],
+  flags: ['messages', 'seconds', 'binds', 'window', 'rate', 'warmup', 'webhooks', 'webhook-batch'],
   usage: USAGE,
   stackOverrides: (args) => (args.has('webhooks') ? { daemonEnv: WEBHOOK_DAEMON_ENV } : {}),
   // Warm-up submits (at most max(10, T) s) and measured ones (T s), each followed by its receipts.

@@ -64,18 +64,24 @@ function onDelivery(req: http.IncomingMessage, body: string): void {
   lastArrival = now;
   const id = String(req.headers['webhook-id'] ?? '');
   if (!signatureOk(id, String(req.headers['webhook-timestamp'] ?? ''), body, String(req.headers['webhook-signature'] ?? ''))) badSignatures++;
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(body);
+  } catch {
+    badBodies++;
+    return;
+  }
+  // A batched delivery is an array of events under a webhook-id of its own; each event counts by its id.
+  if (Array.isArray(parsed)) for (const event of parsed as { id?: string; type?: string; createdAt?: string }[]) record(String(event.id), event, now);
+  else record(id, parsed as { type?: string; createdAt?: string }, now);
+}
+
+function record(id: string, event: { type?: string; createdAt?: string }, now: number): void {
   if (seen.has(id)) {
     duplicates++;
     return;
   }
   seen.add(id);
-  let event: { type?: string; createdAt?: string };
-  try {
-    event = JSON.parse(body);
-  } catch {
-    badBodies++;
-    return;
-  }
   const type = String(event.type);
   byType.set(type, (byType.get(type) ?? 0) + 1);
   if (n < CAPACITY) {

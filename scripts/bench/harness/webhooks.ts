@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { packageRoot } from '../../../src/util/paths.js';
+import { Args } from './args.js';
 import { Child, freePort } from './proc.js';
 import { fmt, type Row } from './report.js';
 import type { ScenarioContext } from './scenario.js';
@@ -17,7 +18,8 @@ import type { ReceiverStats } from './webhook-receiver.js';
 export const EVENTS_PER_MESSAGE = 3;
 
 export const WEBHOOKS_USAGE = `  --webhooks           a webhook endpoint of the bench account takes every event (a loopback receiver
-                       answering 200 at once); a phase counts once its webhooks are in`;
+                       answering 200 at once); a phase counts once its webhooks are in
+  --webhook-batch N    with --webhooks: the endpoint takes batched delivery, arrays of up to N events`;
 
 /** Daemon settings a loopback receiver needs (private targets are refused by default). */
 export const WEBHOOK_DAEMON_ENV: Record<string, string> = { FERRY_WEBHOOKS_ALLOW_PRIVATE_TARGETS: 'true' };
@@ -30,6 +32,7 @@ export class WebhookBench {
 
   /** Starts the receiver (sampled as `receiver`) and subscribes the account behind `token` to every event. */
   static async start(ctx: ScenarioContext, apiUrl: string, token: string, authScheme = 'Basic'): Promise<WebhookBench> {
+    const batch = new Args().number('webhook-batch', 0, { min: 0, max: 1000, integer: true });
     const port = await freePort();
     let listening!: () => void;
     const ready = new Promise<void>((r) => (listening = r));
@@ -50,12 +53,12 @@ export class WebhookBench {
     const res = await fetch(`${apiUrl}/v1/webhooks`, {
       method: 'POST',
       headers: { authorization: `${authScheme} ${token}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ url: `http://127.0.0.1:${port}/hook`, events: ['*'], description: 'bench receiver' }),
+      body: JSON.stringify({ url: `http://127.0.0.1:${port}/hook`, events: ['*'], description: 'bench receiver', ...(batch ? { batch: { maxEvents: batch, maxWaitMs: 100 } } : {}) }),
     });
     const body = (await res.json()) as { success: boolean; code: string; message: string; data?: { secret?: string } };
     if (!body.success || !body.data?.secret) throw new Error(`creating the bench webhook endpoint: HTTP ${res.status} ${body.code}: ${body.message}`);
     await fetch(`http://127.0.0.1:${port}/secret`, { method: 'PUT', body: body.data.secret });
-    ctx.log(`webhook receiver pid ${child.pid} on 127.0.0.1:${port}, subscribed to every event`);
+    ctx.log(`webhook receiver pid ${child.pid} on 127.0.0.1:${port}, subscribed to every event${batch ? `, in arrays of up to ${batch}` : ''}`);
     return bench;
   }
 
