@@ -339,6 +339,8 @@ export class EventStream {
     const firstDelay = jitter(this.o.retryScheduleMs[0] ?? 0);
     let lastError: string | null = null;
     let recovered = false;
+    // Whether the batch's last attempt to end failed: that decides the endpoint's state when both happened.
+    let endedFailing = false;
     // The receiver looks down: its probe failed, or several attempts in a row did. The rest waits in the retry set.
     let down = false;
 
@@ -352,6 +354,7 @@ export class EventStream {
         }
         const r = await this.attempt(e, ev.id!, bodyOf(ev));
         if (r.error !== null && (probe || e.failures + 1 >= FAIL_FAST)) down = true;
+        endedFailing = r.error !== null;
         if (r.error === null) {
           delivered++;
           const ok = this.succeeded(e, 1);
@@ -384,8 +387,10 @@ export class EventStream {
       if (running.size >= this.o.slots.capOf()) await Promise.race(running);
     }
     await Promise.all(running);
+    // Failing continuously means no success since: any success clears it, and a batch whose last attempt failed starts
+    // it again from now.
     if (recovered) await this.o.store.recovered([e.id]);
-    if (lastError !== null) {
+    if (lastError !== null && endedFailing) {
       if (await this.o.store.recordFailure(e.id, this.o.disableAfterMs, lastError)) {
         e.enabled = false;
         this.o.log.warn({ endpoint: e.id }, 'webhook endpoint disabled after failing continuously');
@@ -415,6 +420,7 @@ export class EventStream {
     }
     let lastError: string | null = null;
     let recovered = false;
+    let endedFailing = false;
     for (let i = 0; i < ready.length; i += max) {
       const chunk = ready.slice(i, i + max);
       if (e.failures >= FAIL_FAST || (e.failures > 0 && i > 0)) {
@@ -425,6 +431,7 @@ export class EventStream {
       // Derived from its events, so the same array sent again after a crash has the same id.
       const webhookId = `whb_${chunk[0].id!.slice(4)}_${chunk.length}`;
       const r = await this.attempt(e, webhookId, body);
+      endedFailing = r.error !== null;
       if (r.error === null) {
         delivered += chunk.length;
         const ok = this.succeeded(e, chunk.length);
@@ -438,7 +445,7 @@ export class EventStream {
       for (const ev of chunk) park(ev, 'failed', r, 1);
     }
     if (recovered) await this.o.store.recovered([e.id]);
-    if (lastError !== null && (await this.o.store.recordFailure(e.id, this.o.disableAfterMs, lastError))) {
+    if (lastError !== null && endedFailing && (await this.o.store.recordFailure(e.id, this.o.disableAfterMs, lastError))) {
       e.enabled = false;
       this.o.log.warn({ endpoint: e.id }, 'webhook endpoint disabled after failing continuously');
     }
