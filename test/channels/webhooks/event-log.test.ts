@@ -29,11 +29,7 @@ async function endpoint(d: TestDaemon, token: string, url: string, events = ['*'
   return r.json.data.id;
 }
 
-t.test(`an event whose transaction was open across ticks is delivered once it commits (${backendLabel})`, async (t) => {
-  if (!DATABASE_URL) {
-    t.comment('skipped: needs a second connection to hold a transaction open (Postgres); the embedded database has one');
-    return;
-  }
+t.test(`an event whose transaction was open across ticks is delivered once it commits (${backendLabel})`, { skip: DATABASE_URL ? false : 'needs a second connection to hold a transaction open (Postgres); the embedded database has one' }, async (t) => {
   const d = await startDaemon(ENV);
   t.teardown(() => d.stop());
   const rx = await WebhookReceiver.start();
@@ -73,11 +69,7 @@ t.test(`an event whose transaction was open across ticks is delivered once it co
   t.equal(rx.received.at(-1)!.json.id, numbered, 'an event numbered before a tick that could not see its transaction arrives');
 });
 
-t.test(`two instances stream one endpoint's events exactly once, and one takes over when the other stops (${backendLabel})`, async (t) => {
-  if (!DATABASE_URL) {
-    t.comment('skipped: two instances share Postgres and Redis; the embedded backends are one process');
-    return;
-  }
+t.test(`two instances stream one endpoint's events exactly once, and one takes over when the other stops (${backendLabel})`, { skip: DATABASE_URL ? false : 'two instances share Postgres and Redis; the embedded backends are one process' }, async (t) => {
   const a = await startDaemon({ ...ENV, FERRY_WEBHOOKS_MAX_CONCURRENCY_PER_ENDPOINT: '2' });
   t.teardown(() => a.stop());
   const b = await startDaemon({}, a.reuse);
