@@ -1,9 +1,9 @@
 import { spawnSync } from 'node:child_process';
-import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { join, relative } from 'node:path';
-import { packageRoot } from '../../src/util/paths.js';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { sourceHash as hashOfSource } from './source-hash.mjs';
 
 /**
  * The compiled CLI (dist/) for tests that spawn `ferry`, only when it was compiled from the source as it is now.
@@ -12,27 +12,15 @@ import { packageRoot } from '../../src/util/paths.js';
  * a hash of every compiler input. A dist/ whose stamp does not match the source is never used: the caller falls
  * back to tsx, which always runs the source.
  */
+// Found from this file rather than src/util/paths.js: tap's build step loads this, and no module of src/ should load
+// before the build it decides on.
+const packageRoot = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const STAMP = join(packageRoot, 'dist', '.source-hash');
 const LOCK = join(packageRoot, 'dist', '.build-lock');
 
 /** A hash of what `npm run build` compiles: every .ts file under src/ (path and content) and the tsconfig files. */
 export function sourceHash(root = packageRoot): string {
-  const hash = createHash('sha256');
-  const files: string[] = [];
-  const walk = (dir: string): void => {
-    for (const entry of readdirSync(dir, { withFileTypes: true })) {
-      const path = join(dir, entry.name);
-      if (entry.isDirectory()) walk(path);
-      else if (entry.name.endsWith('.ts')) files.push(path);
-    }
-  };
-  walk(join(root, 'src'));
-  files.push(join(root, 'tsconfig.json'), join(root, 'tsconfig.build.json'));
-  for (const file of files.sort()) {
-    hash.update(relative(root, file)).update('\0');
-    hash.update(readFileSync(file)).update('\0');
-  }
-  return hash.digest('hex');
+  return hashOfSource(root);
 }
 
 /** Whether `root`'s dist/ holds a CLI built from its source as it is now (its stamp is the source's hash). */
@@ -68,6 +56,8 @@ export function ensureBuilt(): 'fresh' | 'built' | { failed: string } {
     const tsc = createRequire(join(packageRoot, 'package.json')).resolve('typescript/bin/tsc');
     const run = spawnSync(process.execPath, [tsc, '-p', join(packageRoot, 'tsconfig.build.json')], { cwd: packageRoot, encoding: 'utf8' });
     if (run.status !== 0) return { failed: `tsc exited ${run.status}:\n${run.stdout}${run.stderr}` };
+    // The package's bin, as `npm run build` leaves it (postbuild): `npx ferry` runs the file itself.
+    chmodSync(join(packageRoot, 'dist', 'cli', 'index.js'), 0o755);
     // A file edited during the build may not be in dist/: stamp only what was compiled from one state of the source.
     if (sourceHash() === before) writeFileSync(STAMP, before + '\n');
     return 'built';
