@@ -1,8 +1,9 @@
 /**
  * Outbound pipeline benchmark: N jobs enqueued (in product transactions of --batch jobs), then drained through the
- * pipeline to a loopback HTTP provider (a separate process) answering at once. On Postgres + Redis when DATABASE_URL
- * and REDIS_URL are set, else embedded (PGlite + the SQL queue). Prints jobs/s and CPU per 1,000 jobs of this
- * process (pipeline, and on the embedded backend the database too) and of the provider.
+ * pipeline to a loopback HTTP provider (a separate process) answering at once. On Postgres when DATABASE_URL is set,
+ * else embedded (PGlite); the pipeline claims its jobs from the database alone (REDIS_URL, when set with it, serves only
+ * the rest of the backends). Prints jobs/s and CPU per 1,000 jobs of this process (pipeline, and on the embedded
+ * backend the database too) and of the provider.
  *
  *   npm run bench -- outbound [--jobs 20000] [--concurrency 64] [--batch 1000] [--accounts 10] [--no-events] [--json]
  */
@@ -36,7 +37,7 @@ const USAGE = `usage: npm run bench -- outbound [--jobs 20000] [--concurrency 64
   --batch B         jobs per product transaction when enqueueing (default 1,000)
   --accounts A      accounts the jobs are spread over (default 10; each may use all C)
   --no-events       no webhook endpoint subscribes, so no event rows are stored (default: every event stored)
-  backend: Postgres + Redis when DATABASE_URL and REDIS_URL are set, else embedded (PGlite + SQL queue)`;
+  backend: Postgres when DATABASE_URL is set, else embedded (PGlite)`;
 
 const args = new Args();
 let N: number, C: number, BATCH: number, ACCOUNTS: number;
@@ -58,7 +59,7 @@ try {
 const events = !args.has('no-events');
 const databaseUrl = process.env.DATABASE_URL || null;
 const redisUrl = databaseUrl ? process.env.REDIS_URL || null : null;
-const backendName = databaseUrl && redisUrl ? 'postgres+redis' : databaseUrl ? 'postgres+sql-queue' : 'pglite+sql-queue';
+const backendName = databaseUrl ? 'postgres' : 'pglite';
 const log = (line: string) => process.stderr.write(`bench: ${line}\n`);
 
 // Scratch storage, always removed.
@@ -152,7 +153,6 @@ try {
       })),
     );
   }
-  await pipeline.flush();
   const enqueueSecs = (performance.now() - e0) / 1000;
   const enqueueCpu = process.cpuUsage(cpu0);
 

@@ -260,10 +260,10 @@ export const coreConfigSchema = {
       type: 'object',
       additionalProperties: false,
       default: {},
-      description: 'the outbound pipeline of messenger and email: its reconciler makes the queues agree with the jobs table',
+      description: 'the outbound pipeline of messenger and email: its reconciler fails jobs past their deadline that nobody holds',
       properties: {
-        reconcileIntervalSeconds: { type: 'integer', minimum: 1, default: 30, description: 'how often pending jobs missing from their queue are pushed again and jobs past their deadline failed' },
-        staleSeconds: { type: 'integer', minimum: 1, default: 60, description: 'a pending job untouched this long is pushed again (pushing is idempotent); every pending job is pushed once at start' },
+        reconcileIntervalSeconds: { type: 'integer', minimum: 1, default: 30, description: 'how often pending jobs past their deadline that nobody holds are failed' },
+        staleSeconds: { type: 'integer', minimum: 1, default: 60, description: 'no longer used (the workers claim jobs from the table; nothing is pushed again); accepted so that existing configurations load' },
       },
     },
     retention: {

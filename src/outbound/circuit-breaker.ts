@@ -22,7 +22,7 @@ export interface Permit {
 
 /**
  * A circuit breaker for one provider endpoint. Closed: every request goes; `failureThreshold` consecutive failures
- * open it. Open: nothing goes until the open period ends (the jobs wait in the queue, not in memory). Half-open:
+ * open it. Open: nothing goes until the open period ends (the jobs wait in the table, not in memory). Half-open:
  * `halfOpenProbes` requests go; a success closes the breaker, a failure opens it again for twice as long.
  * A throttled answer (the provider is alive but asks Ferry to slow down) holds the breaker open for the time asked,
  * without counting as a failure. Time comes from the injected clock, so every window is tested without sleeping.

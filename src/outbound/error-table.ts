@@ -5,7 +5,7 @@ import type { SendResult } from './types.js';
  * - `retry`: trouble at the provider (5xx, "temporarily unavailable"): retried with exponential backoff; counts
  *   towards the endpoint's circuit breaker.
  * - `backoff`: the provider throttles (429, rate-limit codes): retried after its Retry-After, the endpoint pauses until
- *   then (its other jobs wait in the queue); not a breaker failure, the provider is alive.
+ *   then (its other jobs wait in the table); not a breaker failure, the provider is alive.
  * - `later`: only this message must wait (a per-recipient rate limit, media to fetch again): retried after its
  *   Retry-After or with backoff; the endpoint goes on and the breaker counts the answer as a sign of life.
  * - `fail`: permanent for this message (bad recipient, rejected content, bad credentials): final failed state with the

@@ -1,6 +1,6 @@
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
-import type { QueueStats } from '../store/types.js';
 import type { BreakerState } from './circuit-breaker.js';
+import type { JobCounts } from './outbound-store.js';
 
 /** Result classes of one request to a provider. */
 export type ResultClass = 'sent' | 'retry' | 'throttled' | 'fail' | 'timeout' | 'error';
@@ -8,7 +8,8 @@ export type ResultClass = 'sent' | 'retry' | 'throttled' | 'fail' | 'timeout' | 
 /** What the scrape reads from the pipeline, per provider. */
 export interface OutboundMetricSources {
   providers(): string[];
-  queueStats(provider: string): Promise<QueueStats>;
+  /** Pending jobs per provider in outbound_jobs (one read for every provider). */
+  jobCounts(): Promise<Map<string, JobCounts>>;
   /** Creation time of the oldest pending job (epoch ms), or null. */
   oldestPending(provider: string): Promise<number | null>;
   breakers(provider: string): Record<BreakerState, number>;
@@ -60,7 +61,7 @@ export class OutboundMetrics {
     });
     this.deferred = new Counter({
       name: 'ferry_outbound_deferred_total',
-      help: 'Leased jobs handed back to the queue unsent: breaker (endpoint open), account_cap (account at its concurrency), busy (claimed elsewhere or not yet due), stale (waited too long in memory), stopping',
+      help: 'Claimed jobs handed back unsent (claim ended, due again later): breaker (endpoint open), account_cap (account at its concurrency), stale (waited too long in memory), stopping',
       labelNames: ['provider', 'reason'] as const,
       registers: [registry],
     });
@@ -84,7 +85,7 @@ export class OutboundMetrics {
     });
     this.held = new Gauge({
       name: 'ferry_outbound_held_jobs',
-      help: 'Jobs this instance holds in memory (leased and not yet recorded), bounded by the provider hold cap',
+      help: 'Jobs this instance holds in memory (claimed and not yet recorded), bounded by the provider hold cap',
       labelNames: ['provider'] as const,
       registers: [registry],
       collect() {
@@ -93,25 +94,22 @@ export class OutboundMetrics {
     });
     this.queueDepth = new Gauge({
       name: 'ferry_outbound_queue_depth',
-      help: 'Outbound queue items per provider: due, scheduled (waiting for a retry or a later send), leased; read on scrape',
+      help: 'Pending outbound jobs per provider (every instance): due (waiting for a worker), scheduled (waiting for a retry or a later send), claimed (being sent); read on scrape',
       labelNames: ['provider', 'state'] as const,
       registers: [registry],
       async collect() {
+        let counts: Map<string, JobCounts>;
+        try {
+          counts = await sources.jobCounts();
+        } catch {
+          // Database down: ferry_backend_up says so; keep the last values.
+          return;
+        }
         for (const p of sources.providers()) {
-          try {
-            const st = await sources.queueStats(p);
-            let due = 0;
-            let scheduled = 0;
-            for (const l of st.lanes) {
-              due += l.due;
-              scheduled += l.scheduled;
-            }
-            this.set({ provider: p, state: 'due' }, due);
-            this.set({ provider: p, state: 'scheduled' }, scheduled);
-            this.set({ provider: p, state: 'leased' }, st.leased);
-          } catch {
-            // Backend down: ferry_backend_up says so; keep the last values.
-          }
+          const c = counts.get(p) ?? { due: 0, scheduled: 0, claimed: 0 };
+          this.set({ provider: p, state: 'due' }, c.due);
+          this.set({ provider: p, state: 'scheduled' }, c.scheduled);
+          this.set({ provider: p, state: 'claimed' }, c.claimed);
         }
       },
     });

@@ -1,18 +1,17 @@
 import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
-import { QueueFeeder } from '../dispatch/queue-feeder.js';
 import { isEventType, type EventType } from '../events/catalogue.js';
 import { EventOutbox, type NewEvent } from '../events/event-outbox.js';
 import { GroupCommit } from '../ledger/group-commit.js';
 import type { Backends, Queryable, Transaction } from '../store/types.js';
 import { newId } from '../util/ids.js';
-import { backoffDelay, DEFAULT_BACKOFF, type BackoffPolicy } from './backoff.js';
+import { RetryPolicy, type BackoffPolicy } from '../delivery/retry-policy.js';
 import type { BreakerState, CircuitBreakerOptions } from './circuit-breaker.js';
 import { OutboundMetrics } from './outbound-metrics.js';
-import { OutboundStore, type HistoryRow, type JobRow } from './outbound-store.js';
+import { OutboundStore, type HistoryRow, type JobCounts, type JobRow } from './outbound-store.js';
 import { ProviderWorker, type WorkerOutcome } from './provider-worker.js';
 import type { StateMachine } from './state-machine.js';
-import type { EnqueuedJob, NewOutboundJob, OutboundJob, OutboundQueuePayload, ProviderAdapter, SendResult, StateChange, StatusOutcome } from './types.js';
+import type { EnqueuedJob, NewOutboundJob, OutboundJob, ProviderAdapter, SendResult, StateChange, StatusOutcome } from './types.js';
 
 /** A product's part in the pipeline. */
 export interface OutboundProduct<P = any> {
@@ -28,12 +27,6 @@ export interface OutboundProduct<P = any> {
   onChange?(q: Transaction, changes: readonly StateChange<P>[]): Promise<void>;
 }
 
-/** What the pipeline needs of its reconciler (OutboundReconciler): started with it, stopped first. */
-export interface PipelineReconciler {
-  start(): void;
-  stop(): Promise<void>;
-}
-
 /** A provider's adapter and its limits. */
 export interface OutboundProvider<P = any> {
   adapter: ProviderAdapter<P>;
@@ -45,7 +38,7 @@ export interface OutboundProvider<P = any> {
   holdCap?: number;
   /** A request without an answer after this long is a retryable PROVIDER_TIMEOUT (default 30 s). */
   sendTimeoutMs?: number;
-  /** Queue lease and row claim (default sendTimeoutMs + 60 s): a crashed instance's jobs come back after it. */
+  /** A job's claim while one worker sends it (default sendTimeoutMs + 60 s): a crashed instance's jobs are claimable again after it. */
   leaseMs?: number;
   /** How long a throttled endpoint pauses when the provider gave no Retry-After (default 1 s). */
   throttleMs?: number;
@@ -53,7 +46,7 @@ export interface OutboundProvider<P = any> {
 }
 
 export interface OutboundPipelineOptions {
-  backends: Pick<Backends, 'db' | 'queue'>;
+  backends: Pick<Backends, 'db'>;
   log: Logger;
   products: Readonly<Record<string, OutboundProduct>>;
   providers: readonly OutboundProvider[];
@@ -61,7 +54,10 @@ export interface OutboundPipelineOptions {
   /** Metrics are registered here when given. */
   registry?: Registry;
   outbox?: EventOutbox;
-  /** Poll interval of an idle or paused provider (default 100 ms). */
+  /**
+   * How often an idle or paused provider's worker looks for due jobs (default 100 ms): the longest a job enqueued by
+   * another instance, or a retry coming due, waits before this instance may claim it.
+   */
   pollMs?: number;
 }
 
@@ -88,27 +84,24 @@ export interface PipelineStats {
 
 interface ProductRuntime {
   def: OutboundProduct;
-  backoff: BackoffPolicy;
+  /** Backoff by attempts (Retry-After honoured); never final by count: the deadline ends a job's retries. */
+  retry: RetryPolicy;
 }
 
-/** Queue items die of attempts only at this count: deadlines end jobs, not attempt counts. */
-export const QUEUE_MAX_ATTEMPTS = 1_000_000;
-/** Retry-After is honoured, then spread by up to this share upwards (jobs told the same time do not return together). */
-const RETRY_AFTER_SPREAD = 0.1;
 const PROVIDER_NAME = /^[a-z0-9][a-z0-9_-]{0,40}$/;
 
 type Finished = { product: string; outcome: 'sent' | 'failed' | 'deadline' };
 
-type Mutation = { kind: 'outcome'; o: WorkerOutcome; worker: ProviderWorker } | { kind: 'status'; u: StatusUpdate } | { kind: 'expire'; id: string };
+type Mutation = { kind: 'outcome'; o: WorkerOutcome } | { kind: 'status'; u: StatusUpdate } | { kind: 'expire'; id: string };
 
 /**
  * THE outbound pipeline of every non-SMPP product. A product enqueues jobs inside its own transaction (its row, the job
- * and the first history row and event commit together), pushes them after the commit, and the pipeline does the rest:
- * lease per provider with bounded concurrency per provider and per account, send through the adapter, classify the
- * result, retry with exponential backoff and jitter (honouring Retry-After) up to the product's deadline, stop calling a
- * dead endpoint (circuit breaker), and record every state change as a history row and a `<product>.<event>` webhook
- * event in one transaction. Provider callbacks come in through applyStatus, under the same forward-only state machine.
- * The SQL row is the truth; the queue is the work in flight (OutboundReconciler repairs what it lost).
+ * and the first history row and event commit together), wakes the pipeline after the commit, and the pipeline does the
+ * rest: claim due jobs per provider straight from outbound_jobs with bounded concurrency per provider and per account,
+ * send through the adapter, classify the result, retry with exponential backoff and jitter (honouring Retry-After) up
+ * to the product's deadline, stop calling a dead endpoint (circuit breaker), and record every state change as a history
+ * row and a `<product>.<event>` webhook event in one transaction. Provider callbacks come in through applyStatus, under
+ * the same forward-only state machine. The row is the only record of a job: there is no queue to lose it from.
  */
 export class OutboundPipeline {
   readonly store: OutboundStore;
@@ -118,13 +111,10 @@ export class OutboundPipeline {
   private readonly outbox: EventOutbox;
   private readonly products = new Map<string, ProductRuntime>();
   private readonly workers = new Map<string, ProviderWorker>();
-  private readonly feeders = new Map<string, QueueFeeder<OutboundQueuePayload>>();
-  private readonly recorder: GroupCommit<{ o: WorkerOutcome; worker: ProviderWorker }, void>;
+  private readonly recorder: GroupCommit<WorkerOutcome, void>;
   /** Sent results being recorded, by provider and provider id: a callback for one of them waits for its record. */
   private readonly recording = new Map<string, Promise<void>>();
   private abandoned = false;
-  /** Repairs what the queues lose; a pipeline with products does not start without one. */
-  private reconciler: PipelineReconciler | null = null;
 
   constructor(private readonly o: OutboundPipelineOptions) {
     this.clock = o.clock ?? Date.now;
@@ -137,12 +127,12 @@ export class OutboundPipeline {
         if (!isEventType(t)) throw new Error(`product ${name}: event type ${t} is not registered (registerEventTypes)`);
       }
       if (!(def.deadlineMs > 0)) throw new Error(`product ${name}: deadlineMs must be positive`);
-      this.products.set(name, { def, backoff: { ...DEFAULT_BACKOFF, ...def.backoff } });
+      this.products.set(name, { def, retry: RetryPolicy.backoff(def.backoff) });
     }
     this.metrics = o.registry
       ? new OutboundMetrics(o.registry, {
           providers: () => [...this.workers.keys()],
-          queueStats: (p) => this.workers.get(p)!.queue.stats(),
+          jobCounts: () => this.store.counts(this.clock()),
           oldestPending: (p) => this.store.oldestPending(p),
           breakers: (p) => this.workers.get(p)?.breakerCounts() ?? { closed: 0, open: 0, 'half-open': 0 },
           held: (p) => this.workers.get(p)?.stats().held ?? 0,
@@ -156,10 +146,8 @@ export class OutboundPipeline {
       if (this.workers.has(name)) throw new Error(`provider ${name} is configured twice`);
       const maxConcurrency = Math.max(1, p.maxConcurrency ?? 16);
       const sendTimeoutMs = Math.max(1, p.sendTimeoutMs ?? 30_000);
-      const queue = o.backends.queue<OutboundQueuePayload>(`outbound:${name}`);
       const worker: ProviderWorker = new ProviderWorker(
         p.adapter,
-        queue,
         {
           maxConcurrency,
           maxPerAccount: Math.max(1, Math.min(maxConcurrency, p.maxPerAccount ?? maxConcurrency)),
@@ -170,25 +158,11 @@ export class OutboundPipeline {
           throttleMs: p.throttleMs ?? 1000,
           breaker: p.breaker ?? {},
         },
-        { clock: this.clock, log: this.log, store: this.store, metrics: this.metrics, record: (outcome): Promise<void> => this.record(outcome, worker) },
+        { clock: this.clock, log: this.log, store: this.store, metrics: this.metrics, record: (outcome): Promise<void> => this.record(outcome) },
       );
       this.workers.set(name, worker);
-      this.feeders.set(
-        name,
-        new QueueFeeder(queue, {
-          onPushed: () => worker.wake(),
-          onError: (err, count) => this.log.warn({ provider: name, count, err: (err as Error).message }, 'outbound push failed; the reconciler pushes the jobs again'),
-        }),
-      );
     }
     this.recorder = new GroupCommit(this.writeOutcomes, { lingerMs: 1, maxInFlight: 2, maxBatch: 500, maxPending: Number.MAX_SAFE_INTEGER });
-  }
-
-  /** The queue of a provider (`outbound:<provider>`). */
-  queueOf(provider: string) {
-    const w = this.workers.get(provider);
-    if (!w) throw new Error(`unknown provider ${provider}`);
-    return w.queue;
   }
 
   providerNames(): string[] {
@@ -215,9 +189,17 @@ export class OutboundPipeline {
     return { held, maxHeld, holdCap, providers };
   }
 
+  /** Pending jobs of each provider in outbound_jobs (all instances): due, scheduled, claimed. */
+  async jobCounts(): Promise<Record<string, JobCounts>> {
+    const counts = await this.store.counts(this.clock());
+    const out: Record<string, JobCounts> = {};
+    for (const name of this.workers.keys()) out[name] = counts.get(name) ?? { due: 0, scheduled: 0, claimed: 0 };
+    return out;
+  }
+
   /**
    * Writes jobs inside the caller's transaction: the job rows, their first history rows and the initial state's event
-   * (when the product's machine has one). After the transaction commits, hand the result to `push`.
+   * (when the product's machine has one). After the transaction commits, hand the result to `wake`.
    */
   async enqueue(q: Queryable, jobs: readonly NewOutboundJob[]): Promise<EnqueuedJob[]> {
     if (!jobs.length) return [];
@@ -265,37 +247,39 @@ export class OutboundPipeline {
     return rows.map((r) => ({ id: r.id, provider: r.provider, messageId: r.messageId, lane: r.lane, runAt: r.nextAttemptAt }));
   }
 
-  /** After the enqueue's commit: to the providers' queues (batched; a lost push is repaired by the reconciler). */
-  push(jobs: readonly EnqueuedJob[]): void {
-    for (const j of jobs) {
-      const f = this.feeders.get(j.provider);
-      if (!f) throw new Error(`unknown provider ${j.provider}`);
-      f.push({ id: j.id, lane: j.lane, payload: { p: j.provider }, runAt: j.runAt, maxAttempts: QUEUE_MAX_ATTEMPTS });
+  /**
+   * After the enqueue's commit: this instance's workers of those jobs' providers (every provider without jobs) look for
+   * due jobs now rather than at their next poll. Only a hint: a wake that never comes (a crash right after the commit,
+   * a job enqueued by another instance) costs at most one poll interval.
+   */
+  wake(jobs?: readonly EnqueuedJob[]): void {
+    if (!jobs) {
+      for (const w of this.workers.values()) w.wake();
+      return;
     }
+    const now = this.clock();
+    const providers = new Set<string>();
+    for (const j of jobs) if (j.runAt <= now) providers.add(j.provider);
+    for (const p of providers) this.workers.get(p)?.wake();
   }
 
-  /** Pushes whatever is buffered and waits for it to reach the queues. */
-  async flush(): Promise<void> {
-    await Promise.all([...this.feeders.values()].map((f) => f.flush()));
-  }
-
-  /** Enqueue and push in one call, with the product's own statements (`inTx`) in the same transaction. */
+  /** Enqueue and wake in one call, with the product's own statements (`inTx`) in the same transaction. */
   async submit(jobs: readonly NewOutboundJob[], inTx?: (q: Transaction) => Promise<void>): Promise<EnqueuedJob[]> {
     const enqueued = await this.o.backends.db.tx(async (q) => {
       if (inTx) await inTx(q);
       return this.enqueue(q, jobs);
     });
-    this.push(enqueued);
+    this.wake(enqueued);
     return enqueued;
   }
 
   /**
    * Enqueue one job (like submit) and make its first attempt at once, for a product whose answer wants the provider's
-   * id. The job's row is claimed as a worker claims it before it is pushed, so no worker sends it while this attempt
-   * runs; the outcome is recorded like a worker's. The job is pushed to its queue once the attempt ends without a final
-   * outcome (a retry, no claim, an error) and not at all when it was sent or failed: a crash meanwhile leaves it to
-   * the reconciler and the claim's end, as for a worker's crash. `attempt` resolves with the send's result (null: not
-   * attempted here).
+   * id. The job's row is claimed as a worker claims it, so no worker sends it while this attempt runs; the outcome is
+   * recorded like a worker's (a retry schedules the next attempt in the same write). When it was not attempted here
+   * (not claimable, the breaker open, at the concurrency cap) it stays due for the workers, and this instance's is
+   * woken; a crash meanwhile leaves the claim to run out, as for a worker's crash. `attempt` resolves with the send's
+   * result (null: not attempted here).
    */
   async submitAndAttempt(job: NewOutboundJob, inTx?: (q: Transaction) => Promise<void>): Promise<{ job: EnqueuedJob; attempt: Promise<SendResult | null> }> {
     const [enqueued] = await this.o.backends.db.tx(async (q) => {
@@ -305,55 +289,36 @@ export class OutboundPipeline {
     const worker = this.workers.get(enqueued.provider)!;
     const attempt = worker.sendNow(enqueued.id).then(
       (r) => {
-        if (!r || r.kind === 'retry') this.push([enqueued]);
+        if (!r) worker.wake();
         return r;
       },
       (err: unknown) => {
-        this.log.warn({ jobId: enqueued.id, err: (err as Error).message }, 'outbound inline attempt failed; the job goes to its queue');
-        this.push([enqueued]);
+        this.log.warn({ jobId: enqueued.id, err: (err as Error).message }, 'outbound inline attempt failed; the workers take the job');
+        worker.wake();
         return null;
       },
     );
     return { job: enqueued, attempt };
   }
 
-  /** Work was queued from elsewhere (the reconciler): lease now rather than at the next poll. */
-  wake(): void {
-    for (const w of this.workers.values()) w.wake();
-  }
-
-  /** The reconciler that starts and stops with this pipeline (OutboundReconciler attaches itself). */
-  attachReconciler(r: PipelineReconciler): void {
-    if (this.reconciler && this.reconciler !== r) throw new Error('the outbound pipeline already has a reconciler');
-    this.reconciler = r;
-  }
-
   /**
-   * Starts the workers and the reconciler. Refused without a reconciler when products use the pipeline: the SQL row is
-   * the truth and the queue only the work in flight, so a push lost after its commit, a queue that lost its data, or a
-   * deadline nobody enforces would leave their jobs pending forever.
+   * Starts the workers: each claims its provider's due jobs from outbound_jobs, those committed before this start
+   * included (nothing to load or repair first).
    */
   start(): void {
     if (this.abandoned) throw new Error('an abandoned pipeline does not start again');
-    if (this.products.size && !this.reconciler) {
-      throw new Error(`the outbound pipeline of ${[...this.products.keys()].join(', ')} needs a reconciler (new OutboundReconciler({ pipeline })) before it starts: without one a lost queue entry stays pending forever`);
-    }
     for (const w of this.workers.values()) w.start();
-    this.reconciler?.start();
   }
 
-  /** Stops the reconciler and leasing, hands waiting jobs back, and waits for requests in flight to be recorded. */
+  /** Stops claiming, hands waiting jobs back (due at once, for another instance), and waits for requests in flight to be recorded. */
   async stop(): Promise<void> {
-    await this.reconciler?.stop();
     await Promise.all([...this.workers.values()].map((w) => w.stop()));
     await this.recorder.flush();
-    await this.flush();
   }
 
-  /** Stops as a crash would (nothing more recorded or settled): for the fault tests. */
+  /** Stops as a crash would (nothing more recorded, claims left to run out): for the fault tests. */
   async abandon(): Promise<void> {
     this.abandoned = true;
-    await this.reconciler?.stop();
     await Promise.all([...this.workers.values()].map((w) => w.abandon()));
   }
 
@@ -402,30 +367,22 @@ export class OutboundPipeline {
   async expire(ids: readonly string[]): Promise<number> {
     if (!ids.length) return 0;
     let n = 0;
-    const expired: Array<{ id: string; provider: string }> = [];
     const finished = await this.o.backends.db.tx(async (q) => {
       const rows = new Map<string, JobRow>();
       for (const r of await this.store.lock(q, ids)) rows.set(r.id, r);
       const muts: Mutation[] = ids.map((id) => ({ kind: 'expire', id }));
       const outcomes: StatusOutcome[] = new Array(ids.length).fill('not_found');
       const fin = await this.apply(q, muts, (m) => (m.kind === 'expire' ? rows.get(m.id) : undefined), outcomes);
-      for (let i = 0; i < ids.length; i++) {
-        if (outcomes[i] === 'changed') {
-          n++;
-          expired.push({ id: ids[i], provider: rows.get(ids[i])!.provider });
-        }
-      }
+      n = outcomes.filter((o) => o === 'changed').length;
       return fin;
     });
     this.countFinished(finished);
-    // Their queue items, if any are still there (a leased one is acked when its claim finds the job done).
-    await Promise.all(expired.map((e) => this.workers.get(e.provider)?.queue.cancel(e.id).catch(() => false)));
     return n;
   }
 
-  private record(outcome: WorkerOutcome, worker: ProviderWorker): Promise<void> {
+  private record(outcome: WorkerOutcome): Promise<void> {
     if (this.abandoned) return Promise.resolve();
-    const p = this.recorder.submit({ o: outcome, worker });
+    const p = this.recorder.submit(outcome);
     if (outcome.kind === 'result' && outcome.result.kind === 'sent') {
       const key = `${outcome.job.provider}\n${outcome.result.providerId}`;
       this.recording.set(key, p);
@@ -436,30 +393,20 @@ export class OutboundPipeline {
     return p;
   }
 
-  /** A batch of send outcomes in one transaction; then acks and retries on the queues. */
-  private readonly writeOutcomes = async (items: Array<{ o: WorkerOutcome; worker: ProviderWorker }>): Promise<void> => {
+  /**
+   * A batch of send outcomes in one transaction. Each job's row is the whole settlement: its claim ends, and a retry's
+   * next_attempt_at is where the workers find it again.
+   */
+  private readonly writeOutcomes = async (items: WorkerOutcome[]): Promise<void> => {
     if (this.abandoned) return;
-    const settle: Array<{ worker: ProviderWorker; id: string; retryMs: number | null; code: string }> = [];
     const finished = await this.o.backends.db.tx(async (q) => {
       const rows = new Map<string, JobRow>();
-      for (const r of await this.store.lock(q, items.map((i) => i.o.job.id))) rows.set(r.id, r);
-      const muts: Mutation[] = items.map((i) => ({ kind: 'outcome', o: i.o, worker: i.worker }));
+      for (const r of await this.store.lock(q, items.map((o) => o.job.id))) rows.set(r.id, r);
+      const muts: Mutation[] = items.map((o) => ({ kind: 'outcome', o }));
       const outcomes: StatusOutcome[] = new Array(items.length).fill('not_found');
-      return this.apply(q, muts, (m) => (m.kind === 'outcome' ? rows.get(m.o.job.id) : undefined), outcomes, settle);
+      return this.apply(q, muts, (m) => (m.kind === 'outcome' ? rows.get(m.o.job.id) : undefined), outcomes);
     });
     this.countFinished(finished);
-    if (this.abandoned) return;
-    const acks = new Map<ProviderWorker, string[]>();
-    const retries: Promise<unknown>[] = [];
-    for (const s of settle) {
-      if (s.retryMs === null) {
-        const list = acks.get(s.worker) ?? [];
-        list.push(s.id);
-        acks.set(s.worker, list);
-      } else retries.push(s.worker.queue.retry(s.id, s.retryMs, s.code));
-    }
-    for (const [w, ids] of acks) retries.push(w.queue.ack(ids));
-    await Promise.all(retries);
   };
 
   /**
@@ -471,7 +418,6 @@ export class OutboundPipeline {
     muts: readonly Mutation[],
     rowOf: (m: Mutation) => JobRow | undefined,
     outcomes: StatusOutcome[],
-    settle?: Array<{ worker: ProviderWorker; id: string; retryMs: number | null; code: string }>,
   ): Promise<Finished[]> {
     const now = this.clock();
     const finished: Finished[] = [];
@@ -510,14 +456,8 @@ export class OutboundPipeline {
       const mut = muts[i];
       const row = rowOf(mut);
       if (mut.kind === 'outcome') {
-        const o = mut.o;
-        if (!row) {
-          settle?.push({ worker: mut.worker, id: o.job.id, retryMs: null, code: 'gone' });
-          continue;
-        }
-        outcomes[i] = this.applyOutcome(row, o, now, move, touched, history);
-        const retryMs = outcomes[i] === 'unchanged' && row.pending && row.nextAttemptAt > now ? row.nextAttemptAt - now : null;
-        settle?.push({ worker: mut.worker, id: row.id, retryMs, code: row.ferryError ?? 'retry' });
+        // A job gone meanwhile (purged) has nothing left to record.
+        if (row) outcomes[i] = this.applyOutcome(row, mut.o, now, move, touched, history);
         continue;
       }
       if (!row) continue;
@@ -608,10 +548,8 @@ export class OutboundPipeline {
       history.push({ jobId: row.id, kind: 'attempt', state: row.state, at: now, detail: attemptDetail });
       return 'unchanged';
     }
-    const delay =
-      r.retryAfterMs !== undefined
-        ? Math.ceil(r.retryAfterMs * (1 + Math.random() * RETRY_AFTER_SPREAD))
-        : backoffDelay(row.attempts, p.backoff);
+    const next = p.retry.after(row.attempts, r.retryAfterMs);
+    const delay = next.final ? 0 : next.delayMs;
     const nextAt = now + Math.max(1, delay);
     if (nextAt > row.deadlineAt) {
       const last = `${r.code}${r.providerCode ? ` (${r.providerCode})` : ''}: ${r.message}`;

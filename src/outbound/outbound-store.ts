@@ -1,3 +1,4 @@
+import { DueSet, type Claimed } from '../delivery/due-set.js';
 import { prepared } from '../store/sql/prepared.js';
 import type { Db, Queryable } from '../store/types.js';
 import type { OutboundJob } from './types.js';
@@ -17,21 +18,25 @@ export interface HistoryRow {
   detail: Record<string, unknown> | null;
 }
 
-export interface ClaimResult<P = unknown> {
-  /** Claimed for this worker; `prevClaim` set when an earlier claim ran out unfinished (a crash mid-send). */
-  claimed: Array<JobRow<P> & { prevClaim: number | null }>;
-  /** Not pending any more (sent, failed) or gone: off the queue. */
-  done: string[];
-  /** Claimed by another worker until `until`, or not due before `until`: back to the queue until then. */
-  later: Array<{ id: string; until: number }>;
+/** A claimed job: `prevClaim` set when an earlier claim ran out unfinished (a crash mid-send: the outcome is unknown). */
+export type ClaimedRow<P = unknown> = JobRow<P> & { prevClaim: number | null };
+
+/** A claim that ends without an outcome (a deferral): the job is due again at `nextAttemptAt`. */
+export interface ClaimEnd {
+  id: string;
+  /** The claim as it was made: only a claim still ours is ended. */
+  until: number;
+  nextAttemptAt: number;
 }
 
-export interface PendingRow {
-  id: string;
-  provider: string;
-  lane: 'priority' | 'bulk';
-  nextAttemptAt: number;
-  updatedAt: number;
+/** Pending jobs of one provider by what they wait for, at one instant. */
+export interface JobCounts {
+  /** Due and not claimed: a worker takes them next. */
+  due: number;
+  /** Not due yet (a retry, a deferral, a scheduled send), not claimed. */
+  scheduled: number;
+  /** Claimed by a worker (of any instance) that is sending them. */
+  claimed: number;
 }
 
 const CHUNK = 5000;
@@ -48,14 +53,22 @@ const HISTORY_SQL = prepared(`INSERT INTO outbound_history (job_id, kind, state,
   FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[], $5::text[]) WITH ORDINALITY AS u(job_id, kind, state, at, detail, n)
   ORDER BY u.n`);
 
-// The claim: a pending job that is due and not claimed by a live worker gets claimed_until = the lease's end. The self
-// join reads the claim as it was before (a claim that ran out unfinished: the earlier attempt's outcome is unknown).
-const CLAIM_SQL = prepared(`UPDATE outbound_jobs j SET claimed_until = $3
-  FROM outbound_jobs o
-  WHERE j.id = ANY($1::text[]) AND o.id = j.id AND j.pending AND (j.claimed_until IS NULL OR j.claimed_until <= $2) AND j.next_attempt_at <= $2
-  RETURNING ${COLUMNS}, o.claimed_until AS prev_claim`);
-
-const UNCLAIMED_SQL = `SELECT id, pending, claimed_until, next_attempt_at FROM outbound_jobs WHERE id = ANY($1::text[])`;
+/**
+ * The pending jobs as a due set: a provider's due jobs, priority lane first, then by due time, each lane one range of
+ * outbound_jobs_due (provider, lane, next_attempt_at WHERE pending). A claim is kept in claimed_until (the caller's
+ * clock), so one that ran out unfinished comes back as the previous claim (the earlier attempt's outcome is unknown).
+ */
+const DUE_JOBS = DueSet.declare({
+  table: 'outbound_jobs',
+  id: 'id',
+  due: 'next_attempt_at',
+  clock: 'caller',
+  claimedUntil: 'claimed_until',
+  open: (row) => `${row}.pending`,
+  scope: 'provider',
+  lanes: { column: 'lane', values: [1, 2] },
+  returning: COLUMNS,
+});
 
 // Locked in id order, so two transactions over overlapping jobs (a result batch and a provider callback) never deadlock.
 const LOCK_SQL = prepared(`SELECT ${COLUMNS} FROM outbound_jobs j WHERE j.id = ANY($1::text[]) ORDER BY j.id FOR UPDATE`);
@@ -70,9 +83,12 @@ const WRITE_SQL = prepared(`UPDATE outbound_jobs j SET state = u.state, pending 
     AS u(id, state, pending, attempts, next_attempt_at, claimed_until, provider_id, ferry_error, provider_error, error_message, updated_at)
   WHERE j.id = u.id AND j.id = ANY($1::text[])`);
 
-// Only claims still ours (claimed_until as we set it): one that ran out may belong to another worker by now.
-const RELEASE_SQL = `UPDATE outbound_jobs j SET claimed_until = NULL
-  FROM unnest($1::text[], $2::bigint[]) AS u(id, until) WHERE j.id = u.id AND j.id = ANY($1::text[]) AND j.claimed_until = u.until`;
+// One pass over the pending rows (the partial index's share of the table), for the scrape.
+const COUNTS_SQL = `SELECT provider,
+    count(*) FILTER (WHERE claimed_until > $1)::int AS claimed,
+    count(*) FILTER (WHERE (claimed_until IS NULL OR claimed_until <= $1) AND next_attempt_at <= $1)::int AS due,
+    count(*) FILTER (WHERE (claimed_until IS NULL OR claimed_until <= $1) AND next_attempt_at > $1)::int AS scheduled
+  FROM outbound_jobs WHERE pending GROUP BY provider`;
 
 interface Raw {
   id: string;
@@ -94,6 +110,10 @@ interface Raw {
   error_message: string | null;
   created_at: number;
   updated_at: number;
+}
+
+function claimedRow<P>(r: Claimed<Raw>): ClaimedRow<P> {
+  return { ...toRow<P>(r), prevClaim: r.prev_claim === null || r.prev_claim === undefined ? null : Number(r.prev_claim) };
 }
 
 function toRow<P>(r: Raw): JobRow<P> {
@@ -123,7 +143,11 @@ function toRow<P>(r: Raw): JobRow<P> {
 
 /** The SQL of outbound_jobs and outbound_history. Statements that belong to a transaction take its Queryable. */
 export class OutboundStore {
-  constructor(private readonly db: Db) {}
+  private readonly due: DueSet<Raw>;
+
+  constructor(private readonly db: Db) {
+    this.due = new DueSet<Raw>(db, DUE_JOBS);
+  }
 
   /** Many jobs, a few thousand per statement. */
   async insertJobs(q: Queryable, rows: readonly JobRow[], now: number): Promise<void> {
@@ -158,31 +182,30 @@ export class OutboundStore {
     }
   }
 
-  /** Claims leased jobs for sending until `until`; says what to do with the others. */
-  async claim<P>(ids: readonly string[], now: number, until: number): Promise<ClaimResult<P>> {
-    const { rows } = await this.db.query<Raw & { prev_claim: number | null }>(CLAIM_SQL, [ids, now, until]);
-    const claimed = rows.map((r) => ({ ...toRow<P>(r), prevClaim: r.prev_claim === null ? null : Number(r.prev_claim) }));
-    const result: ClaimResult<P> = { claimed, done: [], later: [] };
-    if (claimed.length === ids.length) return result;
-    const got = new Set(claimed.map((c) => c.id));
-    const rest = ids.filter((id) => !got.has(id));
-    const { rows: others } = await this.db.query<{ id: string; pending: boolean; claimed_until: number | null; next_attempt_at: number }>(UNCLAIMED_SQL, [rest]);
-    const seen = new Set<string>();
-    for (const o of others) {
-      seen.add(o.id);
-      if (!o.pending) result.done.push(o.id);
-      else {
-        const claimedUntil = o.claimed_until === null ? 0 : Number(o.claimed_until);
-        result.later.push({ id: o.id, until: Math.max(claimedUntil > now ? claimedUntil : 0, Number(o.next_attempt_at)) });
-      }
-    }
-    for (const id of rest) if (!seen.has(id)) result.done.push(id);
-    return result;
+  /**
+   * Claims up to `limit` due jobs of a provider for sending until `until` (priority lane first, then by due time): the
+   * worker's only way to work. Jobs another worker holds, or claims at this moment, are not returned.
+   */
+  async claimDue<P>(provider: string, limit: number, now: number, until: number): Promise<ClaimedRow<P>[]> {
+    const rows = await this.due.claimDue(limit, now, until, provider);
+    // In the claim's order (the join's output order is the planner's).
+    return rows.map((r) => claimedRow<P>(r)).sort((x, y) => (x.lane === y.lane ? x.nextAttemptAt - y.nextAttemptAt : x.lane === 'priority' ? -1 : 1));
   }
 
-  /** Ends claims without an outcome (the jobs go back to the queue unsent); `until` is each claim as it was made. */
-  async release(claims: ReadonlyArray<{ id: string; until: number }>): Promise<void> {
-    if (claims.length) await this.db.query(RELEASE_SQL, [claims.map((c) => c.id), claims.map((c) => c.until)]);
+  /** Claims the given jobs when they are claimable (a product's inline first attempt). */
+  async claim<P>(ids: readonly string[], now: number, until: number): Promise<ClaimedRow<P>[]> {
+    return (await this.due.claim(ids, now, until)).map((r) => claimedRow<P>(r));
+  }
+
+  /** Ends claims without an outcome (deferrals): each job is due again at its `nextAttemptAt`; claims not ours any more are left alone. */
+  async endClaims(ends: readonly ClaimEnd[]): Promise<void> {
+    await this.due.endClaims(ends.map((e) => ({ id: e.id, until: e.until, dueAt: e.nextAttemptAt })));
+  }
+
+  /** Pending jobs per provider: due, scheduled, claimed (providers without pending jobs are absent). */
+  async counts(now: number): Promise<Map<string, JobCounts>> {
+    const { rows } = await this.db.query<{ provider: string; due: number; scheduled: number; claimed: number }>(COUNTS_SQL, [now]);
+    return new Map(rows.map((r) => [r.provider, { due: Number(r.due), scheduled: Number(r.scheduled), claimed: Number(r.claimed) }]));
   }
 
   /** The jobs, locked for the caller's transaction, in id order. */
@@ -225,15 +248,6 @@ export class OutboundStore {
       [jobId],
     );
     return rows.map((r) => ({ jobId: r.job_id, kind: r.kind, state: r.state, at: Number(r.at), detail: r.detail }));
-  }
-
-  /** Pending jobs after `after` in id order (the reconciler's pages). */
-  async pendingPage(after: string, limit: number): Promise<PendingRow[]> {
-    const { rows } = await this.db.query<{ id: string; provider: string; lane: number; next_attempt_at: number; updated_at: number }>(
-      `SELECT id, provider, lane, next_attempt_at, updated_at FROM outbound_jobs WHERE pending AND id > $1 ORDER BY id LIMIT $2`,
-      [after, limit],
-    );
-    return rows.map((r) => ({ id: r.id, provider: r.provider, lane: r.lane === 1 ? 'priority' : 'bulk', nextAttemptAt: Number(r.next_attempt_at), updatedAt: Number(r.updated_at) }));
   }
 
   /** Pending jobs whose deadline passed and that nobody is sending now. */

@@ -1,29 +1,31 @@
 import { performance } from 'node:perf_hooks';
 import type { Logger } from 'pino';
 import { GroupCommit } from '../ledger/group-commit.js';
-import type { Lane, Queue, QueueItem } from '../store/types.js';
-import { jitter } from './backoff.js';
+import { TargetSlots } from '../delivery/target-slots.js';
+import { jitter } from '../delivery/retry-policy.js';
 import { CircuitBreaker, type BreakerState, type CircuitBreakerOptions, type Permit } from './circuit-breaker.js';
 import type { OutboundMetrics, ResultClass } from './outbound-metrics.js';
-import type { JobRow, OutboundStore } from './outbound-store.js';
-import type { OutboundQueuePayload, ProviderAdapter, SendResult } from './types.js';
+import type { ClaimedRow, ClaimEnd, JobRow, OutboundStore } from './outbound-store.js';
+import type { ProviderAdapter, SendResult } from './types.js';
 
 export interface WorkerSettings {
   /** Requests to the provider at once, from this instance. */
   maxConcurrency: number;
   /** Requests at once for one account, from this instance. */
   maxPerAccount: number;
-  /** Jobs held in memory at most (leased and not yet recorded). */
+  /** Jobs held in memory at most (claimed and not yet recorded). */
   holdCap: number;
   sendTimeoutMs: number;
+  /** A claim's length: a crashed instance's jobs are claimable again after it. */
   leaseMs: number;
+  /** How often an idle worker looks for due jobs (jobs enqueued by other instances, retries coming due). */
   pollMs: number;
   /** Hold of a throttled endpoint when the provider gave no Retry-After. */
   throttleMs: number;
   breaker: Omit<CircuitBreakerOptions, 'clock' | 'onChange'>;
 }
 
-/** A send's outcome, handed to the pipeline to record (history, events, state) before the queue item is settled. */
+/** A send's outcome, handed to the pipeline to record (history, events, state; the claim ends in the same write). */
 export type WorkerOutcome =
   | { kind: 'result'; job: JobRow; result: SendResult; claimedUntil: number; possibleDuplicate: boolean }
   | { kind: 'deadline'; job: JobRow; claimedUntil: number };
@@ -34,75 +36,66 @@ export interface WorkerHost {
   readonly log: Logger;
   readonly store: OutboundStore;
   readonly metrics: OutboundMetrics | null;
-  /** Records the outcome and settles the queue item (ack or retry); resolves once both are done. */
+  /** Records the outcome (the job's row, which ends the claim); resolves once it has committed. */
   record(outcome: WorkerOutcome): Promise<void>;
 }
 
 interface Held {
   id: string;
-  job: JobRow | null;
+  job: JobRow;
   endpoint: string;
-  /** The claim as this worker made it (the lease's end). */
+  /** The claim as this worker made it (its end). */
   claimedUntil: number;
   prevClaim: number | null;
   /** Counted in accountHeld (waiting or sending). */
   admitted: boolean;
 }
 
-interface Deferral {
-  id: string;
-  delayMs: number;
-  reason: string;
-  /** Our claim to end, if we made one. */
-  claim: number | null;
-}
-
-const LANES: readonly Lane[] = ['priority', 'bulk'];
-const LEASE_BATCH = 100;
-/** Jobs of one account held (waiting or sending) at most, as a multiple of its concurrency; the rest go back to the queue. */
+const CLAIM_BATCH = 100;
+/** Jobs of one account held (waiting or sending) at most, as a multiple of its concurrency; the rest are handed back. */
 const ACCOUNT_HOLD_FACTOR = 2;
 /** Closed breakers idle this long are forgotten (endpoints come and go). */
 const BREAKER_IDLE_MS = 10 * 60_000;
 const MAX_BREAKERS = 10_000;
-/** A job that waited in memory is handed back rather than sent when less than the send timeout and this margin of its lease is left. */
+/** A job that waited in memory is handed back rather than sent when less than the send timeout and this margin of its claim is left. */
 const LEASE_MARGIN_MS = 5000;
 
 /**
- * The workers of one provider: leases its queue (`outbound:<provider>`) only as far as it has room (at most holdCap
- * jobs in memory, at most maxConcurrency requests), claims the leased jobs' rows, and sends each through the adapter
- * within the per-account cap and its endpoint's circuit breaker. While every endpoint it knows is open it leases
- * nothing: a dead provider costs no requests and its backlog stays in the queue. Outcomes go to the pipeline to be
- * recorded; the queue item is settled only after that, so a crash anywhere before sends the job again (at least once).
+ * The workers of one provider: claims its due jobs straight from outbound_jobs (OutboundStore.claimDue) only as far as
+ * it has room (at most holdCap jobs in memory, at most maxConcurrency requests), and sends each through the adapter
+ * within the per-account cap and its endpoint's circuit breaker. While every endpoint it knows is open it claims
+ * nothing: a dead provider costs no requests and its backlog stays in the table. Outcomes go to the pipeline to be
+ * recorded, which ends the claim in the same write; a crash anywhere before leaves the claim to run out (leaseMs),
+ * and the job is claimed and sent again (at least once).
  */
 export class ProviderWorker {
-  readonly queue: Queue<OutboundQueuePayload>;
   private readonly held = new Map<string, Held>();
   /** Claimed jobs waiting for a slot (provider or account), oldest first. */
   private ready: Held[] = [];
   private active = 0;
-  /** Leased, their claim under way. */
-  private claiming = 0;
-  private readonly accountActive = new Map<string, number>();
+  /** Requests in flight per account (maxPerAccount each). */
+  private readonly accountSlots: TargetSlots;
   private readonly accountHeld = new Map<string, number>();
   private readonly breakers = new Map<string, CircuitBreaker>();
   private readonly tasks = new Set<Promise<void>>();
-  private readonly deferrals: GroupCommit<Deferral, void>;
+  private readonly deferrals: GroupCommit<ClaimEnd, void>;
   /** Moving average of a request's time (ms), for the hand-back delay of an account at its cap. */
   private attemptMs = 0;
   private running = false;
   private abandoned = false;
   private loopDone: Promise<void> = Promise.resolve();
   private wakeUp: (() => void) | null = null;
+  /** A wake that came while the loop was not asleep (mid-claim): its next sleep is skipped. */
+  private wokenAwake = false;
   maxHeld = 0;
 
   constructor(
     readonly adapter: ProviderAdapter,
-    queue: Queue<OutboundQueuePayload>,
     private readonly s: WorkerSettings,
     private readonly host: WorkerHost,
   ) {
-    this.queue = queue;
-    this.deferrals = new GroupCommit<Deferral, void>(this.writeDeferrals, { lingerMs: 1, maxInFlight: 1, maxBatch: 500, maxPending: Number.MAX_SAFE_INTEGER });
+    this.accountSlots = new TargetSlots(s.maxPerAccount);
+    this.deferrals = new GroupCommit<ClaimEnd, void>(this.writeDeferrals, { lingerMs: 1, maxInFlight: 1, maxBatch: 500, maxPending: Number.MAX_SAFE_INTEGER });
   }
 
   get name(): string {
@@ -135,11 +128,13 @@ export class ProviderWorker {
     this.loopDone = this.loop();
   }
 
+  /** Claim now rather than at the next poll (a job of this provider was enqueued here, or room freed up). */
   wake(): void {
-    this.wakeUp?.();
+    if (this.wakeUp) this.wakeUp();
+    else this.wokenAwake = true;
   }
 
-  /** Stops leasing, hands waiting jobs back, and waits for the requests in flight (each ends by the timeout) to be recorded. */
+  /** Stops claiming, hands waiting jobs back, and waits for the requests in flight (each ends by the timeout) to be recorded. */
   async stop(): Promise<void> {
     this.running = false;
     this.wake();
@@ -152,8 +147,8 @@ export class ProviderWorker {
   }
 
   /**
-   * Stops as a crash would: nothing more is written or settled, requests in flight are left to end unrecorded, and
-   * their queue leases and claims run out. For tests (and for giving up on a wedged instance).
+   * Stops as a crash would: nothing more is written, requests in flight are left to end unrecorded, and their claims
+   * run out. For tests (and for giving up on a wedged instance).
    */
   async abandon(): Promise<void> {
     this.abandoned = true;
@@ -161,23 +156,22 @@ export class ProviderWorker {
     this.wake();
     await this.loopDone;
     this.ready = [];
-    this.claiming = 0;
     this.held.clear();
-    this.accountActive.clear();
+    this.accountSlots.clear();
     this.accountHeld.clear();
     this.active = 0;
   }
 
   /**
-   * One job claimed and sent now, outside the lease loop (a product's inline first attempt, the job not in the queue
-   * yet): the same claim, breaker, concurrency and recording as a leased job. Null when it was not sent here (not
-   * claimable, stopping, its breaker open, at the concurrency cap): the caller pushes it to the queue.
+   * One job claimed and sent now, outside the claim loop (a product's inline first attempt): the same claim, breaker,
+   * concurrency and recording as a job the loop claims. Null when it was not sent here (not claimable, stopping, its
+   * breaker open, at the concurrency cap or its account's): it stays due in the table for the loop, of this instance or another.
    */
   async sendNow(jobId: string): Promise<SendResult | null> {
     if (!this.running || this.active >= this.s.maxConcurrency) return null;
     const now = this.host.clock();
     const until = now + this.s.leaseMs;
-    const row = (await this.host.store.claim([jobId], now, until)).claimed[0];
+    const row = (await this.host.store.claim([jobId], now, until))[0];
     if (!row) return null;
     let endpoint: string;
     try {
@@ -185,14 +179,15 @@ export class ProviderWorker {
     } catch {
       endpoint = this.name;
     }
-    const permit = this.running && now < row.deadlineAt ? this.breakerOf(endpoint).tryAcquire() : null;
+    // Within its account's cap, as the loop's jobs are.
+    const permit = this.running && now < row.deadlineAt && this.accountSlots.hasRoom(row.accountId) ? this.breakerOf(endpoint).tryAcquire() : null;
     if (!permit) {
-      await this.host.store.release([{ id: jobId, until }]);
+      await this.host.store.endClaims([{ id: jobId, until, nextAttemptAt: row.nextAttemptAt }]);
       return null;
     }
     const h: Held = { id: jobId, job: row, endpoint, claimedUntil: until, prevClaim: row.prevClaim !== null && row.prevClaim <= now ? row.prevClaim : null, admitted: false };
     this.active++;
-    this.accountActive.set(row.accountId, (this.accountActive.get(row.accountId) ?? 0) + 1);
+    this.accountSlots.tryTake(row.accountId);
     let result: SendResult | null = null;
     const p = this.send(h, permit, (r) => (result = r));
     this.tasks.add(p);
@@ -205,6 +200,10 @@ export class ProviderWorker {
   }
 
   private sleep(ms: number): Promise<void> {
+    if (this.wokenAwake) {
+      this.wokenAwake = false;
+      return Promise.resolve();
+    }
     return new Promise<void>((resolve) => {
       const done = (): void => {
         clearTimeout(t);
@@ -217,22 +216,22 @@ export class ProviderWorker {
   }
 
   private track(p: Promise<void>): void {
-    const q = p.catch((err: unknown) => this.host.log.warn({ provider: this.name, err: (err as Error).message }, 'outbound step failed; the queue lease brings the job back'));
+    const q = p.catch((err: unknown) => this.host.log.warn({ provider: this.name, err: (err as Error).message }, 'outbound step failed; the job is claimable again when its claim runs out'));
     this.tasks.add(q);
     void q.finally(() => this.tasks.delete(q));
   }
 
   /**
-   * How many to lease now: the room left (held and concurrency), and while no endpoint's breaker is closed only as many
+   * How many to claim now: the room left (held and concurrency), and while no endpoint's breaker is closed only as many
    * as there are free probes, none while all are open.
    */
   private budget(): number {
-    // Jobs about to be sent count against the concurrency: those being claimed and those waiting that could start.
+    // Jobs about to be sent count against the concurrency: those waiting that could start.
     let startable = 0;
-    for (const h of this.ready) if ((this.accountActive.get(h.job!.accountId) ?? 0) < this.s.maxPerAccount) startable++;
-    const room = Math.min(this.s.holdCap - this.held.size, this.s.maxConcurrency - this.active - this.claiming - startable);
+    for (const h of this.ready) if (this.accountSlots.hasRoom(h.job.accountId)) startable++;
+    const room = Math.min(this.s.holdCap - this.held.size, this.s.maxConcurrency - this.active - startable);
     if (room <= 0) return 0;
-    // Full but for a few: wait for settling jobs (each wakes the loop) rather than lease one at a time.
+    // Full but for a few: wait for settling jobs (each wakes the loop) rather than claim one at a time.
     if (this.active > 0 && room < Math.max(1, Math.floor(this.s.maxConcurrency / 4))) return 0;
     if (this.breakers.size === 0) return room;
     let probes = 0;
@@ -247,7 +246,7 @@ export class ProviderWorker {
       if (st === 'half-open') probes += b.freeProbes;
     }
     if (this.breakers.size === 0) return room;
-    // Probes already leased and waiting in `ready` take their breaker's probe when they start.
+    // Probes already claimed and waiting in `ready` take their breaker's probe when they start.
     return Math.max(0, Math.min(room, probes - this.ready.length));
   }
 
@@ -256,82 +255,60 @@ export class ProviderWorker {
       // With an in-process database every query resolves on the microtask queue: let sockets and timers run.
       await new Promise<void>((resolve) => setImmediate(resolve));
       if (!this.running) break;
-      const n = this.budget();
+      const n = Math.min(this.budget(), CLAIM_BATCH);
       if (n <= 0) {
         await this.sleep(this.s.pollMs);
         continue;
       }
-      let items: QueueItem<OutboundQueuePayload>[] = [];
+      const now = this.host.clock();
+      const until = now + this.s.leaseMs;
+      let rows: ClaimedRow[];
       try {
-        items = await this.queue.lease(Math.min(n, LEASE_BATCH), this.s.leaseMs, LANES);
+        rows = await this.host.store.claimDue(this.name, n, now, until);
       } catch (err) {
-        this.host.log.warn({ provider: this.name, err: (err as Error).message }, 'outbound queue lease failed; retrying');
+        this.host.log.warn({ provider: this.name, err: (err as Error).message }, 'outbound claim failed; retrying');
         await this.sleep(Math.max(this.s.pollMs, 1000));
         continue;
       }
       if (this.abandoned) return;
-      const fresh: string[] = [];
-      for (const it of items) {
-        // Its lease ran out while this worker still held it: the held copy goes on.
-        if (this.held.has(it.id)) continue;
-        this.held.set(it.id, { id: it.id, job: null, endpoint: '', claimedUntil: 0, prevClaim: null, admitted: false });
-        fresh.push(it.id);
-      }
+      for (const row of rows) this.admit(row, now, until);
       if (this.held.size > this.maxHeld) this.maxHeld = this.held.size;
-      if (fresh.length) {
-        this.claiming += fresh.length;
-        this.track(this.claim(fresh).finally(() => (this.claiming -= fresh.length)));
-      }
-      if (items.length === 0) await this.sleep(this.s.pollMs);
+      this.pump();
+      // Fewer than asked: nothing more is due now. Until the next poll, only this instance's enqueues and settling
+      // jobs wake the loop; jobs enqueued by other instances and retries coming due are found by the poll.
+      if (rows.length < n) await this.sleep(this.s.pollMs);
     }
   }
 
-  private async claim(ids: string[]): Promise<void> {
-    const now = this.host.clock();
-    const until = now + this.s.leaseMs;
-    let r;
+  /** A claimed job: failed at once past its deadline, else waiting for a slot, or handed back when its account has enough waiting. */
+  private admit(row: ClaimedRow, now: number, until: number): void {
+    const known = this.held.get(row.id);
+    if (known) {
+      // Our own claim ran out while this worker still held the job (a stalled process): the held copy goes on under
+      // the new claim, which its outcome then ends.
+      known.claimedUntil = until;
+      return;
+    }
+    const h: Held = { id: row.id, job: row, endpoint: this.name, claimedUntil: until, prevClaim: row.prevClaim !== null && row.prevClaim <= now ? row.prevClaim : null, admitted: false };
+    this.held.set(row.id, h);
+    if (now >= row.deadlineAt) {
+      this.track(this.finish(h, { kind: 'deadline', job: row, claimedUntil: until }));
+      return;
+    }
     try {
-      r = await this.host.store.claim(ids, now, until);
-    } catch (err) {
-      // Their leases bring them back.
-      for (const id of ids) this.drop(id);
-      throw err;
+      h.endpoint = this.adapter.endpointOf(row);
+    } catch {
+      h.endpoint = this.name;
     }
-    if (this.abandoned) return;
-    if (r.done.length) {
-      const done = r.done;
-      this.track(this.queue.ack(done).finally(() => done.forEach((id) => this.drop(id))));
+    const n = this.accountHeld.get(row.accountId) ?? 0;
+    if (n >= this.s.maxPerAccount * ACCOUNT_HOLD_FACTOR) {
+      // The account has enough waiting here already: due again about when its slots free up.
+      this.defer(h, ((n + 1) / this.s.maxPerAccount) * Math.max(50, this.attemptMs), 'account_cap');
+      return;
     }
-    for (const l of r.later) {
-      const h = this.held.get(l.id);
-      if (h) this.defer(h, Math.max(0, l.until - now), 'busy', false);
-    }
-    for (const row of r.claimed) {
-      const h = this.held.get(row.id);
-      if (!h) continue;
-      h.job = row;
-      h.claimedUntil = until;
-      h.prevClaim = row.prevClaim !== null && row.prevClaim <= now ? row.prevClaim : null;
-      if (now >= row.deadlineAt) {
-        this.track(this.finish(h, { kind: 'deadline', job: row, claimedUntil: until }));
-        continue;
-      }
-      try {
-        h.endpoint = this.adapter.endpointOf(row);
-      } catch {
-        h.endpoint = this.name;
-      }
-      const n = this.accountHeld.get(row.accountId) ?? 0;
-      if (n >= this.s.maxPerAccount * ACCOUNT_HOLD_FACTOR) {
-        // The account has enough waiting here already: back to the queue until about when its slots free up.
-        this.defer(h, ((n + 1) / this.s.maxPerAccount) * Math.max(50, this.attemptMs), 'account_cap');
-        continue;
-      }
-      this.accountHeld.set(row.accountId, n + 1);
-      h.admitted = true;
-      this.ready.push(h);
-    }
-    this.pump();
+    this.accountHeld.set(row.accountId, n + 1);
+    h.admitted = true;
+    this.ready.push(h);
   }
 
   /** Starts waiting jobs while there are slots: oldest first, skipping accounts at their cap. */
@@ -341,8 +318,8 @@ export class ProviderWorker {
     let i = 0;
     while (i < this.ready.length && this.active < this.s.maxConcurrency) {
       const h = this.ready[i];
-      const job = h.job!;
-      if ((this.accountActive.get(job.accountId) ?? 0) >= this.s.maxPerAccount) {
+      const job = h.job;
+      if (!this.accountSlots.hasRoom(job.accountId)) {
         i++;
         continue;
       }
@@ -358,7 +335,7 @@ export class ProviderWorker {
         continue;
       }
       this.active++;
-      this.accountActive.set(job.accountId, (this.accountActive.get(job.accountId) ?? 0) + 1);
+      this.accountSlots.tryTake(job.accountId);
       this.track(this.send(h, permit));
     }
   }
@@ -385,7 +362,7 @@ export class ProviderWorker {
   }
 
   private async send(h: Held, permit: Permit, onResult?: (r: SendResult) => void): Promise<void> {
-    const job = h.job!;
+    const job = h.job;
     const m = this.host.metrics;
     m?.requests.inc({ provider: this.name });
     const started = performance.now();
@@ -415,9 +392,7 @@ export class ProviderWorker {
     this.attemptMs = this.attemptMs === 0 ? ms : 0.8 * this.attemptMs + 0.2 * ms;
     if (this.abandoned) return;
     this.active--;
-    const a = (this.accountActive.get(job.accountId) ?? 1) - 1;
-    if (a <= 0) this.accountActive.delete(job.accountId);
-    else this.accountActive.set(job.accountId, a);
+    this.accountSlots.release(job.accountId);
     this.unadmit(h);
 
     const b = this.breakerOf(h.endpoint);
@@ -434,7 +409,7 @@ export class ProviderWorker {
   }
 
   private unadmit(h: Held): void {
-    if (!h.admitted || !h.job) return;
+    if (!h.admitted) return;
     h.admitted = false;
     const n = (this.accountHeld.get(h.job.accountId) ?? 1) - 1;
     if (n <= 0) this.accountHeld.delete(h.job.accountId);
@@ -449,20 +424,18 @@ export class ProviderWorker {
     }
   }
 
-  /** Back to the queue unsent, due after about `delayMs`; the attempt does not count. */
-  private defer(h: Held, delayMs: number, reason: string, claimed = true): void {
+  /** Handed back unsent, due again after about `delayMs`: the claim ends (where still ours); the attempt does not count. */
+  private defer(h: Held, delayMs: number, reason: string): void {
     this.unadmit(h);
     this.host.metrics?.deferred.inc({ provider: this.name, reason });
     const delay = delayMs <= 0 ? 0 : jitter(delayMs, 0.2);
-    this.track(this.deferrals.submit({ id: h.id, delayMs: delay, reason, claim: claimed && h.claimedUntil ? h.claimedUntil : null }).finally(() => this.drop(h.id)));
+    const end: ClaimEnd = { id: h.id, until: h.claimedUntil, nextAttemptAt: this.host.clock() + Math.round(delay) };
+    this.track(this.deferrals.submit(end).finally(() => this.drop(h.id)));
   }
 
-  private readonly writeDeferrals = async (items: Deferral[]): Promise<void> => {
+  private readonly writeDeferrals = async (ends: ClaimEnd[]): Promise<void> => {
     if (this.abandoned) return;
-    const claims = items.filter((d) => d.claim !== null).map((d) => ({ id: d.id, until: d.claim! }));
-    // The claim ends first: a job back in the queue must be claimable when it is leased again.
-    await this.host.store.release(claims);
-    await Promise.all(items.map((d) => this.queue.retry(d.id, d.delayMs, d.reason, { refund: true })));
+    await this.host.store.endClaims(ends);
   };
 
   private drop(id: string): void {

@@ -1,6 +1,6 @@
 /**
  * The outbound pipeline's contracts: what a provider adapter implements, what a send returns, and the job as stored
- * in `outbound_jobs`. Products (messenger, email, push, voice, USSD, customers' apps) enqueue jobs; the pipeline leases
+ * in `outbound_jobs`. Products (messenger, email, push, voice, USSD, customers' apps) enqueue jobs; the pipeline claims
  * them, calls the adapter and records the result. See docs/outbound.md.
  */
 
@@ -60,11 +60,11 @@ export type SendResult =
   | { kind: 'fail'; code: string; providerCode?: string; message: string };
 
 export interface ProviderAdapter<P = unknown> {
-  /** Unique, `[a-z0-9_-]`; also the queue's name (`outbound:<name>`) and the `provider` metric label. */
+  /** Unique, `[a-z0-9_-]`; the jobs' `provider` column and the `provider` metric label. */
   readonly name: string;
   /**
    * The circuit breaker's key: what fails together (a host, an SMTP relay, an API project). Jobs of an endpoint whose
-   * breaker is open wait in the queue.
+   * breaker is open wait in the table.
    */
   endpointOf(job: OutboundJob<P>): string;
   /** One attempt. `signal` aborts at the send timeout; the adapter should give up then. */
@@ -86,12 +86,13 @@ export interface NewOutboundJob<P = unknown> {
   deadlineAt?: number;
 }
 
-/** What enqueue returns: hand it to `push` once the transaction has committed. */
+/** What enqueue returns: hand it to `wake` once the transaction has committed. */
 export interface EnqueuedJob {
   id: string;
   provider: string;
   messageId: string;
   lane: 'priority' | 'bulk';
+  /** Epoch ms of the first attempt (its next_attempt_at). */
   runAt: number;
 }
 
@@ -104,10 +105,4 @@ export interface StateChange<P = unknown> {
   from: string;
   to: string;
   detail: Record<string, unknown>;
-}
-
-/** The queue item: the job row is the truth, the item only says "lease me". */
-export interface OutboundQueuePayload {
-  /** The provider (for logs; the job row says everything else). */
-  p: string;
 }

@@ -34,7 +34,7 @@ export class OutboundRegistry {
   }
 
   /** Builds the pipeline when anything was registered; null when no product uses it (no workers, no polling). */
-  build(o: { backends: Pick<Backends, 'db' | 'queue'>; log: Logger; registry: Registry }): OutboundPipeline | null {
+  build(o: { backends: Pick<Backends, 'db'>; log: Logger; registry: Registry }): OutboundPipeline | null {
     if (!Object.keys(this.products).length && !this.providers.length) return null;
     this.built = new OutboundPipeline({ backends: o.backends, log: o.log, registry: o.registry, products: this.products, providers: this.providers });
     return this.built;

@@ -114,6 +114,8 @@ export interface KillableDaemon {
   systemId: string;
   /** The account's SMPP password. */
   password: string;
+  /** The admin token of the daemon's data folder (the restart keeps it). */
+  adminToken: string;
   /** Starts a daemon in this process on the killed one's database, data folder and Redis prefix. */
   restart(extra?: Record<string, string>): Promise<TestDaemon>;
 }
@@ -156,6 +158,7 @@ export async function killableDaemon(
     smppPort,
     systemId: created.json.data.smpp.systemId as string,
     password,
+    adminToken,
     restart: async (extra = {}) => (restarted = await startDaemon(extra, { env: full, store })),
   };
 }

@@ -1,5 +1,5 @@
 import t from 'tap';
-import { backoffDelay, jitter, parseRetryAfter } from '../../src/outbound/backoff.js';
+import { backoffDelay, jitter, parseRetryAfter } from '../../src/delivery/retry-policy.js';
 import { ErrorTable } from '../../src/outbound/error-table.js';
 
 // A provider's one table, shaped like Meta's Cloud API codes (the numbers are theirs, kept as text).

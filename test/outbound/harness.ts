@@ -40,7 +40,7 @@ export const silent = pino({ level: 'silent' });
 
 export interface Harness {
   pipeline: OutboundPipeline;
-  /** Attached, with no start-up sweep and no periodic pass in a test's time: tests run its passes by hand. */
+  /** Its deadline pass, run by hand (the daemon's scheduler runs it every reconcileIntervalSeconds). */
   reconciler: OutboundReconciler;
   adapter: HttpTestAdapter;
   registry: Registry;
@@ -48,7 +48,7 @@ export interface Harness {
 }
 
 let providers = 0;
-/** A unique provider name (each test its own queue). */
+/** A unique provider name (each test its own jobs: workers claim by provider). */
 export function providerName(tag = 'p'): string {
   return `${tag}-${process.pid}-${++providers}`;
 }
@@ -77,7 +77,7 @@ export function makePipeline(
     },
     providers: [{ adapter, sendTimeoutMs: 2000, leaseMs: 10_000, ...opts.provider }],
   });
-  const reconciler = new OutboundReconciler({ pipeline, log: silent, clock: () => clock.now, sweepAtStart: false });
+  const reconciler = new OutboundReconciler({ pipeline, log: silent, clock: () => clock.now });
   if (opts.start !== false) pipeline.start();
   return {
     pipeline,
@@ -93,6 +93,11 @@ export function makePipeline(
 
 export function demoJob(provider: string, to: string, account = 'acc_1', extra: Partial<NewOutboundJob<TestPayload>> = {}): NewOutboundJob<TestPayload> {
   return { product: 'demo', provider, accountId: account, messageId: `dm_${to}`, payload: { to, body: `hello ${to}` }, ...extra };
+}
+
+/** Pending jobs of one provider in outbound_jobs (every instance's): due, scheduled, claimed. */
+export async function countsOf(pipeline: OutboundPipeline, provider: string): Promise<{ due: number; scheduled: number; claimed: number }> {
+  return (await pipeline.jobCounts())[provider];
 }
 
 /** Polls until `cond` holds (real time, bounded); returns its last value. */

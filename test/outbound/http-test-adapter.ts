@@ -1,5 +1,5 @@
 import http from 'node:http';
-import { parseRetryAfter } from '../../src/outbound/backoff.js';
+import { parseRetryAfter } from '../../src/delivery/retry-policy.js';
 import { ErrorTable } from '../../src/outbound/error-table.js';
 import type { OutboundJob, ProviderAdapter, SendResult } from '../../src/outbound/types.js';
 

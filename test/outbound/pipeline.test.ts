@@ -1,14 +1,14 @@
 // The outbound pipeline's contract, over a real loopback HTTP provider that fails on demand, on the backends the
-// environment selects (Postgres + Redis, or PGlite + the SQL queue). Time is the test's clock: retries, Retry-After,
-// breaker periods, leases and deadlines move only when the test advances it; no assertion is about wall-clock time.
+// environment selects (Postgres + Redis, or PGlite and local stores; the pipeline itself uses only the database). Time
+// is the test's clock: retries, Retry-After, breaker periods, claims and deadlines move only when the test advances it;
+// no assertion is about wall-clock time.
 import t from 'tap';
-import { OutboundReconciler } from '../../src/outbound/outbound-reconciler.js';
 import { OutboundPipeline } from '../../src/outbound/outbound-pipeline.js';
 import { StateMachine } from '../../src/outbound/state-machine.js';
 import { openTestBackends } from '../helpers/backends.js';
 import { backendLabel } from '../helpers/env.js';
 import { FailOnDemandProvider, OK } from './fail-on-demand-provider.js';
-import { DEMO, demoJob, eventsOf, jobState, makePipeline, pause, providerName, silent, subscribeAll, until } from './harness.js';
+import { countsOf, DEMO, demoJob, eventsOf, jobState, makePipeline, pause, providerName, silent, subscribeAll, until } from './harness.js';
 import { HttpTestAdapter } from './http-test-adapter.js';
 
 const env = await openTestBackends();
@@ -22,7 +22,7 @@ await subscribeAll(backends, 'acc_1');
 const stateOf = async (p: OutboundPipeline, id: string) => (await p.store.get(id))!;
 
 t.test(`outbound pipeline contract (${backendLabel})`, async (t) => {
-  t.test('success: the provider id is kept; history, events and the queue agree', async (t) => {
+  t.test('success: the provider id is kept; history, events and the job counts agree', async (t) => {
     const h = makePipeline(backends, clock, provider.url);
     t.teardown(() => h.stop());
     const name = h.adapter.name;
@@ -36,13 +36,14 @@ t.test(`outbound pipeline contract (${backendLabel})`, async (t) => {
     const events = await eventsOf(backends, 'dm_ok-1');
     t.same(events.map((e) => e.type), ['demo.queued', 'demo.sent']);
     t.match(events[1].payload, { messageId: 'dm_ok-1', jobId: job.id, status: 'sent', provider: name, providerMessageId: row.providerId, error: null, attempts: 1, to: 'ok-1' });
-    await until('queue settled', () => h.pipeline.queueOf(name).stats(), (s) => s.leased === 0 && s.lanes.every((l) => l.due + l.scheduled === 0));
+    t.same(await countsOf(h.pipeline, name), { due: 0, scheduled: 0, claimed: 0 }, 'nothing pending');
     const metrics = await h.registry.metrics();
     t.match(metrics, new RegExp(`ferry_outbound_requests_total\\{provider="${name}"\\} 1`));
     t.match(metrics, new RegExp(`ferry_outbound_results_total\\{provider="${name}",class="sent"\\} 1`));
     t.match(metrics, new RegExp(`ferry_outbound_request_seconds_count\\{provider="${name}"\\} 1`));
     t.match(metrics, new RegExp(`ferry_outbound_breakers\\{provider="${name}",state="closed"\\} 1`));
     t.match(metrics, new RegExp(`ferry_outbound_queue_depth\\{provider="${name}",state="due"\\} 0`));
+    t.match(metrics, new RegExp(`ferry_outbound_queue_depth\\{provider="${name}",state="claimed"\\} 0`));
     t.match(metrics, new RegExp(`ferry_outbound_queue_oldest_seconds\\{provider="${name}"\\} 0`));
   });
 
@@ -80,8 +81,8 @@ t.test(`outbound pipeline contract (${backendLabel})`, async (t) => {
     t.equal(row.ferryError, 'PROVIDER_THROTTLED');
     t.ok(row.nextAttemptAt >= t0 + 30_000, `next attempt at +${row.nextAttemptAt - t0} ms, not before +30000`);
     t.ok(row.nextAttemptAt <= t0 + 33_000, 'and spread by at most 10%');
-    const item = await h.pipeline.queueOf(h.adapter.name).get(job.id);
-    t.equal(item?.runAt, row.nextAttemptAt, 'the queue item is due then too');
+    t.equal(row.claimedUntil, null, 'the claim ended in the same write');
+    t.same(await countsOf(h.pipeline, h.adapter.name), { due: 0, scheduled: 1, claimed: 0 }, 'scheduled, not due before then');
     t.match((await h.pipeline.store.history(job.id))[1].detail, { retryAfterMs: 30_000, throttled: true, nextAttemptAt: row.nextAttemptAt });
     t.equal(h.pipeline.breakerState(h.adapter.name, h.adapter.endpointOf()), 'open', 'the throttled endpoint pauses');
     clock.advance(29_000);
@@ -146,7 +147,7 @@ t.test(`outbound pipeline contract (${backendLabel})`, async (t) => {
     t.same(events.map((e) => e.type), ['demo.queued', 'demo.failed']);
     t.match(events[1].payload, { error: 'DEADLINE_EXCEEDED', providerError: 'server_error' });
 
-    // A job whose deadline passes while it waits is failed when leased, without a request.
+    // A job whose deadline passes while it waits is failed when claimed, without a request.
     const [late] = await h.pipeline.submit([demoJob(h.adapter.name, 'dl-2', 'acc_1', { notBefore: clock.now + 10_000, deadlineAt: clock.now + 5000 })]);
     clock.advance(10_000);
     const lateRow = await jobState(h.pipeline, late.id, (j) => j.state === 'failed');
@@ -166,10 +167,13 @@ t.test(`outbound pipeline contract (${backendLabel})`, async (t) => {
     t.equal(seen, 3, 'three consecutive failures opened it');
     await pause(200);
     t.equal(provider.matching('br-').length, seen, 'no request while open');
-    t.equal(h.pipeline.stats().held, 0, 'its work waits in the queue, not in memory');
-    const st = await h.pipeline.queueOf(name).stats();
-    t.equal(st.lanes.reduce((a, l) => a + l.due + l.scheduled, 0), 10, 'all ten in the queue');
-    t.match(await h.registry.metrics(), new RegExp(`ferry_outbound_breakers\\{provider="${name}",state="open"\\} 1`));
+    t.equal(h.pipeline.stats().held, 0, 'its work waits in the table, not in memory');
+    const counts = await countsOf(h.pipeline, name);
+    t.same({ pending: counts.due + counts.scheduled, claimed: counts.claimed }, { pending: 10, claimed: 0 }, 'all ten pending, none claimed');
+    const metrics = await h.registry.metrics();
+    t.match(metrics, new RegExp(`ferry_outbound_breakers\\{provider="${name}",state="open"\\} 1`));
+    t.match(metrics, new RegExp(`ferry_outbound_queue_depth\\{provider="${name}",state="due"\\} ${counts.due}\n`));
+    t.match(metrics, new RegExp(`ferry_outbound_queue_depth\\{provider="${name}",state="scheduled"\\} ${counts.scheduled}\n`));
 
     clock.advance(9_999);
     await pause(100);
@@ -182,23 +186,34 @@ t.test(`outbound pipeline contract (${backendLabel})`, async (t) => {
     t.match(await h.registry.metrics(), new RegExp(`ferry_outbound_breaker_transitions_total\\{provider="${name}",to="half-open"\\} 1`));
   });
 
-  t.test('crash mid-dispatch: the work is redelivered after the lease, nothing lost, duplicates at most the in-flight requests', async (t) => {
+  t.test('crash mid-dispatch: claims held until they run out, then sent again and flagged; nothing lost, duplicates at most the in-flight requests', async (t) => {
     const name = providerName('crash');
     provider.fallback = (r) => (r.to.startsWith('crash-') ? { hang: true } : OK);
     const a = makePipeline(backends, clock, provider.url, { name, provider: { maxConcurrency: 4, sendTimeoutMs: 60_000, leaseMs: 90_000 } });
     const jobs = await a.pipeline.submit(Array.from({ length: 10 }, (_, i) => demoJob(name, `crash-${i}`)));
     await until('four requests in flight', async () => provider.hungCount, (n) => n === 4);
     const inFlight = provider.hungCount;
-    await a.pipeline.abandon(); // the crash: nothing more is recorded or acknowledged
+    await a.pipeline.abandon(); // the crash: nothing more is recorded, the claims stay as they were
     provider.fallback = () => OK;
     provider.releaseHung(); // the provider took those four: they count as sent there
     a.adapter.close();
     for (const j of jobs) t.equal((await stateOf(a.pipeline, j.id)).state, 'queued', `${j.messageId} not recorded as sent`);
+    const claimed: typeof jobs = [];
+    for (const j of jobs) if ((await stateOf(a.pipeline, j.id)).claimedUntil !== null) claimed.push(j);
+    t.equal(claimed.length, inFlight, 'the crashed instance claimed only what it was sending');
 
-    clock.advance(90_000); // the crashed instance's leases and claims run out
+    // Another instance, before the dead one's claims ran out: it sends the rest and leaves the claimed ones alone.
     const b = makePipeline(backends, clock, provider.url, { name });
     t.teardown(() => b.stop());
-    for (const j of jobs) await jobState(b.pipeline, j.id, (r) => r.state === 'sent', `${j.messageId} sent after the restart`);
+    const rest = jobs.filter((j) => !claimed.includes(j));
+    for (const j of rest) await jobState(b.pipeline, j.id, (r) => r.state === 'sent', `${j.messageId} sent by the other instance`);
+    clock.advance(89_000);
+    await pause(200);
+    for (const j of claimed) t.equal((await stateOf(b.pipeline, j.id)).state, 'queued', `${j.messageId} left alone while its claim runs`);
+    t.equal(provider.matching('crash-').length, jobs.length, 'each sent once so far');
+
+    clock.advance(1000); // the crashed instance's claims run out
+    for (const j of claimed) await jobState(b.pipeline, j.id, (r) => r.state === 'sent', `${j.messageId} sent after its claim ran out`);
     const perRecipient = jobs.map((j) => provider.countFor(j.messageId.slice(3)));
     const duplicates = perRecipient.reduce((a, n) => a + (n - 1), 0);
     t.equal(duplicates, inFlight, `the provider saw ${duplicates} duplicates: the ${inFlight} requests in flight at the crash`);
@@ -209,7 +224,7 @@ t.test(`outbound pipeline contract (${backendLabel})`, async (t) => {
     t.comment(`crash mid-dispatch (${backendLabel}): in flight ${inFlight}, duplicates seen by the provider ${duplicates}, lost 0`);
   });
 
-  t.test('two instances on one queue share the work: every job sent exactly once', async (t) => {
+  t.test('two instances claiming the same provider share the work: every job sent exactly once', async (t) => {
     const name = providerName('two');
     const a = makePipeline(backends, clock, provider.url, { name, provider: { maxConcurrency: 8 } });
     const b = makePipeline(backends, clock, provider.url, { name, provider: { maxConcurrency: 8 } });
@@ -313,7 +328,6 @@ t.test(`outbound pipeline contract (${backendLabel})`, async (t) => {
       },
       providers: [{ adapter }],
     });
-    new OutboundReconciler({ pipeline, log: silent, sweepAtStart: false });
     pipeline.start();
     t.teardown(async () => {
       await pipeline.stop();
@@ -326,7 +340,7 @@ t.test(`outbound pipeline contract (${backendLabel})`, async (t) => {
     t.same((await backends.db.query(`SELECT status FROM demo_messages WHERE id = 'dm_hook-1'`)).rows, [{ status: 'delivered' }]);
   });
 
-  t.test('an enqueue rolled back leaves nothing; a push lost after the commit is repaired by the reconciler', async (t) => {
+  t.test('an enqueue rolled back leaves nothing; a committed job nobody woke for is claimed at the next poll; the reconciler fails overdue jobs', async (t) => {
     const h = makePipeline(backends, clock, provider.url);
     t.teardown(() => h.stop());
     const name = h.adapter.name;
@@ -340,46 +354,41 @@ t.test(`outbound pipeline contract (${backendLabel})`, async (t) => {
     t.same((await backends.db.query(`SELECT id FROM outbound_jobs WHERE message_id = 'dm_rb-1'`)).rows, [], 'no job row');
     t.same(await eventsOf(backends, 'dm_rb-1'), [], 'no event');
 
-    // Committed, never pushed (a crash right after the commit).
-    const [lost] = await backends.db.tx((q) => h.pipeline.enqueue(q, [demoJob(name, 'lost-1')]));
-    await pause(100);
-    t.equal(provider.countFor('lost-1'), 0, 'not in the queue: not sent');
-    const rec = h.reconciler;
-    t.ok((await rec.sweep()) >= 1, 'the start-up sweep pushes it');
-    await jobState(h.pipeline, lost.id, (j) => j.state === 'sent');
-    t.equal(provider.countFor('lost-1'), 1);
+    // Committed and never woken for (as when the instance that accepted it crashed right after the commit, or when
+    // another instance accepted it): the idle worker's poll finds it.
+    const [unwoken] = await backends.db.tx((q) => h.pipeline.enqueue(q, [demoJob(name, 'unwoken-1')]));
+    await jobState(h.pipeline, unwoken.id, (j) => j.state === 'sent');
+    t.equal(provider.countFor('unwoken-1'), 1, 'sent once');
 
-    // Past its deadline while nobody leased it: the periodic pass fails it, with its event.
-    const [overdue] = await backends.db.tx((q) => h.pipeline.enqueue(q, [demoJob(name, 'od-1', 'acc_1', { deadlineAt: clock.now + 1000 })]));
+    // Past its deadline while nobody could claim it (its provider's workers stopped): the periodic pass fails it, with
+    // its event; a job still in time is left alone.
+    await h.pipeline.stop();
+    const [overdue, inTime] = await backends.db.tx((q) =>
+      h.pipeline.enqueue(q, [demoJob(name, 'od-1', 'acc_1', { deadlineAt: clock.now + 1000 }), demoJob(name, 'od-2', 'acc_1', { deadlineAt: clock.now + 60_000 })]),
+    );
     clock.advance(2000);
-    await rec.run(60_000);
+    t.equal(await h.reconciler.periodic(), 1, 'one failed');
     const row = await stateOf(h.pipeline, overdue.id);
     t.match(row, { state: 'failed', ferryError: 'DEADLINE_EXCEEDED', pending: false });
     t.same((await eventsOf(backends, 'dm_od-1')).map((e) => e.type), ['demo.queued', 'demo.failed']);
     t.equal(provider.countFor('od-1'), 0);
+    t.match(await stateOf(h.pipeline, inTime.id), { state: 'queued', pending: true }, 'the one in time waits');
   });
 
-  t.test('a pipeline with products does not start without a reconciler; with one, it sweeps at start', async (t) => {
-    const adapter = new HttpTestAdapter(providerName('norec'), provider.url);
+  t.test('jobs committed before any instance runs are claimed once one starts: nothing to load or repair first', async (t) => {
+    const adapter = new HttpTestAdapter(providerName('early'), provider.url);
     t.teardown(() => adapter.close());
-    const opts = { backends, log: silent, clock: () => clock.now, pollMs: 10, products: { demo: { machine: DEMO, deadlineMs: 60_000 } }, providers: [{ adapter }] };
-    const bare = new OutboundPipeline(opts);
-    t.throws(() => bare.start(), /needs a reconciler/, 'refused: a lost queue entry would stay pending forever');
-    // Committed before any instance runs, never pushed: the start-up sweep of the reconciler the pipeline starts sends it.
-    const [job] = await backends.db.tx((q) => bare.enqueue(q, [demoJob(adapter.name, 'norec-1')]));
+    // One request at a time, so the order the provider sees is the claim's.
+    const opts = { backends, log: silent, clock: () => clock.now, pollMs: 10, products: { demo: { machine: DEMO, deadlineMs: 60_000 } }, providers: [{ adapter, maxConcurrency: 1 }] };
+    const before = new OutboundPipeline(opts);
+    const jobs = await backends.db.tx((q) => before.enqueue(q, [demoJob(adapter.name, 'early-1'), demoJob(adapter.name, 'early-2', 'acc_1', { priority: true })]));
+    await pause(100);
+    t.equal(provider.matching('early-').length, 0, 'nothing sends them while no pipeline runs');
     const pipeline = new OutboundPipeline(opts);
-    const rec = new OutboundReconciler({ pipeline, log: silent, clock: () => clock.now });
-    t.throws(() => new OutboundReconciler({ pipeline, log: silent }), /already has a reconciler/);
     pipeline.start();
     t.teardown(() => pipeline.stop());
-    await jobState(pipeline, job.id, (j) => j.state === 'sent');
-    t.equal(provider.countFor('norec-1'), 1, 'sent once');
-    await pipeline.stop();
-    void rec;
-    // A pipeline of providers only (nothing enqueues into it) needs none.
-    const idle = new OutboundPipeline({ ...opts, products: {} });
-    t.doesNotThrow(() => idle.start());
-    await idle.stop();
+    for (const j of jobs) await jobState(pipeline, j.id, (r) => r.state === 'sent');
+    t.same(provider.matching('early-').map((r) => r.to), ['early-2', 'early-1'], 'each sent once, the priority lane first');
   });
 
   t.test('a product with an unregistered event type, or an unknown provider, is refused', async (t) => {

@@ -201,7 +201,7 @@ export class EmailService {
 
   /**
    * Stores sends (one content each, with its recipients) in one transaction: the email_sends rows, a message per
-   * recipient, drops for suppressed ones (and their events), jobs for the rest; pushes the jobs after the commit.
+   * recipient, drops for suppressed ones (and their events), jobs for the rest; wakes the pipeline after the commit.
    */
   async store(
     accountId: string,
@@ -268,7 +268,7 @@ export class EmailService {
       }
       return { jobs, out, emitted: events.length > 0 };
     });
-    pipeline.push(jobs);
+    pipeline.wake(jobs);
     if (emitted) this.o.events.wake();
     return out;
   }

@@ -1,10 +1,11 @@
 import type { Logger } from 'pino';
+import type { DueSet } from '../../delivery/due-set.js';
+import { jitter, type RetryPolicy } from '../../delivery/retry-policy.js';
 import { GroupCommit } from '../../ledger/group-commit.js';
 import { prepared } from '../../store/sql/prepared.js';
 import { WakeableSleep } from '../../util/wakeable-sleep.js';
 import type { Db } from '../../store/types.js';
-import type { EndpointSlots } from './endpoint-slots.js';
-import type { RetrySet } from './retry-set.js';
+import type { TargetSlots } from '../../delivery/target-slots.js';
 import type { WebhookMetrics } from './webhook-metrics.js';
 import { eventBody, type WebhookPoster } from './webhook-poster.js';
 import type { WebhookStore } from './webhook-store.js';
@@ -12,16 +13,17 @@ import type { WebhookStore } from './webhook-store.js';
 export interface WebhookSenderOptions {
   db: Db;
   store: WebhookStore;
-  retrySet: RetrySet;
+  /** The retry set (RETRY_SET). */
+  retrySet: DueSet;
   poster: WebhookPoster;
-  slots: EndpointSlots;
+  slots: TargetSlots;
   metrics: WebhookMetrics;
   log: Logger;
   timeoutMs: number;
   maxConcurrency: number;
   maxConcurrencyPerEndpoint: number;
-  /** Delay before retry n (n = 1 … length); a failure after the last one is final. */
-  retryScheduleMs: readonly number[];
+  /** The retry schedule (webhooks.retrySchedule); a failure after its last delay is final. */
+  retry: RetryPolicy;
   disableAfterMs: number;
   pollMs?: number;
 }
@@ -60,7 +62,7 @@ const LOAD_SQL = prepared(`SELECT d.id, d.endpoint_id, d.event_id, d.status, d.a
     ev.type, ev.payload, ev.account_id, ev.created_at AS ev_created_at, b.id AS blocker_id, b.next_attempt_at AS blocker_due
   FROM webhook_deliveries d
   JOIN webhook_endpoints e ON e.id = d.endpoint_id
-  JOIN webhook_events ev ON ev.id = d.event_id
+  JOIN webhook_events ev ON ev.seq = d.event_seq AND ev.id = d.event_id
   LEFT JOIN LATERAL (
     SELECT p.id, p.next_attempt_at FROM webhook_deliveries p
     WHERE p.endpoint_id = d.endpoint_id AND p.message_key = d.message_key AND p.event_seq < d.event_seq AND p.status IN ('pending', 'failed')
@@ -96,11 +98,6 @@ function ms(v: unknown): number {
   return v instanceof Date ? v.getTime() : new Date(v as string).getTime();
 }
 
-/** ±20% so that retries of many deliveries that failed together do not arrive together. */
-function jitter(delay: number): number {
-  return Math.max(1, Math.round(delay * (0.8 + Math.random() * 0.4)));
-}
-
 /**
  * How a held delivery ended here: closed (delivered, dead or gone), or open, due again at `due` (epoch ms);
  * `untried`: deferred while that endpoint had no attempt time yet (so it may be brought forward).
@@ -131,7 +128,7 @@ interface Delivered {
  * The sender holds at most 4 × maxConcurrency deliveries (claimed and not yet settled) and claims only when it has
  * room, so a large backlog stays in the table instead of going round between table and sender. A claimed batch is
  * read in one statement, and successful attempts are written in batches (one UPDATE) off the endpoint's slot, which
- * is freed as soon as the receiver has answered. The slots are shared with the event stream (EndpointSlots).
+ * is freed as soon as the receiver has answered. The slots (TargetSlots, per endpoint) are shared with the event stream.
  *
  * A delivery claimed while its endpoint is at the cap waits here, in order, and takes the endpoint's next free slot,
  * as long as the expected wait (deliveries ahead ÷ cap × the endpoint's recent attempt time) stays under
@@ -206,7 +203,8 @@ export class WebhookSender {
       let items: string[] = [];
       try {
         // The claim covers a wait for a slot and the attempt itself.
-        items = await this.o.retrySet.claim(Math.min(room, LEASE_BATCH), this.o.timeoutMs + MAX_SLOT_WAIT_MS + 30_000);
+        const now = Date.now();
+        items = (await this.o.retrySet.claimDue(Math.min(room, LEASE_BATCH), now, now + this.o.timeoutMs + MAX_SLOT_WAIT_MS + 30_000)).map((r) => r.id);
       } catch (err) {
         this.o.log.warn({ err: (err as Error).message }, 'webhook retry set claim failed');
       }
@@ -367,9 +365,10 @@ export class WebhookSender {
       delay = delayMs <= 0 ? 0 : jitter(Math.min(MAX_DEFER_MS, Math.max(BUSY_DELAY_MS, delayMs)));
     }
     const untried = deferredFrom !== undefined && !this.attemptMs.has(deferredFrom);
-    this.release(id, { closed: false, due: Date.now() + delay, untried: untried ? deferredFrom : undefined });
+    const now = Date.now();
+    this.release(id, { closed: false, due: now + delay, untried: untried ? deferredFrom : undefined });
     try {
-      await this.o.retrySet.dueIn([id], delay);
+      await this.o.retrySet.endClaims([{ id, dueAt: now + delay }], now);
     } finally {
       this.drop(id);
     }
@@ -389,7 +388,8 @@ export class WebhookSender {
    */
   private async bringForward(endpointId: string, ids: string[]): Promise<void> {
     if (this.stopped || this.expectedWaitMs(endpointId) > MAX_SLOT_WAIT_MS) return;
-    await this.o.retrySet.dueIn(ids.filter((id) => !this.held.has(id)), 0);
+    const now = Date.now();
+    await this.o.retrySet.endClaims(ids.filter((id) => !this.held.has(id)).map((id) => ({ id, dueAt: now })), now);
     this.wake();
   }
 
@@ -458,9 +458,9 @@ export class WebhookSender {
 
   private async failed(d: DeliveryRow, statusCode: number | null, error: string, latencyMs: number): Promise<void> {
     const attempts = d.attempts + 1;
-    const schedule = this.o.retryScheduleMs;
-    const dead = attempts > schedule.length;
-    const delay = dead ? 0 : jitter(schedule[attempts - 1]);
+    const next = this.o.retry.after(attempts);
+    const dead = next.final;
+    const delay = next.final ? 0 : next.delayMs;
     const cached = this.endpoints.get(d.endpoint_id);
     if (cached) cached.row.failing = true;
     this.release(d.id, dead ? CLOSED : { closed: false, due: Date.now() + delay });

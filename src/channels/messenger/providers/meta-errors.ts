@@ -1,7 +1,7 @@
 import { ErrorTable, type SendResult } from '../../../outbound/index.js';
 import type { ClassifyInput } from '../../../outbound/error-table.js';
 
-/** The provider's name: the outbound queue is `outbound:meta-cloud`. */
+/** The provider's name (outbound_jobs.provider, the metrics' `provider` label). */
 export const META_PROVIDER = 'meta-cloud';
 
 /** The code whose first occurrence is retried once (the platform's media fetch can be transient) and then fails. */
