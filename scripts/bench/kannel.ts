@@ -21,7 +21,8 @@ import type { PgCounters } from './harness/stack.js';
 import { Child, freePort } from './harness/proc.js';
 import { fmt, printJson, printTable, verdict, type Row } from './harness/report.js';
 import { runScenario, type ScenarioContext } from './harness/scenario.js';
-import { EVENTS_PER_MESSAGE, WEBHOOK_DAEMON_ENV, WebhookBench } from './harness/webhooks.js';
+import { PRELOAD_USAGE, preloadBudgetSeconds } from './harness/preload-events.js';
+import { checkWebhookOptions, EVENTS_PER_MESSAGE, webhookDaemonEnv, WEBHOOK_FLAGS, WebhookBench } from './harness/webhooks.js';
 
 const TARGET_REST_RATIO = 1.5;
 const TARGET_SMPP_FINAL_RATIO = 2.5;
@@ -41,6 +42,8 @@ const USAGE = `usage: npm run bench -- kannel [options]
                     its receipts reach an application as Kannel's reach the dlr-url; each Ferry round then
                     also reports when its last webhook was in
   --webhook-batch N with --webhooks: the endpoint takes batched delivery, arrays of up to N events
+  --webhook-cap N   with --webhooks: webhooks.maxConcurrencyPerEndpoint (default: the daemon's, 4)
+${PRELOAD_USAGE}
 
 Kannel logs as much as Ferry: --log-level sets both (warn, the default: Kannel at warning, no access logs;
 info: Kannel at info with its access logs on, as Ferry's access log is).
@@ -93,11 +96,12 @@ async function listening(port: number, child: Child): Promise<void> {
 
 await runScenario({
   name: 'kannel',
-  flags: ['messages', 'concurrency', 'pairs', 'binds', 'window', 'webhooks', 'webhook-batch'],
-  stackOverrides: (args) => (args.has('webhooks') ? { daemonEnv: WEBHOOK_DAEMON_ENV } : {}),
+  flags: ['messages', 'concurrency', 'pairs', 'binds', 'window', ...WEBHOOK_FLAGS],
+  stackOverrides: (args) => (args.has('webhooks') ? { daemonEnv: webhookDaemonEnv(args) } : {}),
   usage: USAGE,
+  validate: checkWebhookOptions,
   defaults: { upstreamBinds: 4, upstreamWindow: 100 },
-  budgetSeconds: (args, common) => (1 + 3 * args.number('pairs', 2)) * (120 + common.finalTimeoutSeconds),
+  budgetSeconds: (args, common) => (1 + 3 * args.number('pairs', 2)) * (120 + common.finalTimeoutSeconds) + preloadBudgetSeconds(args),
   async run(ctx: ScenarioContext) {
     const { args, common, stack, machine, log, addChild, mark, cpuSince, fail } = ctx;
     const messages = args.number('messages', 20_000, { min: 100, max: 1_000_000, integer: true });
@@ -148,7 +152,7 @@ await runScenario({
 
     const password = 'bench123';
     const account = await stack.createAccount('bench', password, binds);
-    const webhooks = args.has('webhooks') ? await WebhookBench.start(ctx, stack.apiUrl, account.token) : undefined;
+    const webhooks = args.has('webhooks') ? await WebhookBench.start(ctx, stack.apiUrl, account) : undefined;
     /** With --webhooks: per 1,000 messages a second of the round from `started` to its last webhook, or undefined. */
     const webhooksIn = async (label: string, started: number, accepted: number): Promise<number | undefined> => {
       if (!webhooks) return undefined;
@@ -360,6 +364,7 @@ await runScenario({
       );
     }
     rows.push({ figure: 'Ferry ledger', value: `${fmt.int(ledger.total)} rows: ${Object.entries(ledger.byStatus).map(([s, c]) => `${s} ${fmt.int(c)}`).join(', ')}` });
+    rows.push(...(webhooks?.preloadRows() ?? []));
     const command = `npm run bench -- kannel ${process.argv.slice(2).join(' ')}`.trim();
     printTable(
       `Ferry bench · kannel · ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC`,
@@ -375,6 +380,20 @@ await runScenario({
       ],
       rows,
     );
-    if (common.json) printJson({ scenario: 'kannel', date: new Date().toISOString(), backend: common.backend, machine, messages, connections, binds, window, cold, rounds, ratios, ledger });
+    if (common.json) printJson({
+        scenario: 'kannel',
+        date: new Date().toISOString(),
+        backend: common.backend,
+        machine,
+        messages,
+        connections,
+        binds,
+        window,
+        cold,
+        rounds,
+        ratios,
+        ledger,
+        preloadedEvents: webhooks?.preloadJson() ?? null,
+      });
   },
 });

@@ -10,7 +10,8 @@ import { fmt, printJson, printTable, verdict, type Row } from './harness/report.
 import { LoadGen } from './harness/ipc.js';
 import type { BulkPhaseResult, RestLoadConfig, SendPhaseResult } from './harness/loadgen-rest.js';
 import { runScenario } from './harness/scenario.js';
-import { EVENTS_PER_MESSAGE, WEBHOOK_DAEMON_ENV, WEBHOOKS_USAGE, WebhookBench } from './harness/webhooks.js';
+import { preloadBudgetSeconds } from './harness/preload-events.js';
+import { checkWebhookOptions, EVENTS_PER_MESSAGE, webhookDaemonEnv, WEBHOOK_FLAGS, WEBHOOKS_USAGE, WebhookBench } from './harness/webhooks.js';
 
 const TARGET_SENDS = 10_000;
 const TARGET_P99_MS = 20;
@@ -33,10 +34,11 @@ ${WEBHOOKS_USAGE}`;
 
 await runScenario({
   name: 'rest',
-  flags: ['seconds', 'messages', 'concurrency', 'rate', 'warmup-seconds', 'bulk-batches', 'bulk-size', 'bulk-concurrency', 'webhooks', 'webhook-batch'],
+  flags: ['seconds', 'messages', 'concurrency', 'rate', 'warmup-seconds', 'bulk-batches', 'bulk-size', 'bulk-concurrency', ...WEBHOOK_FLAGS],
   usage: USAGE,
-  stackOverrides: (args) => (args.has('webhooks') ? { daemonEnv: WEBHOOK_DAEMON_ENV } : {}),
-  budgetSeconds: (args, common) => args.number('seconds', 10) + args.number('warmup-seconds', 8) + 60 + 3 * common.finalTimeoutSeconds,
+  validate: checkWebhookOptions,
+  stackOverrides: (args) => (args.has('webhooks') ? { daemonEnv: webhookDaemonEnv(args) } : {}),
+  budgetSeconds: (args, common) => args.number('seconds', 10) + args.number('warmup-seconds', 8) + 60 + 3 * common.finalTimeoutSeconds + preloadBudgetSeconds(args),
   async run(ctx) {
     const { args, common, stack, sampler, machine, log, addChild, mark, cpuSince, fail } = ctx;
     const config: RestLoadConfig = {
@@ -51,8 +53,9 @@ await runScenario({
       bulkSize: args.number('bulk-size', 1000, { min: 1, max: 10_000, integer: true }),
       bulkConcurrency: args.number('bulk-concurrency', 2, { min: 1, max: 64, integer: true }),
     };
-    config.token = (await stack.createAccount('bench', 'bench123', 4)).token;
-    const webhooks = args.has('webhooks') ? await WebhookBench.start(ctx, stack.apiUrl, config.token) : undefined;
+    const account = await stack.createAccount('bench', 'bench123', 4);
+    config.token = account.token;
+    const webhooks = args.has('webhooks') ? await WebhookBench.start(ctx, stack.apiUrl, account) : undefined;
     const gen = new LoadGen('loadgen-rest.ts', config, stack.logDir);
     addChild('loadgen', gen.child);
     log(
@@ -173,6 +176,7 @@ await runScenario({
       ...(sendsHooks && finalHooks
         ? WebhookBench.rows({ ...finalHooks, window: sendsHooks.window }, ledger.total * EVENTS_PER_MESSAGE, sends.accepted, (sendsHooksDoneAt - sendsStarted) / 1000, sendsCpu.receiver ?? 0)
         : []),
+      ...(webhooks?.preloadRows() ?? []),
     ];
     if (bulk) {
       const bulkRate = bulk.accepted / Math.max(1e-9, bulk.seconds);
@@ -242,7 +246,7 @@ await runScenario({
           : null,
         peakRssMB: Object.fromEntries(Object.entries(sampler.peakRss).map(([k, v]) => [k, v / 2 ** 20])),
         ledger,
-        webhooks: sendsHooks ? { sends: sendsHooks, final: finalHooks } : null,
+        webhooks: sendsHooks ? { sends: sendsHooks, final: finalHooks, preloaded: webhooks?.preloadJson() ?? null } : null,
         simulator: simStats,
         targets: { sendsPerSec: TARGET_SENDS, sendP99Ms: TARGET_P99_MS, atRate: TARGET_P99_AT, bulkPerSec: TARGET_BULK },
         counted,

@@ -11,7 +11,8 @@ import { LoadGen } from './harness/ipc.js';
 import type { SmppLoadConfig, SmppLoadResult } from './harness/loadgen-smpp.js';
 import { runScenario } from './harness/scenario.js';
 import { histogramQuantile, histogramSince } from './harness/stats.js';
-import { EVENTS_PER_MESSAGE, WEBHOOK_DAEMON_ENV, WEBHOOKS_USAGE, WebhookBench } from './harness/webhooks.js';
+import { preloadBudgetSeconds } from './harness/preload-events.js';
+import { checkWebhookOptions, EVENTS_PER_MESSAGE, webhookDaemonEnv, WEBHOOK_FLAGS, WEBHOOKS_USAGE, WebhookBench } from './harness/webhooks.js';
 
 const TARGET_RATE = 20_000;
 const TARGET_P99_MS = 10;
@@ -33,11 +34,13 @@ ${WEBHOOKS_USAGE}`;
 
 await runScenario({
   name: 'smpp',
-  flags: ['messages', 'seconds', 'binds', 'window', 'rate', 'warmup', 'webhooks', 'webhook-batch'],
+  flags: ['messages', 'seconds', 'binds', 'window', 'rate', 'warmup', ...WEBHOOK_FLAGS],
   usage: USAGE,
-  stackOverrides: (args) => (args.has('webhooks') ? { daemonEnv: WEBHOOK_DAEMON_ENV } : {}),
+  validate: checkWebhookOptions,
+  stackOverrides: (args) => (args.has('webhooks') ? { daemonEnv: webhookDaemonEnv(args) } : {}),
   // Warm-up submits (at most max(10, T) s) and measured ones (T s), each followed by its receipts.
-  budgetSeconds: (args, common) => Math.max(10, args.number('seconds', 20)) + args.number('seconds', 20) + 30 + 2 * common.finalTimeoutSeconds,
+  budgetSeconds: (args, common) =>
+    Math.max(10, args.number('seconds', 20)) + args.number('seconds', 20) + 30 + 2 * common.finalTimeoutSeconds + preloadBudgetSeconds(args),
   async run(ctx) {
     const { args, common, stack, sampler, machine, log, addChild, mark, cpuSince, fail } = ctx;
     const binds = args.number('binds', 4, { min: 1, max: 100, integer: true });
@@ -49,7 +52,7 @@ await runScenario({
 
     const password = 'bench123';
     const account = await stack.createAccount('bench', password, binds);
-    const webhooks = args.has('webhooks') ? await WebhookBench.start(ctx, stack.apiUrl, account.token) : undefined;
+    const webhooks = args.has('webhooks') ? await WebhookBench.start(ctx, stack.apiUrl, account) : undefined;
     const config: SmppLoadConfig = {
       host: '127.0.0.1',
       port: stack.ports.smpp,
@@ -174,6 +177,7 @@ await runScenario({
             cpu.receiver ?? 0,
           )
         : []),
+      ...(webhooks?.preloadRows() ?? []),
       ...(drift
         ? [
             {
@@ -237,7 +241,9 @@ await runScenario({
         daemonDrift: drift ?? null,
         receiptStates: m.receiptStates,
         ledger,
-        webhooks: hookStats ? { ...hookStats, allInSeconds: hooks?.doneAt ? (hooks.doneAt - measureStartedAt) / 1000 : null } : null,
+        webhooks: hookStats
+          ? { ...hookStats, allInSeconds: hooks?.doneAt ? (hooks.doneAt - measureStartedAt) / 1000 : null, preloaded: webhooks?.preloadJson() ?? null }
+          : null,
         simulator: simStats,
         warmup: { offered: w.offered, accepted: w.accepted, final: w.final },
         unmatchedReceipts: result.unmatchedReceipts,

@@ -70,13 +70,14 @@ export class RedisJobLease implements JobLease {
 }
 
 /**
- * Records `holder` as the lease holder of the scheduler of the daemon on `dataDir` (`scheduler.holder`) and returns the
- * one recorded before, null the first time. One process holds a data folder at a time (ferry.pid), so the previous
- * holder is an earlier life of this daemon: after a crash its cluster leases are still taken, and the daemon gives
- * them back at start rather than wait them out (up to 3 × a job's interval without the job anywhere).
+ * Records `holder` as the lease holder of the scheduler of the daemon on `dataDir` (`scheduler.holder`, or `name` for
+ * another holder of leases, such as the webhook stream's) and returns the one recorded before, null the first time.
+ * One process holds a data folder at a time (ferry.pid), so the previous holder is an earlier life of this daemon:
+ * after a crash its cluster leases are still taken, and the daemon gives them back at start rather than wait them out
+ * (up to 3 × a job's interval without the job anywhere).
  */
-export function swapLeaseHolder(dataDir: string, holder: string): string | null {
-  const file = join(dataDir, 'scheduler.holder');
+export function swapLeaseHolder(dataDir: string, holder: string, name = 'scheduler.holder'): string | null {
+  const file = join(dataDir, name);
   let previous: string | null = null;
   try {
     previous = readFileSync(file, 'utf8').trim() || null;

@@ -1,8 +1,21 @@
+import type { Db, Queryable } from '../../src/store/types.js';
+
 /** Reading Postgres' EXPLAIN (FORMAT JSON) output in tests that pin a statement's plan. */
 export interface PlanNode {
   'Node Type': string;
   'Relation Name'?: string;
+  'Index Name'?: string;
   Plans?: PlanNode[];
+}
+
+/** The top node of one EXPLAIN (FORMAT JSON) result (a JSON string on some drivers, parsed on others). */
+export const planOf = (raw: unknown): PlanNode => ((typeof raw === 'string' ? JSON.parse(raw) : raw) as Array<{ Plan: PlanNode }>)[0].Plan;
+
+/** The indexes a plan reads, in plan order. */
+export function indexes(node: PlanNode, out: string[] = []): string[] {
+  if (node['Index Name']) out.push(node['Index Name']);
+  for (const p of node.Plans ?? []) indexes(p, out);
+  return out;
 }
 
 /** The tables a plan reads by sequential scan. */
@@ -10,4 +23,27 @@ export function seqScans(node: PlanNode, out: string[] = []): string[] {
   if (node['Node Type'] === 'Seq Scan' && node['Relation Name']) out.push(node['Relation Name']);
   for (const p of node.Plans ?? []) seqScans(p, out);
   return out;
+}
+
+/** A statement as a test's recording database saw it. */
+export interface Recorded {
+  text: string;
+  params: readonly unknown[];
+}
+
+/** The same database, with every statement sent through it (pool or transaction) written down. */
+export function recording(db: Db, log: Recorded[]): Db {
+  const wrap = (q: Queryable): Queryable => ({
+    query: (text, params = []) => {
+      log.push({ text, params });
+      return q.query(text, params);
+    },
+  });
+  return {
+    kind: db.kind,
+    query: wrap(db).query,
+    tx: (fn) => db.tx((q) => fn({ ...wrap(q), commitNow: () => q.commitNow() })),
+    ping: () => db.ping(),
+    close: () => db.close(),
+  };
 }

@@ -3,32 +3,9 @@ import { EventOutbox } from '../../src/events/event-outbox.js';
 import { Ledger } from '../../src/ledger/ledger.js';
 import { CustomerOutbox } from '../../src/receipts/customer-outbox.js';
 import { preparedTexts } from '../../src/store/sql/prepared.js';
-import type { Db, Queryable } from '../../src/store/types.js';
 import { testDb } from '../helpers/db.js';
 import { backendLabel } from '../helpers/env.js';
-import { seqScans, type PlanNode } from '../helpers/plans.js';
-
-interface Recorded {
-  text: string;
-  params: readonly unknown[];
-}
-
-/** The same database, with every statement sent through it (pool or transaction) written down. */
-function recording(db: Db, log: Recorded[]): Db {
-  const wrap = (q: Queryable): Queryable => ({
-    query: (text, params = []) => {
-      log.push({ text, params });
-      return q.query(text, params);
-    },
-  });
-  return {
-    kind: db.kind,
-    query: wrap(db).query,
-    tx: (fn) => db.tx((q) => fn({ ...wrap(q), commitNow: () => q.commitNow() })),
-    ping: () => db.ping(),
-    close: () => db.close(),
-  };
-}
+import { recording, seqScans, type PlanNode, type Recorded } from '../helpers/plans.js';
 
 /*
  * The batch statements of the hot path join a few hundred ids against the ledger. Written as a plain join, the planner

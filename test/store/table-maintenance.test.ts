@@ -59,13 +59,20 @@ t.test(`table maintenance vacuums churned tables and gives their space back (${b
     const stats = await db.query<{ n: number }>(`SELECT reltuples::int8 AS n FROM pg_class WHERE oid = 'upstream_correlations'::regclass`);
     t.equal(stats.rows[0].n, 5000, 'and the planner knows its size');
   } else {
+    // A partitioned table is vacuumed as its partitions (the parent has no storage of its own).
+    const partitioned = new Set(tables.filter((d) => d.partitions).map((d) => d.name));
+    const { rows: parts } = await db.query<{ parent: string; name: string }>(
+      `SELECT p.relname AS parent, c.relname AS name FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid JOIN pg_class p ON p.oid = i.inhparent`,
+    );
+    const asVacuumed = (names: readonly string[]) => names.flatMap((n) => (partitioned.has(n) ? parts.filter((x) => x.parent === n).map((x) => x.name) : [n])).sort();
+    t.ok(partitioned.size > 0 && parts.length > 0, `partitioned tables take part (${[...partitioned].join(', ')})`);
     const every3 = new TableMaintenance({ db, log, tables, intervalSeconds: 0, ledgerEvery: 3 });
     const first = await every3.runOnce();
-    t.same(first.map((r) => r.table).sort(), [...CHURN_TABLES, ...LEDGER_TABLES].sort(), 'embedded: the first pass covers every table');
+    t.same(first.map((r) => r.table).sort(), asVacuumed([...CHURN_TABLES, ...LEDGER_TABLES]), 'embedded: the first pass covers every table');
     const second = await every3.runOnce();
-    t.same(second.map((r) => r.table).sort(), [...CHURN_TABLES].sort(), 'the next ones only the churn tables');
+    t.same(second.map((r) => r.table).sort(), asVacuumed(CHURN_TABLES), 'the next ones only the churn tables');
     await every3.runOnce();
-    t.equal((await every3.runOnce()).length, CHURN_TABLES.length + LEDGER_TABLES.length, 'and every third one the ledger again');
+    t.equal((await every3.runOnce()).length, asVacuumed([...CHURN_TABLES, ...LEDGER_TABLES]).length, 'and every third one the ledger again');
   }
   await m.stop();
 });

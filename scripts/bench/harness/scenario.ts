@@ -130,6 +130,8 @@ export interface ScenarioDefinition {
   usage: string;
   /** Defaults of common options that differ for this scenario. */
   defaults?: CommonDefaults;
+  /** Refuses (UsageError) options that do not fit together or with the backend, before anything starts. */
+  validate?: (args: Args, common: CommonOptions) => void;
   /** Daemon env / upstream tweaks before the stack starts. */
   stackOverrides?: (args: Args, common: CommonOptions) => { daemonEnv?: Record<string, string>; simArgs?: string[]; simTap?: boolean };
   /** An upper bound of the whole run, in seconds, for the watchdog. */
@@ -154,6 +156,7 @@ export async function runScenario(def: ScenarioDefinition): Promise<never> {
     const unknown = args.unknown([...COMMON_FLAGS, ...def.flags]);
     if (unknown.length) throw new UsageError(`unknown option ${unknown.join(', ')}`);
     common = commonOptions(args, def.defaults);
+    def.validate?.(args, common);
   } catch (err) {
     if (err instanceof UsageError) {
       process.stderr.write(`bench ${def.name}: ${err.message}\n\n${def.usage}\n\n${COMMON_USAGE}\n`);

@@ -380,14 +380,14 @@ export class Stack {
    * The bench account: SMPP credentials (system_id = name), no rate limit, enough binds, and an API key with every
    * scope. Pricing is unset by default, so sends are free and need no credit.
    */
-  async createAccount(name: string, smppPassword: string, maxBinds: number): Promise<{ systemId: string; token: string }> {
+  async createAccount(name: string, smppPassword: string, maxBinds: number): Promise<{ accountId: string; systemId: string; token: string }> {
     const account = await this.admin('POST', '/admin/accounts', { name, smppPassword });
     await this.admin('PATCH', `/admin/accounts/${name}`, { maxTps: this.opts.limits ? UNREACHED_LIMIT : 0 });
     // Credit for any run the bench can make (millions of messages of a few segments each).
     if (this.opts.price > 0) await this.admin('POST', `/admin/accounts/${name}/credit`, { amount: Math.ceil(this.opts.price * 100_000_000) });
     const smpp = await this.admin('POST', `/admin/accounts/${name}/smpp-credentials`, { password: smppPassword, maxBinds: Math.max(10, maxBinds) });
     const key = await this.admin('POST', '/admin/keys', { account: name, scopes: 'all' });
-    return { systemId: smpp.systemId ?? account.smpp?.systemId ?? name, token: key.token as string };
+    return { accountId: account.id as string, systemId: smpp.systemId ?? account.smpp?.systemId ?? name, token: key.token as string };
   }
 
   /** The daemon's Prometheus text. */

@@ -1,5 +1,5 @@
 /**
- * `--webhooks` for the smpp and rest scenarios: the bench account gets one webhook endpoint subscribed to every
+ * `--webhooks` for the smpp, rest and kannel scenarios: the bench account gets one webhook endpoint subscribed to every
  * event (`*`), pointed at the bench's receiver (webhook-receiver.ts, its own process), so each message's three
  * events (sms.queued, sms.sent, and its final one) are delivered as for a customer who follows every message. A
  * phase then counts once its webhooks are in too, and its CPU figures include the work of delivering them.
@@ -9,30 +9,59 @@ import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { packageRoot } from '../../../src/util/paths.js';
 import { Args } from './args.js';
+import { checkPreloadRead, PRELOAD_USAGE, preloadEvents, preloadEventsOption, type PreloadResult } from './preload-events.js';
 import { Child, freePort } from './proc.js';
 import { fmt, type Row } from './report.js';
-import type { ScenarioContext } from './scenario.js';
+import type { CommonOptions, ScenarioContext } from './scenario.js';
 import type { ReceiverStats } from './webhook-receiver.js';
 
 /** Events per accepted SMS: sms.queued, sms.sent, and one of sms.delivered / undelivered / failed. */
 export const EVENTS_PER_MESSAGE = 3;
 
+/** The options of a scenario that takes --webhooks. */
+export const WEBHOOK_FLAGS = ['webhooks', 'webhook-batch', 'webhook-cap', 'preload-events'] as const;
+
 export const WEBHOOKS_USAGE = `  --webhooks           a webhook endpoint of the bench account takes every event (a loopback receiver
                        answering 200 at once); a phase counts once its webhooks are in
-  --webhook-batch N    with --webhooks: the endpoint takes batched delivery, arrays of up to N events`;
+  --webhook-batch N    with --webhooks: the endpoint takes batched delivery, arrays of up to N events
+  --webhook-cap N      with --webhooks: webhooks.maxConcurrencyPerEndpoint (default: the daemon's, 4)
+${PRELOAD_USAGE}`;
+
+/** Refuses webhook options that cannot apply (before anything starts): see preloadEventsOption. */
+export function checkWebhookOptions(args: Args, common: CommonOptions): void {
+  preloadEventsOption(args, common);
+}
 
 /** Daemon settings a loopback receiver needs (private targets are refused by default). */
 export const WEBHOOK_DAEMON_ENV: Record<string, string> = { FERRY_WEBHOOKS_ALLOW_PRIVATE_TARGETS: 'true' };
+
+/** The daemon's settings for --webhooks: WEBHOOK_DAEMON_ENV, and --webhook-cap when given. */
+export function webhookDaemonEnv(args: Args): Record<string, string> {
+  const cap = args.number('webhook-cap', 0, { min: 0, max: 100, integer: true });
+  return cap > 0 ? { ...WEBHOOK_DAEMON_ENV, FERRY_WEBHOOKS_MAX_CONCURRENCY_PER_ENDPOINT: String(cap) } : WEBHOOK_DAEMON_ENV;
+}
 
 export class WebhookBench {
   private constructor(
     private readonly port: number,
     readonly child: Child,
+    /** With --preload-events: what was loaded before the endpoint existed. */
+    readonly preloaded: PreloadResult | undefined,
   ) {}
 
-  /** Starts the receiver (sampled as `receiver`) and subscribes the account behind `token` to every event. */
-  static async start(ctx: ScenarioContext, apiUrl: string, token: string, authScheme = 'Basic'): Promise<WebhookBench> {
+  /**
+   * Starts the receiver (sampled as `receiver`) and subscribes the bench account (`accountId`, whose API key is
+   * `token`) to every event. With --preload-events the event log is filled first, so that the endpoint's cursor
+   * starts past all of it.
+   */
+  static async start(ctx: ScenarioContext, apiUrl: string, account: { accountId: string; token: string }, authScheme = 'Basic'): Promise<WebhookBench> {
     const batch = new Args().number('webhook-batch', 0, { min: 0, max: 1000, integer: true });
+    const preload = preloadEventsOption(ctx.args, ctx.common);
+    let preloaded: PreloadResult | undefined;
+    if (preload > 0) {
+      preloaded = await preloadEvents(ctx.stack.dbUrl!, account.accountId, preload, ctx.log);
+      ctx.log(`preload done: ${WebhookBench.preloadLine(preloaded)}`);
+    }
     const port = await freePort();
     let listening!: () => void;
     const ready = new Promise<void>((r) => (listening = r));
@@ -49,17 +78,40 @@ export class WebhookBench {
       throw new Error(`webhook receiver exited:\n${child.lastLines()}`);
     });
     await Promise.race([ready, died, sleep(30_000).then(() => Promise.reject(new Error('webhook receiver did not start within 30 s')))]);
-    const bench = new WebhookBench(port, child);
+    const bench = new WebhookBench(port, child, preloaded);
     const res = await fetch(`${apiUrl}/v1/webhooks`, {
       method: 'POST',
-      headers: { authorization: `${authScheme} ${token}`, 'content-type': 'application/json' },
+      headers: { authorization: `${authScheme} ${account.token}`, 'content-type': 'application/json' },
       body: JSON.stringify({ url: `http://127.0.0.1:${port}/hook`, events: ['*'], description: 'bench receiver', ...(batch ? { batch: { maxEvents: batch, maxWaitMs: 100 } } : {}) }),
     });
-    const body = (await res.json()) as { success: boolean; code: string; message: string; data?: { secret?: string } };
+    const body = (await res.json()) as { success: boolean; code: string; message: string; data?: { id: string; secret?: string } };
     if (!body.success || !body.data?.secret) throw new Error(`creating the bench webhook endpoint: HTTP ${res.status} ${body.code}: ${body.message}`);
+    if (preloaded) await checkPreloadRead(ctx.stack.dbUrl!, body.data.id, preloaded.txids);
     await fetch(`http://127.0.0.1:${port}/secret`, { method: 'PUT', body: body.data.secret });
     ctx.log(`webhook receiver pid ${child.pid} on 127.0.0.1:${port}, subscribed to every event${batch ? `, in arrays of up to ${batch}` : ''}`);
     return bench;
+  }
+
+  /** One line for the log and the table: how many events, how long they took, how large the table is. */
+  static preloadLine(p: PreloadResult): string {
+    const perMillion = p.loadSeconds / Math.max(1e-9, p.events / 1_000_000);
+    return (
+      `${fmt.int(p.events)} events (${p.accounts} accounts, ${p.statements} statement${p.statements === 1 ? '' : 's'}) loaded in ${p.loadSeconds.toFixed(1)} s ` +
+      `(${perMillion.toFixed(1)} s per million), VACUUM (ANALYZE) ${p.vacuumSeconds.toFixed(1)} s; ` +
+      `webhook_events ${fmt.mb(p.totalBytes)} MB with TOAST and indexes, payload ${Math.round(p.payloadBytes)} B on average`
+    );
+  }
+
+  /** The table's row for --preload-events (none without it). */
+  preloadRows(): Row[] {
+    return this.preloaded ? [{ figure: 'webhooks: event log preloaded before the first round', value: WebhookBench.preloadLine(this.preloaded) }] : [];
+  }
+
+  /** --preload-events figures for the JSON line (null without it). */
+  preloadJson(): Record<string, number> | null {
+    if (!this.preloaded) return null;
+    const { txids: _txids, ...figures } = this.preloaded;
+    return figures;
   }
 
   /** What the receiver has; `from`/`to` (epoch ms) bound its window figures. */

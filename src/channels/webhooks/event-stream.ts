@@ -3,7 +3,8 @@ import type { Tick } from '../../events/event-log-ticker.js';
 import { prepared } from '../../store/sql/prepared.js';
 import { WakeableSleep } from '../../util/wakeable-sleep.js';
 import type { Db } from '../../store/types.js';
-import type { EndpointSlots } from './endpoint-slots.js';
+import type { RetryPolicy } from '../../delivery/retry-policy.js';
+import type { TargetSlots } from '../../delivery/target-slots.js';
 import type { WebhookMetrics } from './webhook-metrics.js';
 import { eventBody, type AttemptResult, type EndpointTarget, type WebhookPoster } from './webhook-poster.js';
 import type { StreamRow, WebhookStore } from './webhook-store.js';
@@ -12,13 +13,14 @@ export interface EventStreamOptions {
   db: Db;
   store: WebhookStore;
   poster: WebhookPoster;
-  slots: EndpointSlots;
+  slots: TargetSlots;
   metrics: WebhookMetrics;
   log: Logger;
   /** The newest tick (the ticker's, or read from the database). */
   latestTick: () => Promise<Tick | null>;
   maxConcurrency: number;
-  retryScheduleMs: readonly number[];
+  /** The retry schedule: a failed first attempt is retried after its first delay (final when it is empty). */
+  retry: RetryPolicy;
   disableAfterMs: number;
   /** How long an instance holds an endpoint's stream past each renewal. */
   leaseMs?: number;
@@ -92,14 +94,18 @@ export const BATCH_SQL = prepared(`WITH lo AS (SELECT id, snap, last_seq FROM we
       (SELECT max(x.id) FROM webhook_ticks x, lo WHERE x.id > lo.id AND x.id <= $3 AND x.last_seq <= lo.last_seq + $4),
       (SELECT min(x.id) FROM webhook_ticks x WHERE x.id > $2 AND x.id <= $3))
   )
-  SELECT hi.id AS hi_id, ev.id, ev.seq, ev.type, ev.message_key, ev.payload, ev.account_id, ev.created_at,
-    EXISTS (SELECT 1 FROM webhook_deliveries p WHERE p.endpoint_id = $5 AND p.message_key = ev.message_key AND p.status IN ('pending', 'failed')) AS blocked
+  SELECT hi.id AS hi_id, ev.id, ev.seq, ev.type, ev.message_key, ev.payload, ev.account_id, ev.created_at, b.x IS NOT NULL AS blocked
   FROM lo CROSS JOIN hi LEFT JOIN LATERAL (
     SELECT w.id, w.seq, w.type, w.message_key, w.payload, w.account_id, w.created_at FROM webhook_events w
     WHERE w.account_id = $1 AND w.txid >= pg_snapshot_xmin(lo.snap) AND w.txid < pg_snapshot_xmax(hi.snap)
       AND pg_visible_in_snapshot(w.txid, hi.snap) AND NOT pg_visible_in_snapshot(w.txid, lo.snap)
       AND w.type <> 'webhook.test' AND (w.type = ANY($6::text[]) OR '*' = ANY($6::text[]))
   ) ev ON true
+  -- One index probe per event for an open row of its message. (As an EXISTS, Postgres may hash every open row of the
+  -- endpoint instead, once per batch: a dead endpoint's million-row backlog then cost ~300 ms per batch of its own.)
+  LEFT JOIN LATERAL (
+    SELECT 1 AS x FROM webhook_deliveries p WHERE p.endpoint_id = $5 AND p.message_key = ev.message_key AND p.status IN ('pending', 'failed') LIMIT 1
+  ) b ON true
   ORDER BY ev.seq`);
 
 const CURSOR_SQL = `UPDATE webhook_cursors SET tick_id = $2, lease_until = now() + make_interval(secs => $4::float8 / 1000.0),
@@ -136,10 +142,6 @@ function streamRow(endpointId: string, ev: EventRow, status: StreamRow['status']
     error: r?.error ?? null,
     latencyMs: r?.latencyMs ?? null,
   };
-}
-
-function jitter(delay: number): number {
-  return Math.max(1, Math.round(delay * (0.8 + Math.random() * 0.4)));
 }
 
 /**
@@ -192,6 +194,16 @@ export class EventStream {
     while (this.work.size) await Promise.allSettled([...this.work]);
     // Another instance may take these over at once.
     await this.o.db.query(`UPDATE webhook_cursors SET owner = NULL, lease_until = NULL WHERE owner = $1`, [this.holder]).catch(() => undefined);
+  }
+
+  /**
+   * Gives back the cursors `holder` still holds: an earlier life of this daemon that died without stop() (a SIGKILL).
+   * They are claimed at the next pass rather than once their lease (30 s) runs out; the batch the crash left unwritten
+   * is sent again, as it would be then.
+   */
+  async giveBack(holder: string): Promise<void> {
+    if (holder === this.holder) return;
+    await this.o.db.query(`UPDATE webhook_cursors SET owner = NULL, lease_until = NULL WHERE owner = $1`, [holder]);
   }
 
   private async run(): Promise<void> {
@@ -336,7 +348,9 @@ export class EventStream {
     }
     const park = (ev: EventRow, status: StreamRow['status'], dueInMs: number, r?: AttemptResult, attempts = 0) =>
       written.push(streamRow(e.id, ev, status, dueInMs, r, attempts));
-    const firstDelay = jitter(this.o.retryScheduleMs[0] ?? 0);
+    const first = this.o.retry.after(1);
+    // No retries at all: what waits behind a failure is due at once.
+    const firstDelay = first.final ? 0 : first.delayMs;
     let lastError: string | null = null;
     let recovered = false;
     // Whether the batch's last attempt to end failed: that decides the endpoint's state when both happened.
@@ -364,7 +378,7 @@ export class EventStream {
         }
         lastError = r.error;
         e.failures++;
-        const dead = this.o.retryScheduleMs.length === 0;
+        const dead = first.final;
         this.o.metrics.deliveries.inc({ outcome: dead ? 'dead' : 'failed' });
         park(ev, dead ? 'dead' : 'failed', firstDelay, r, 1);
         for (const rest of g.slice(i + 1)) park(rest, 'pending', firstDelay);
@@ -406,7 +420,9 @@ export class EventStream {
   private async sendBatched(e: Endpoint, events: EventRow[], max: number): Promise<{ written: StreamRow[]; delivered: number }> {
     const written: StreamRow[] = [];
     let delivered = 0;
-    const firstDelay = jitter(this.o.retryScheduleMs[0] ?? 0);
+    const first = this.o.retry.after(1);
+    // No retries at all: what waits behind a failure is due at once.
+    const firstDelay = first.final ? 0 : first.delayMs;
     const park = (ev: EventRow, status: StreamRow['status'], r?: AttemptResult, attempts = 0) =>
       written.push(streamRow(e.id, ev, status, status === 'delivered' || ev.blocked ? 0 : firstDelay, r, attempts));
     // Events of a message with an earlier event in the retry set wait there, and so do that message's later ones.

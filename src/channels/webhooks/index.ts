@@ -31,6 +31,7 @@ export const webhooksModule: ChannelModule<WebhookService> = {
       config: section,
       log: ctx.log,
       registry: ctx.metrics.registry,
+      dataDir: ctx.config.dataDir,
     });
     // Every module's ctx.events writes into the event log and wakes its ticker.
     ctx.events.provide(webhooks.sink);

@@ -2,16 +2,19 @@ import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
 import type { WebhooksConfig } from './config.js';
+import { DueSet } from '../../delivery/due-set.js';
+import { RetryPolicy } from '../../delivery/retry-policy.js';
+import { TargetSlots } from '../../delivery/target-slots.js';
 import { EventLogTicker } from '../../events/event-log-ticker.js';
 import { EventOutbox, type NewEvent } from '../../events/event-outbox.js';
 import { GroupCommit } from '../../ledger/group-commit.js';
 import { SecretCipher } from '../../security/cipher.js';
 import type { EventSink } from '../../platform/event-sink.js';
+import { swapLeaseHolder } from '../../platform/job-lease.js';
 import type { Db } from '../../store/types.js';
 import type { TargetGuard } from '../../security/target-guard.js';
-import { EndpointSlots } from './endpoint-slots.js';
 import { EventStream } from './event-stream.js';
-import { RetrySet } from './retry-set.js';
+import { RETRY_SET } from './retry-set.js';
 import { WebhookMetrics } from './webhook-metrics.js';
 import { WebhookPoster } from './webhook-poster.js';
 import { WebhookSender } from './webhook-sender.js';
@@ -37,6 +40,8 @@ export interface WebhookServiceDeps {
   config: Omit<WebhooksConfig, 'allowPrivateTargets'>;
   log: Logger;
   registry: Registry;
+  /** The daemon's data folder: the stream records its lease holder there, to give back an earlier life's leases. */
+  dataDir?: string;
 }
 
 /**
@@ -59,14 +64,15 @@ export class WebhookService {
     this.store = new WebhookStore(d.db, new SecretCipher({ current: { id: SecretCipher.keyIdOf(key), key } }));
     this.guard = d.guard;
     const metrics = new WebhookMetrics(d.registry, () => this.store.backlog(), () => this.store.streamLag());
-    const slots = new EndpointSlots(d.config.maxConcurrencyPerEndpoint);
-    const retryScheduleMs = parseSchedule(d.config.retrySchedule);
+    // Per endpoint, shared by the event stream and the retry set: maxConcurrencyPerEndpoint holds whichever path sends.
+    const slots = new TargetSlots(d.config.maxConcurrencyPerEndpoint);
+    const retry = RetryPolicy.schedule(parseSchedule(d.config.retrySchedule));
     const disableAfterMs = d.config.disableAfterHours * 3_600_000;
     this.poster = new WebhookPoster(this.guard, this.store, metrics, d.config.timeoutMs);
     this.sender = new WebhookSender({
       db: d.db,
       store: this.store,
-      retrySet: new RetrySet(d.db),
+      retrySet: new DueSet(d.db, RETRY_SET),
       poster: this.poster,
       slots,
       metrics,
@@ -74,7 +80,7 @@ export class WebhookService {
       timeoutMs: d.config.timeoutMs,
       maxConcurrency: d.config.maxConcurrency,
       maxConcurrencyPerEndpoint: d.config.maxConcurrencyPerEndpoint,
-      retryScheduleMs,
+      retry,
       disableAfterMs,
     });
     // On a server a tick is cheap, and ticking again soon while events flow takes their delivery from about 200 ms to
@@ -96,7 +102,7 @@ export class WebhookService {
         log: d.log,
         latestTick: () => this.ticker.latest(),
         maxConcurrency: d.config.maxConcurrency,
-        retryScheduleMs,
+        retry,
         disableAfterMs,
       },
       randomUUID(),
@@ -110,6 +116,12 @@ export class WebhookService {
   }
 
   async start(): Promise<void> {
+    // Restarted after a crash on the same data folder, the daemon takes back its endpoints at once rather than after
+    // the cursor leases of its earlier life run out.
+    if (this.d.dataDir) {
+      const previous = swapLeaseHolder(this.d.dataDir, this.stream.holder, 'webhook-stream.holder');
+      if (previous) await this.stream.giveBack(previous);
+    }
     this.ticker.start();
     this.stream.start();
     this.sender.start();

@@ -258,7 +258,7 @@ export class WebhookStore {
   /** The delivery log of an endpoint, newest first. */
   async deliveries(endpointId: string, opts: { limit: number; status?: string }): Promise<DeliveryRecord[]> {
     const { rows } = await this.db.query(
-      `SELECT d.*, ev.type FROM webhook_deliveries d JOIN webhook_events ev ON ev.id = d.event_id
+      `SELECT d.*, ev.type FROM webhook_deliveries d JOIN webhook_events ev ON ev.seq = d.event_seq AND ev.id = d.event_id
        WHERE d.endpoint_id = $1 AND ($2::text IS NULL OR d.status = $2) ORDER BY d.created_at DESC, d.id DESC LIMIT $3`,
       [endpointId, opts.status ?? null, opts.limit],
     );
@@ -267,7 +267,7 @@ export class WebhookStore {
 
   async delivery(endpointId: string, deliveryId: string): Promise<DeliveryRecord | null> {
     const { rows } = await this.db.query(
-      `SELECT d.*, ev.type FROM webhook_deliveries d JOIN webhook_events ev ON ev.id = d.event_id WHERE d.id = $1 AND d.endpoint_id = $2`,
+      `SELECT d.*, ev.type FROM webhook_deliveries d JOIN webhook_events ev ON ev.seq = d.event_seq AND ev.id = d.event_id WHERE d.id = $1 AND d.endpoint_id = $2`,
       [deliveryId, endpointId],
     );
     return rows.length ? toDelivery(rows[0]) : null;

@@ -12,22 +12,27 @@ export const CORE_TABLES: readonly TableDeclaration[] = [
     vacuum: 'churn',
     retention: { family: 'outbound', ageColumn: 'updated_at', ageUnit: 'ms', finishedWhere: 'NOT pending', key: 'id', children: [{ table: 'outbound_history', column: 'job_id' }] },
   },
-  // Events every enabled endpoint of the account has read past (its cursor's tick sees them) and whose every delivery
-  // row ended (delivered or dead), with those rows. Events from before the event log (no txid) count as read.
+  // The event log, partitioned by time (0042): a partition past the retention is dropped once every enabled endpoint's
+  // cursor has read past it (its tick's snapshot sees every transaction in it) and no open delivery row needs its
+  // events. Events from before the event log (no txid) count as read. Append-only: vacuumed for its statistics.
   {
     name: 'webhook_events',
-    vacuum: 'churn',
-    retention: {
-      family: 'webhooks',
-      ageColumn: 'created_at',
-      ageUnit: 'timestamptz',
-      finishedWhere:
-        `NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.event_id = webhook_events.id AND d.status IN ('pending', 'failed')) AND ` +
-        `(webhook_events.txid IS NULL OR NOT EXISTS (SELECT 1 FROM webhook_cursors c JOIN webhook_endpoints e ON e.id = c.endpoint_id AND e.enabled ` +
-        `AND e.account_id = webhook_events.account_id JOIN webhook_ticks k ON k.id = c.tick_id WHERE NOT pg_visible_in_snapshot(webhook_events.txid, k.snap)))`,
-      key: 'id',
-      children: [{ table: 'webhook_deliveries', column: 'event_id' }],
+    vacuum: 'ledger',
+    partitions: {
+      column: 'created_at',
+      dropWhen:
+        `NOT EXISTS (SELECT 1 FROM webhook_deliveries d JOIN {partition} ev ON ev.seq = d.event_seq AND ev.id = d.event_id WHERE d.status IN ('pending', 'failed')) AND ` +
+        `NOT EXISTS (SELECT 1 FROM webhook_cursors c JOIN webhook_endpoints e ON e.id = c.endpoint_id AND e.enabled JOIN webhook_ticks k ON k.id = c.tick_id ` +
+        `WHERE pg_snapshot_xmin(k.snap) <= (SELECT max(txid) FROM {partition}))`,
     },
+    retention: { family: 'webhooks', ageColumn: 'created_at', ageUnit: 'timestamptz' },
+  },
+  // Delivery rows: failed attempts and what waited behind them, test events, replays, and the sampled log of
+  // successful attempts; purged by their own age once ended (few beside the events: a success writes none of its own).
+  {
+    name: 'webhook_deliveries',
+    vacuum: 'churn',
+    retention: { family: 'webhooks', ageColumn: 'created_at', ageUnit: 'timestamptz', finishedWhere: `status NOT IN ('pending', 'failed')` },
   },
   // SMS messages in a final status (final_at is set then), their status history and parts.
   {
@@ -56,7 +61,6 @@ export const CORE_TABLES: readonly TableDeclaration[] = [
   { name: 'otp_codes', vacuum: 'churn' },
   { name: 'otp_phones', vacuum: 'churn' },
   { name: 'idempotency_keys', vacuum: 'churn' },
-  { name: 'webhook_deliveries', vacuum: 'churn' },
   // The event log's ticks (pruned behind the slowest cursor) and the cursors (written once per delivered batch).
   { name: 'webhook_ticks', vacuum: 'churn' },
   { name: 'webhook_cursors', vacuum: 'churn' },

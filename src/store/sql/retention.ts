@@ -3,6 +3,7 @@ import type { Logger } from 'pino';
 import type { RetentionConfig } from '../../config/schema.js';
 import type { Db } from '../types.js';
 import { idFloor } from '../../util/ids.js';
+import { isPartitioned, RangePartitions } from './range-partitions.js';
 import type { TableDeclaration, TableRetention } from './table-declaration.js';
 
 /** A declared table with a retention: what one purge works on. */
@@ -20,6 +21,8 @@ export interface RetentionOptions {
   clock?: () => number;
   /** The declared tables (the core's and every module's, `ModuleHost.tables()`); those with a retention are purged, in this order. */
   tables: readonly TableDeclaration[];
+  /** Drops the partitions of partitioned tables past their retention (default: its own on `db`). */
+  partitions?: RangePartitions;
 }
 
 /**
@@ -33,9 +36,11 @@ export class Retention {
   private stopped = false;
   private readonly clock: () => number;
   private readonly holder = randomUUID();
+  private readonly partitions: RangePartitions;
 
   constructor(private readonly o: RetentionOptions) {
     this.clock = o.clock ?? Date.now;
+    this.partitions = o.partitions ?? new RangePartitions(o.db, o.log);
   }
 
   /** The retention of a family in days (0: kept forever): its override in the config, else `retention.days`. */
@@ -67,6 +72,13 @@ export class Retention {
         const days = this.days(table.retention.family);
         if (days <= 0 || this.stopped) continue;
         const cutoff = this.clock() - days * DAY_MS;
+        if (isPartitioned(table)) {
+          for (const p of await this.partitions.dropExpired(table, cutoff)) {
+            out[table.name] = (out[table.name] ?? 0) + p.rows;
+            this.o.onPurged?.(table.name, p.rows);
+          }
+          continue;
+        }
         await this.purge(table as Purged, table.retention.ageUnit === 'ms' ? cutoff : new Date(cutoff).toISOString(), out);
       }
     } finally {

@@ -33,6 +33,13 @@ export interface TableDeclaration {
   name: string;
   retention?: TableRetention;
   vacuum?: 'churn' | 'ledger';
+  /**
+   * The table is partitioned by range on a timestamptz `column` (its migration creates it so, with a default
+   * partition `<name>_default`): the core creates partitions ahead (src/store/sql/range-partitions.ts) and retention
+   * drops a whole partition past the retention instead of deleting rows, once `dropWhen` holds. `dropWhen` is a
+   * condition over the partition, named `{partition}` in it (e.g. nothing in it is still needed by a reader).
+   */
+  partitions?: { column: string; dropWhen?: string };
 }
 
 const IDENTIFIER = /^[a-z_][a-z0-9_]*$/;
@@ -51,12 +58,17 @@ export function checkTables(tables: readonly TableDeclaration[]): readonly Table
     };
     if (!IDENTIFIER.test(t.name)) fail('the name is not a lower-case SQL identifier');
     if (seen.has(t.name)) fail('declared twice');
+    if (t.partitions && !IDENTIFIER.test(t.partitions.column)) fail(`partition column ${t.partitions.column} is not an identifier`);
     seen.add(t.name);
     const r = t.retention;
     if (!r) continue;
     if (!IDENTIFIER.test(r.family) || RETENTION_SETTINGS.has(r.family)) fail(`retention family ${r.family} is not a valid family name`);
     for (const column of [r.ageColumn, ...(r.key ? [r.key] : [])]) if (!IDENTIFIER.test(column)) fail(`column ${column} is not an identifier`);
     if (r.children?.length && !r.key) fail('retention children need the key they reference');
+    if (t.partitions) {
+      if (r.ageColumn !== t.partitions.column || r.ageUnit !== 'timestamptz') fail('a partitioned table ages by its timestamptz partition column');
+      if (r.finishedWhere || r.children?.length) fail('a partitioned table is purged by dropping partitions: its condition is partitions.dropWhen');
+    }
     for (const c of r.children ?? []) if (!IDENTIFIER.test(c.table) || !IDENTIFIER.test(c.column)) fail(`child ${c.table}.${c.column} is not an identifier`);
   }
   return tables;

@@ -53,9 +53,11 @@ export class TableMaintenance {
   private stopped = false;
   private readonly churn: readonly string[];
   private readonly ledger: readonly string[];
+  private readonly partitioned: ReadonlySet<string>;
 
   constructor(private readonly o: TableMaintenanceOptions) {
     ({ churn: this.churn, ledger: this.ledger } = vacuumedTables(o.tables));
+    this.partitioned = new Set(o.tables.filter((t) => t.partitions).map((t) => t.name));
   }
 
   start(): void {
@@ -100,10 +102,22 @@ export class TableMaintenance {
     this.timer.unref();
   }
 
+  /** A partitioned table has no storage of its own: its partitions are what is vacuumed (and what the statistics list). */
+  private async leaves(tables: string[]): Promise<string[]> {
+    const parents = tables.filter((t) => this.partitioned.has(t));
+    if (!parents.length) return tables;
+    const { rows } = await this.o.db.query<{ name: string }>(
+      `SELECT c.relname AS name FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
+       WHERE i.inhparent IN (SELECT to_regclass(x) FROM unnest($1::text[]) AS x)`,
+      [parents],
+    );
+    return [...tables.filter((t) => !this.partitioned.has(t)), ...rows.map((r) => r.name)];
+  }
+
   private async candidates(pass: number): Promise<Array<{ table: string; deadRows: number | null; analyzeOnly?: boolean }>> {
     const embedded = this.o.db.kind === 'pglite';
     const ledgerDue = pass % (this.o.ledgerEvery ?? (embedded ? 60 : 6)) === 0;
-    const all: string[] = ledgerDue ? [...this.churn, ...this.ledger] : [...this.churn];
+    const all = await this.leaves(ledgerDue ? [...this.churn, ...this.ledger] : [...this.churn]);
     // PGlite's single backend never flushes its table statistics, so go by the clock instead.
     if (embedded) return all.map((table) => ({ table, deadRows: null }));
     const minDead = this.o.minDeadRows ?? 1000;
