@@ -19,7 +19,7 @@ import type { ChannelModule } from './platform/channel-module.js';
 import { ModuleHost } from './platform/module-host.js';
 import { OutboundRegistry } from './platform/outbound-registry.js';
 import { SqlJobLease, swapLeaseHolder } from './platform/job-lease.js';
-import { parseRoles, type RoleSet } from './platform/roles.js';
+import { parseRoles, ROLES, type RoleSet } from './platform/roles.js';
 import { Scheduler, type JobSpec } from './platform/scheduler.js';
 import { buildModulePlatform } from './platform/build-module-platform.js';
 import { credentialAdminRoutes } from './platform/credential-admin-routes.js';
@@ -32,6 +32,7 @@ import { openBackends } from './store/backends.js';
 import { loadMigrations, migrate } from './store/sql/migrate.js';
 import { openDb, redactUrl } from './store/sql/db.js';
 import { TableMaintenance } from './store/sql/table-maintenance.js';
+import { isPartitioned, partitionWidthDays, RangePartitions } from './store/sql/range-partitions.js';
 import { Retention } from './store/sql/retention.js';
 import type { Backends, Db } from './store/types.js';
 import { lockDataDir } from './util/lock.js';
@@ -197,13 +198,22 @@ export class Daemon {
     });
     maintenance.start();
     this.closers.unshift({ name: 'table maintenance', close: () => maintenance.stop() });
+    const partitions = new RangePartitions(this.db, log.child({ component: 'partitions' }));
     const retention = new Retention({
       db: this.db,
       log: log.child({ component: 'retention' }),
       config: config.retention,
       tables: this.modules.tables(),
+      partitions,
       onPurged: (table, rows) => this.metrics.retentionPurged.inc({ table }, rows),
     });
+    // Partitioned tables get their partitions ahead of time before anything writes, then hourly (store.partitions).
+    const ensurePartitions = async (): Promise<void> => {
+      for (const table of this.modules.tables().filter(isPartitioned)) {
+        await partitions.ensure(table, partitionWidthDays(retention.days(table.retention?.family ?? '')));
+      }
+    };
+    await ensurePartitions().catch((err: Error) => log.warn({ err: err.message }, 'partitions not created ahead; retried hourly (rows go to the default partition meanwhile)'));
     retention.start();
     this.closers.unshift({ name: 'retention', close: () => retention.stop() });
 
@@ -256,24 +266,21 @@ export class Daemon {
     }
     this.outbound = outbound.build({ backends: this.backends, log: log.child({ component: 'outbound' }), registry: this.metrics.registry });
     // The core's own periodic jobs, run by the scheduler with the modules' (in their roles).
-    const coreJobs: JobSpec[] = [];
+    const coreJobs: JobSpec[] = [{ name: 'store.partitions', everyMs: 3_600_000, scope: 'cluster', roles: ROLES, run: ensurePartitions }];
     if (this.outbound) {
-      // The pipeline starts and stops it (the start-up sweep, on every instance); its pass every reconcileIntervalSeconds
-      // is a cluster job: it pushes and fails jobs of the whole outbound_jobs table.
-      const reconciler = new OutboundReconciler({
-        pipeline: this.outbound,
-        log: log.child({ component: 'outbound-reconciler' }),
-        staleMs: config.outbound.staleSeconds * 1000,
-      });
+      // Its pass every reconcileIntervalSeconds is a cluster job: it fails the jobs of the whole outbound_jobs table
+      // whose deadline passed while nobody held them.
+      const reconciler = new OutboundReconciler({ pipeline: this.outbound, log: log.child({ component: 'outbound-reconciler' }) });
       coreJobs.push({ name: 'outbound.reconcile', everyMs: config.outbound.reconcileIntervalSeconds * 1000, scope: 'cluster', roles: ['workers'], run: () => reconciler.periodic() });
     }
-    // The pipeline's senders and reconciler are workers; other roles only hand it jobs.
-    if (this.roles.has('workers')) this.outbound?.start();
     try {
       await this.modules.start();
     } catch (err) {
       throw new StartupError((err as Error).message);
     }
+    // The pipeline's senders are workers; other roles only hand it jobs. They start once the modules started the
+    // providers they send to (an embedded simulator listens from its module's start on).
+    if (this.roles.has('workers')) this.outbound?.start();
     this.addresses.listeners = this.modules.listenerAddresses;
     this.addresses.smpp = this.modules.listenerAddresses.smpp ?? '';
     this.addresses.smppTls = this.modules.listenerAddresses.smppTls ?? null;

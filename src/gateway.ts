@@ -41,17 +41,10 @@ export interface GatewayDeps {
   metrics: Metrics;
   backends: Backends;
   accounts: AccountService;
-  /** Upstreams to bind to (config file plus runtime ones, or the embedded simulator). */
-  upstreams: UpstreamConfig[];
   /** Seals secret message texts (OTP codes) in the ledger. */
   sealer: { encrypt(plain: string): string; decrypt(sealed: string): string };
   /** USSD dialogue messages from upstreams (the OTP USSD fallback). */
   onUssd?: (mo: UpstreamMo) => void | Promise<void>;
-  /**
-   * The embedded SMSC simulator among `upstreams`, when it runs: its id, and whether the operator enabled it by name
-   * (`smpp.simulator.enabled: on`) rather than it standing in for missing upstreams (`auto`).
-   */
-  simulator?: { id: string; explicit: boolean } | null;
   /** A real upstream was added while the stand-in simulator ran: it takes no new traffic from now on. */
   onSimulatorRetired?: (upstreamId: string) => void;
   /**
@@ -66,6 +59,15 @@ export interface GatewayDeps {
  * failover). The simulator is the default route only while it is the sole upstream: it never stands beside a real
  * one, so a carrier outage cannot fail over to it and look like delivery.
  */
+/**
+ * The embedded SMSC simulator among the upstreams, when it runs: its id, and whether the operator enabled it by name
+ * (`smpp.simulator.enabled: on`) rather than it standing in for missing upstreams (`auto`).
+ */
+export interface SimulatorUpstream {
+  id: string;
+  explicit: boolean;
+}
+
 export function defaultRules(config: FerryConfig, upstreamIds: readonly string[], simulatorId: string | null = null): RouteRuleConfig[] {
   if (config.routing.rules.length) return config.routing.rules;
   const real = upstreamIds.filter((id) => id !== simulatorId);
@@ -104,8 +106,12 @@ export class Gateway {
   private pressureTimer: NodeJS.Timeout | undefined;
   /** The simulator stood in for missing upstreams and a real one came: it takes no new traffic in this life. */
   private simulatorRetired = false;
+  /** Upstreams to bind to (config file plus runtime ones, or the embedded simulator): set by useUpstreams() at start. */
+  private upstreams: readonly UpstreamConfig[] = [];
+  private simulator: SimulatorUpstream | null = null;
 
-  private constructor(private readonly d: GatewayDeps) {
+  /** Builds every part and does no I/O (the SMS module's create): the upstreams come with useUpstreams(), the binds with startWorkers(). */
+  constructor(private readonly d: GatewayDeps) {
     const { config, log, metrics, backends } = d;
     const db = backends.db;
     this.outbox = new CustomerOutbox(db);
@@ -126,8 +132,8 @@ export class Gateway {
       prevOnChange(id);
       this.policies.invalidate(id);
     };
-    const simulatorId = d.simulator?.id ?? null;
-    this.router = new Router(defaultRules(config, d.upstreams.map((u) => u.id), simulatorId), { knowsUpstream: (id) => this.routable(id) });
+    // The operator's rules, or none until the upstreams are known (useUpstreams gives the default route).
+    this.router = new Router(defaultRules(config, []), { knowsUpstream: (id) => this.routable(id) });
     this.receipts = new ReceiptService({
       db,
       ledger: this.ledger,
@@ -154,7 +160,6 @@ export class Gateway {
     // checked against the upstream list.
     this.pool = new UpstreamPool(poolOptions);
     this.pool.on('bindState', (upstreamId, bindIndex, state) => log.info({ upstream: upstreamId, bind: bindIndex, state }, 'upstream bind state'));
-    for (const u of d.upstreams) metrics.upstreamSimulated.set({ upstream: u.id }, u.id === simulatorId ? 1 : 0);
     this.pool.on('correlationError', (err, messageId) => log.error({ messageId, err: (err as Error).message }, 'receipt correlation not recorded'));
     this.dispatcher = new Dispatcher({
       queue: this.queue,
@@ -210,17 +215,28 @@ export class Gateway {
     });
   }
 
+  /**
+   * The upstreams found at start (config file merged with the stored ones, and the embedded simulator when it runs),
+   * before any route is switched or bind started: the default route goes to them.
+   */
+  useUpstreams(upstreams: readonly UpstreamConfig[], simulator: SimulatorUpstream | null): void {
+    this.upstreams = upstreams;
+    this.simulator = simulator;
+    this.router.setRules(defaultRules(this.d.config, upstreams.map((u) => u.id), simulator?.id ?? null));
+    for (const u of upstreams) this.d.metrics.upstreamSimulated.set({ upstream: u.id }, u.id === simulator?.id ? 1 : 0);
+  }
+
   /** Upstreams by kind, for /readyz and the start-up log: which are real, and whether each takes new traffic. */
   upstreamKinds(): Array<{ id: string; kind: 'real' | 'simulator'; routable: boolean; up: boolean }> {
-    const simulatorId = this.d.simulator?.id;
+    const simulatorId = this.simulator?.id;
     return this.pool.ids().map((id) => ({ id, kind: id === simulatorId ? 'simulator' : 'real', routable: this.routable(id), up: this.pool.isUp(id) }));
   }
 
   /** Whether a route may send to this upstream: the simulator only while it is the sole upstream, or named alone by the operator. */
   routable(id: string): boolean {
-    const ids = this.binding ? this.pool.ids() : this.d.upstreams.map((u) => u.id);
+    const ids = this.binding ? this.pool.ids() : this.upstreams.map((u) => u.id);
     if (!ids.includes(id)) return false;
-    const simulatorId = this.d.simulator?.id;
+    const simulatorId = this.simulator?.id;
     if (id !== simulatorId) return true;
     if (this.simulatorRetired) return false;
     return ids.every((other) => other === simulatorId);
@@ -228,7 +244,7 @@ export class Gateway {
 
   /** Drops route switches that point at the simulator while it may not take traffic (a stored one, or one made before a real upstream came). */
   clearSimulatorSwitches(origin: string): void {
-    const simulatorId = this.d.simulator?.id;
+    const simulatorId = this.simulator?.id;
     if (!simulatorId || this.routable(simulatorId)) return;
     for (const r of this.router.rules()) if (r.override === simulatorId) this.router.clearSwitch(r.id, origin);
   }
@@ -239,7 +255,8 @@ export class Gateway {
    * took come back. No-op when it was enabled by name, or is already retired.
    */
   retireSimulator(upstreamId: string): void {
-    const { log, simulator } = this.d;
+    const { log } = this.d;
+    const { simulator } = this;
     if (!simulator || simulator.explicit || this.simulatorRetired || upstreamId === simulator.id) return;
     this.simulatorRetired = true;
     log.warn({ upstream: upstreamId, simulator: simulator.id }, 'real upstream exists: the embedded simulator takes no new messages from now on');
@@ -248,7 +265,8 @@ export class Gateway {
   }
 
   private upstreamChanged(upstreamId: string, change: 'added' | 'replaced' | 'removed'): void {
-    const { metrics, simulator } = this.d;
+    const { metrics } = this.d;
+    const { simulator } = this;
     if (change === 'removed') metrics.upstreamSimulated.remove({ upstream: upstreamId });
     else metrics.upstreamSimulated.set({ upstream: upstreamId }, upstreamId === simulator?.id ? 1 : 0);
     if (change !== 'removed') this.retireSimulator(upstreamId);
@@ -257,7 +275,8 @@ export class Gateway {
 
   /** The default route follows the pool's routable upstreams; switches to a simulator that may not take traffic go. */
   private refreshRoutes(): void {
-    const { config, simulator } = this.d;
+    const { config } = this.d;
+    const { simulator } = this;
     if (!config.routing.rules.length) {
       const ids = this.pool.ids().filter((id) => this.routable(id));
       this.router.setRules(defaultRules(config, ids, simulator?.id ?? null));
@@ -265,27 +284,14 @@ export class Gateway {
     this.clearSimulatorSwitches('simulator-retired');
   }
 
-  /** `beforeTraffic` runs once everything exists and before any listener or worker starts (restore stored state). */
-  static async start(d: GatewayDeps, beforeTraffic?: (g: Gateway) => Promise<void>): Promise<Gateway> {
-    const g = await Gateway.create(d, beforeTraffic);
-    await g.startWorkers();
-    return g;
-  }
-
-  /** The gateway with its stored state restored, nothing bound or started (the module's create). */
-  static async create(d: GatewayDeps, beforeTraffic?: (g: Gateway) => Promise<void>): Promise<Gateway> {
-    const g = new Gateway(d);
-    await beforeTraffic?.(g);
-    return g;
-  }
-
   /** The pool holds the upstreams' binds (smpp role, from startWorkers on). */
   private binding = false;
 
   /** Binds the upstreams and starts the workers of this process's roles (the module's start); the SMPP server opens with its listener. */
   async startWorkers(): Promise<void> {
+    this.correlator.start();
     if (this.roles.has('smpp')) {
-      for (const u of this.d.upstreams) this.pool.upsert(u);
+      for (const u of this.upstreams) this.pool.upsert(u);
       this.binding = true;
       // Changes from here on (the admin API, another instance's record) move routes and the simulator's standing.
       this.pool.on('changed', (upstreamId, change) => this.upstreamChanged(upstreamId, change));

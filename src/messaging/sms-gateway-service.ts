@@ -15,7 +15,7 @@ export interface SmsGatewayService {
   gateway: Gateway;
   upstreamStore: UpstreamStore;
   pricing: PricingStore;
-  /** The simulated upstream, when it runs (nothing it takes leaves the machine). */
+  /** The simulated upstream, when it runs (nothing it takes leaves the machine); started by the SMS module's start(). */
   embeddedUpstream: EmbeddedUpstream | null;
   /** Config-file upstreams by id (the admin API reverts runtime overrides to these). */
   configUpstreams: ReadonlyMap<string, UpstreamConfig>;

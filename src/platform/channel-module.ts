@@ -103,7 +103,10 @@ export interface ModuleInstance<S = unknown> {
    * name>` for its simulators' controls, or one of its `historicAdminPaths` (a path elsewhere fails the boot).
    */
   adminRoutes?(app: FastifyInstance): Promise<void>;
-  /** Background workers; called after every module is created, in boot order. */
+  /**
+   * Loads stored state and starts background workers (and what they need, such as an embedded simulator); called after
+   * every module is created, in boot order, before its listeners open and before the outbound pipeline's workers start.
+   */
   start?(): Promise<void>;
   /** Stops workers and flushes; called in reverse boot order. */
   stop?(): Promise<void>;
@@ -145,6 +148,10 @@ export interface ChannelModule<S = unknown> {
   readonly errors?: ModuleErrors;
   /** Namespaces its scopes may use besides its name (e.g. a product named `messenger` owning `whatsapp:…`). */
   readonly scopeNamespaces?: readonly string[];
+  /**
+   * Builds the module's objects and does no I/O: no query, no Redis or pub/sub use, no socket, listener or timer
+   * (test/platform/create-does-no-io.test.ts); that is start()'s.
+   */
   create(ctx: ModuleContext): Promise<ModuleInstance<S>>;
   // Process roles: where its workers run.
   /** The roles in whose process its start() and stop() run (default: every role); routes run in `api`, admin routes everywhere. */

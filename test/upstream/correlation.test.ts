@@ -134,6 +134,8 @@ t.test('a receipt that outlives its hold (the SMSC far ahead of the submit recor
   t.same(unmatched, [], 'none reported unmatched');
   await waitFor(() => s.stats.receiptsAcked === 5, 2000, 'receipts acknowledged');
   t.equal(s.stats.receiptsFailed, 0, 'acknowledged once kept: the SMSC did not have to offer them again');
+  // A sweep counts a match as soon as it is applied and drops the kept rows after: wait for a sweep in flight.
+  await correlator.sweepKept();
   const { rows } = await tdb.db.query<{ n: string }>(`SELECT count(*) AS n FROM upstream_kept_receipts WHERE upstream_id = 'kept-a'`);
   t.equal(Number(rows[0].n), 0, 'nothing left kept');
 });
@@ -149,6 +151,7 @@ t.test('kept receipts survive a restart; one whose correlation never lands is pu
   let now = Date.now();
   const second = new ReceiptCorrelator(new SqlCorrelationStore(tdb.db), { sweepMs: 50, keepMs: 60_000, clock: () => now });
   t.teardown(() => second.close());
+  second.start();
   const applied: Array<{ id: string; messageId: string }> = [];
   second.onKeptMatch = async (k, m) => {
     applied.push({ id: k.receipt.id, messageId: m.ref.messageId });

@@ -13,7 +13,7 @@ import { EMAIL_EVENTS, EMAIL_MACHINE } from './email-machine.js';
 import { emailRoutes } from './email-routes.js';
 import { EmailService } from './email-service.js';
 import { InboundListener } from './inbound-listener.js';
-import { SmtpAdapter } from './providers/smtp.js';
+import { SmtpAdapter, type SmtpAdapterOptions } from './providers/smtp.js';
 import { SendingDomains, type TxtResolver } from './sending-domains.js';
 import { TemplateStore } from './template-store.js';
 import { EmailSchedules } from './schedules.js';
@@ -103,15 +103,10 @@ export const emailModule: ChannelModule<EmailModuleService> = {
       onReport: (id, report) => email.onReport(id, report),
     });
 
-    let simulator: MailSimulator | null = null;
-    let relayUrl = cfg.smtp.url;
-    if (simulated) {
-      simulator = new MailSimulator({ port: cfg.simulator.port, reportDelayMs: cfg.simulator.reportDelayMs, reportTo: () => ({ host: cfg.inbound.host === '0.0.0.0' ? '127.0.0.1' : cfg.inbound.host, port: inbound.port }) });
-      const port = await simulator.listen();
-      relayUrl = `smtp://127.0.0.1:${port}`;
-      ctx.warn(EMBEDDED_MAIL_WARNING);
-      ctx.log.warn({ port, inboundPort: inbound.port }, EMBEDDED_MAIL_WARNING);
-    }
+    // Without a relay the embedded simulator is one; it listens from start() on.
+    const simulator = simulated
+      ? new MailSimulator({ port: cfg.simulator.port, reportDelayMs: cfg.simulator.reportDelayMs, reportTo: () => ({ host: cfg.inbound.host === '0.0.0.0' ? '127.0.0.1' : cfg.inbound.host, port: inbound.port }) })
+      : null;
 
     // Contents are read once per send and shared by its recipients' jobs (a small per-instance cache).
     const contents = new Map<string, Promise<EmailContent>>();
@@ -151,9 +146,14 @@ export const emailModule: ChannelModule<EmailModuleService> = {
       return { headers, html };
     };
 
-    const smtp = new SmtpAdapter({
+    // The relay's adapter is made by start(), once the relay's address is known (the simulator's port).
+    let smtp: SmtpAdapter | null = null;
+    const relay = (): SmtpAdapter => {
+      if (!smtp) throw new Error('email: no SMTP relay before the module started');
+      return smtp;
+    };
+    const smtpOptions: Omit<SmtpAdapterOptions, 'url'> = {
       decorate,
-      url: relayUrl!,
       maxConnections: cfg.smtp.maxConnections,
       returnPath: (messageId) => verp.address(messageId),
       windows: ctx.backends.rateWindows,
@@ -161,13 +161,13 @@ export const emailModule: ChannelModule<EmailModuleService> = {
       accountPerSecond: cfg.smtp.accountPerSecond,
       content,
       dkim: (accountId, domain) => domains.dkimKey(accountId, domain),
-    });
+    };
     // A 4xx answer is an attempt the pipeline retries; the message shows it as deferred, with its event.
     const adapter = {
-      name: smtp.name,
-      endpointOf: () => smtp.endpointOf(),
+      name: SmtpAdapter.providerName,
+      endpointOf: () => relay().endpointOf(),
       async send(job: OutboundJob<EmailJobPayload>, signal: AbortSignal): Promise<SendResult> {
-        const r = await smtp.send(job, signal);
+        const r = await relay().send(job, signal);
         if (r.kind === 'retry' && r.providerCode && /^4\d\d$/.test(r.providerCode)) {
           await email.deferred(job.accountId, job.messageId, { code: r.code, providerCode: r.providerCode, message: r.message }).catch((err: Error) => ctx.log.warn({ err: err.message }, 'email.deferred not recorded'));
         }
@@ -218,14 +218,23 @@ export const emailModule: ChannelModule<EmailModuleService> = {
         await app.register(trackingRoutes, { email, tokens });
         await app.register(scheduleRoutes, { schedules, templates, email });
       },
+      // Before the outbound pipeline's workers send (they start after the modules).
       async start() {
+        let url = cfg.smtp.url;
+        if (simulator) {
+          const port = await simulator.listen();
+          url = `smtp://127.0.0.1:${port}`;
+          ctx.warn(EMBEDDED_MAIL_WARNING);
+          ctx.log.warn({ port, inboundPort: inbound.port }, EMBEDDED_MAIL_WARNING);
+        }
+        smtp = new SmtpAdapter({ ...smtpOptions, url: url! });
         if (!(cfg.trackingBaseUrl ?? ctx.config.http.publicUrl)) {
           ctx.warn(UNSUBSCRIBE_HTTP_WARNING);
           ctx.log.warn({ base: publicBase() }, UNSUBSCRIBE_HTTP_WARNING);
         }
       },
       async stop() {
-        smtp.close();
+        smtp?.close();
         await simulator?.close();
         if (simulator) ctx.unwarn(EMBEDDED_MAIL_WARNING);
         ctx.unwarn(UNSUBSCRIBE_HTTP_WARNING);

@@ -1,7 +1,35 @@
-import Handlebars from 'handlebars';
-import { convert } from 'html-to-text';
-import juice from 'juice';
-import sanitizeHtml from 'sanitize-html';
+import { createRequire } from 'node:module';
+import type HandlebarsLib from 'handlebars';
+import type * as HtmlToText from 'html-to-text';
+import type juiceLib from 'juice';
+import type sanitizeHtmlLib from 'sanitize-html';
+
+/**
+ * The mail libraries, loaded at the first render or template check: together they cost about half a second of CPU to
+ * load, which every start of the daemon and of the CLI would otherwise pay whether it sends mail or not.
+ */
+interface MailLibs {
+  hb: typeof HandlebarsLib;
+  convert: typeof HtmlToText.convert;
+  juice: typeof juiceLib;
+  sanitizeHtml: typeof sanitizeHtmlLib;
+  sanitizeOptions: sanitizeHtmlLib.IOptions;
+}
+const requireLib = createRequire(import.meta.url);
+let libs: MailLibs | undefined;
+function mailLibs(): MailLibs {
+  if (!libs) {
+    const sanitizeHtml = requireLib('sanitize-html') as typeof sanitizeHtmlLib;
+    libs = {
+      hb: (requireLib('handlebars') as typeof HandlebarsLib).create(),
+      convert: (requireLib('html-to-text') as typeof HtmlToText).convert,
+      juice: requireLib('juice') as typeof juiceLib,
+      sanitizeHtml,
+      sanitizeOptions: sanitizeOptions(sanitizeHtml.defaults.allowedTags),
+    };
+  }
+  return libs;
+}
 
 /** A template variable the data does not give (strict mode): a clear error at send or preview time. */
 export class TemplateRenderError extends Error {
@@ -13,8 +41,6 @@ export class TemplateRenderError extends Error {
   }
 }
 
-const hb = Handlebars.create();
-
 /** Compiled templates by source, so a bulk send compiles each part once. */
 const compiled = new Map<string, HandlebarsTemplateDelegate>();
 
@@ -22,7 +48,7 @@ function compile(source: string, noEscape: boolean): HandlebarsTemplateDelegate 
   const key = `${noEscape ? 1 : 0}${source}`;
   let fn = compiled.get(key);
   if (!fn) {
-    fn = hb.compile(source, { strict: true, noEscape, knownHelpersOnly: true, knownHelpers: { if: true, unless: true, each: true, with: true } });
+    fn = mailLibs().hb.compile(source, { strict: true, noEscape, knownHelpersOnly: true, knownHelpers: { if: true, unless: true, each: true, with: true } });
     if (compiled.size > 500) compiled.clear();
     compiled.set(key, fn);
   }
@@ -38,28 +64,31 @@ function run(part: 'subject' | 'html' | 'text', source: string, data: Record<str
   }
 }
 
-const SANITIZE: sanitizeHtml.IOptions = {
-  allowedTags: [
-    ...sanitizeHtml.defaults.allowedTags,
-    'img', 'style', 'center', 'font', 'span', 'html', 'head', 'body', 'title', 'meta',
-  ],
-  allowVulnerableTags: true, // <style>: mail clients need it for juice; scripts stay out (never allowed)
-  allowedAttributes: {
-    '*': ['style', 'class', 'id', 'align', 'valign', 'width', 'height', 'bgcolor', 'color', 'border', 'cellpadding', 'cellspacing', 'dir', 'lang', 'title'],
-    a: ['href', 'name', 'target', 'rel'],
-    img: ['src', 'alt', 'width', 'height'],
-    font: ['face', 'size', 'color'],
-    meta: ['charset', 'name', 'content'],
-  },
-  allowedSchemes: ['http', 'https', 'mailto', 'tel'],
-  allowedSchemesByTag: { img: ['http', 'https', 'cid', 'data'] },
-  allowProtocolRelative: false,
-  disallowedTagsMode: 'discard',
-};
+function sanitizeOptions(defaultTags: readonly string[]): sanitizeHtmlLib.IOptions {
+  return {
+    allowedTags: [
+      ...defaultTags,
+      'img', 'style', 'center', 'font', 'span', 'html', 'head', 'body', 'title', 'meta',
+    ],
+    allowVulnerableTags: true, // <style>: mail clients need it for juice; scripts stay out (never allowed)
+    allowedAttributes: {
+      '*': ['style', 'class', 'id', 'align', 'valign', 'width', 'height', 'bgcolor', 'color', 'border', 'cellpadding', 'cellspacing', 'dir', 'lang', 'title'],
+      a: ['href', 'name', 'target', 'rel'],
+      img: ['src', 'alt', 'width', 'height'],
+      font: ['face', 'size', 'color'],
+      meta: ['charset', 'name', 'content'],
+    },
+    allowedSchemes: ['http', 'https', 'mailto', 'tel'],
+    allowedSchemesByTag: { img: ['http', 'https', 'cid', 'data'] },
+    allowProtocolRelative: false,
+    disallowedTagsMode: 'discard',
+  };
+}
 
 /** Customer HTML made safe for mail: no scripts, no event attributes, only allow-listed URL schemes. */
 export function sanitize(html: string): string {
-  return sanitizeHtml(html, SANITIZE);
+  const mail = mailLibs();
+  return mail.sanitizeHtml(html, mail.sanitizeOptions);
 }
 
 export interface Rendered {
@@ -90,9 +119,9 @@ export function render(parts: { subject: string; html?: string | null; text?: st
   return { subject, html, text };
 }
 
-const finish = (safe: string) => (/<style[\s>]/i.test(safe) ? juice(safe) : safe);
+const finish = (safe: string) => (/<style[\s>]/i.test(safe) ? mailLibs().juice(safe) : safe);
 const KEEP_CASE = ['h1', 'h2', 'h3', 'h4', 'h5', 'h6'].map((selector) => ({ selector, format: 'heading', options: { uppercase: false } }));
-const toText = (html: string, wordwrap: number | false = 78) => convert(html, { wordwrap, selectors: [{ selector: 'img', format: 'skip' }, ...KEEP_CASE] });
+const toText = (html: string, wordwrap: number | false = 78) => mailLibs().convert(html, { wordwrap, selectors: [{ selector: 'img', format: 'skip' }, ...KEEP_CASE] });
 
 /**
  * A template whose variables can only land in text (escaped by Handlebars): sanitised, CSS-inlined and converted to
@@ -110,7 +139,7 @@ function prepare(source: string): { html: string; text: string | null } | null {
     // text is generated per message instead.
     let text: string | null = toText(html, false);
     try {
-      hb.parse(text);
+      mailLibs().hb.parse(text);
     } catch {
       text = null;
     }
@@ -127,7 +156,7 @@ export function checkSyntax(parts: { subject?: string | null; html?: string | nu
     const s = parts[part];
     if (!s) continue;
     try {
-      hb.parse(s);
+      mailLibs().hb.parse(s);
     } catch (err) {
       throw new TemplateRenderError(part, (err as Error).message.split('\n')[0]);
     }

@@ -1,13 +1,29 @@
 import AjvModule, { type ValidateFunction } from 'ajv';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { Server } from '@modelcontextprotocol/sdk/server/index.js';
-import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
-import { CallToolRequestSchema, ErrorCode as McpErrorCode, ListToolsRequestSchema, McpError, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { INTERNAL_CALL_HEADER } from '../../http/auth.js';
 import { ApiError } from '../../http/errors.js';
 import { VERSION } from '../../version.js';
 import { HostGuard } from './host-guard.js';
 import type { McpTool } from '../../platform/mcp-tool.js';
+
+/**
+ * The SDK, loaded at the first MCP request: it costs about a third of a second of CPU to load, which every daemon
+ * start (and every CLI process) would otherwise pay for a server most deployments call rarely.
+ */
+let sdkLoading: Promise<McpSdk> | undefined;
+type McpSdk = typeof import('@modelcontextprotocol/sdk/server/index.js') &
+  typeof import('@modelcontextprotocol/sdk/server/streamableHttp.js') &
+  typeof import('@modelcontextprotocol/sdk/types.js');
+function mcpSdk(): Promise<McpSdk> {
+  sdkLoading ??= Promise.all([
+    import('@modelcontextprotocol/sdk/server/index.js'),
+    import('@modelcontextprotocol/sdk/server/streamableHttp.js'),
+    import('@modelcontextprotocol/sdk/types.js'),
+  ]).then(([server, transport, types]) => ({ ...server, ...transport, ...types }));
+  return sdkLoading;
+}
 
 const Ajv = ((AjvModule as unknown as { default?: typeof AjvModule }).default ?? AjvModule) as unknown as typeof AjvModule.default;
 
@@ -100,7 +116,8 @@ export async function mcpRoutes(app: FastifyInstance, opts: McpRoutesOptions): P
     return { content: [{ type: 'text', text: JSON.stringify(result) }], structuredContent: result };
   };
 
-  const mcpServer = (req: FastifyRequest): Server => {
+  const mcpServer = (sdk: McpSdk, req: FastifyRequest): Server => {
+    const { Server, ListToolsRequestSchema, CallToolRequestSchema, McpError, ErrorCode: McpErrorCode } = sdk;
     const server = new Server({ name: 'ferry', version: VERSION }, { capabilities: { tools: {} } });
     server.setRequestHandler(ListToolsRequestSchema, async () => ({
       tools: visibleTools(opts.tools, req).map((t) => ({
@@ -139,8 +156,9 @@ export async function mcpRoutes(app: FastifyInstance, opts: McpRoutesOptions): P
       },
     },
     async (req, reply) => {
-      const server = mcpServer(req);
-      const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
+      const sdk = await mcpSdk();
+      const server = mcpServer(sdk, req);
+      const transport = new sdk.StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
       reply.hijack();
       reply.raw.on('close', () => {
         void transport.close();

@@ -87,9 +87,6 @@ export const messengerModule: ChannelModule<MessengerModuleService> = {
         statusDelayMs: c.simulatorStatusDelayMs,
         mediaReachable: (url) => media.reachable(url),
       });
-      await simulator.start();
-      ctx.warn(SIMULATOR_WARNING);
-      ctx.log.info({ simulator: simulator.url }, 'embedded messenger simulator started');
     }
     const baseUrl = () => c.baseUrl?.replace(/\/+$/, '') ?? simulator!.url;
     const adapter = new MetaCloudAdapter({ baseUrl, apiVersion: c.apiVersion, phoneNumberId: c.phoneNumberId, accessToken: async (id) => (await numbers.byId(id))?.accessToken ?? null });
@@ -128,6 +125,13 @@ export const messengerModule: ChannelModule<MessengerModuleService> = {
       async adminRoutes(app) {
         await app.register(messengerAdminRoutes, { numbers, simulator: () => simulator });
         registerInspectListing(app, { db: ctx.db, accounts: ctx.accounts }, messengerListing(service));
+      },
+      // The embedded platform listens from here on: before the outbound pipeline's workers send (they start after the modules).
+      async start() {
+        if (!simulator) return;
+        await simulator.start();
+        ctx.warn(SIMULATOR_WARNING);
+        ctx.log.info({ simulator: simulator.url }, 'embedded messenger simulator started');
       },
       async stop() {
         await service.drain();

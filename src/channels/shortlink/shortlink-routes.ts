@@ -1,5 +1,4 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import QRCode from 'qrcode';
 import { envelopeSchema, ok, withErrors } from '../../http/envelope.js';
 import { ApiError } from '../../http/errors.js';
 import { ROLLUP_DIMS } from './click-recorder.js';
@@ -243,6 +242,7 @@ export async function shortlinkRoutes(app: FastifyInstance, deps: { service: Sho
       const opts = { width: intParam('size', req.query.size, 64, 2048), margin: intParam('margin', req.query.margin, 0, 16), errorCorrectionLevel: level };
       const l = await owned(req);
       reply.header('cache-control', 'private, max-age=300');
+      const QRCode = (await import('qrcode')).default; // loaded at the first QR code, not at every start
       if (format === 'png') return reply.type('image/png').send(await QRCode.toBuffer(service.shortUrl(l), { ...opts, type: 'png' }));
       return reply.type('image/svg+xml').send(await QRCode.toString(service.shortUrl(l), { ...opts, type: 'svg' }));
     },

@@ -4,7 +4,7 @@ import type { JobSpec } from '../../platform/scheduler.js';
 import { IdempotencyStore } from '../../http/idempotency.js';
 import { SMS_MCP_TOOLS } from './sms-mcp-tools.js';
 import { smsRoutes } from './sms-routes.js';
-import { startSmsGateway, type SmsGateway } from './sms-gateway.js';
+import { buildSmsGateway, type SmsGateway } from './sms-gateway.js';
 import { smsStorage } from './storage.js';
 import { smsConfigSchema, type SmsConfig } from './config.js';
 import { SMS_ERRORS } from './errors.js';
@@ -26,11 +26,13 @@ export const smsModule: ChannelModule<SmsGateway> = {
   scopes: SMS_SCOPES,
   config: { key: 'sms', schema: smsConfigSchema },
   errors: SMS_ERRORS,
+  // Builds without I/O; start() loads the upstreams and the stored state, starts the embedded simulator and binds.
   async create(ctx) {
     const closers: { name: string; close: () => Promise<unknown> }[] = [];
-    const jobs: JobSpec[] = [];
-    const sms = await startSmsGateway(ctx, (name, close) => closers.unshift({ name, close }), (job) => jobs.push(job));
+    const built = buildSmsGateway(ctx);
+    const sms = built.service;
     const { gateway, pricing, routeSwitches } = sms;
+    const jobs: JobSpec[] = [...built.jobs];
     const idempotency = new IdempotencyStore(ctx.db);
     // The gateway's: the reconciler's pass, receipt queries, correlation and customer outbox purges.
     jobs.push(...gateway.jobs());
@@ -82,6 +84,8 @@ export const smsModule: ChannelModule<SmsGateway> = {
         });
       },
       async start() {
+        // What opened before a failure is closed by stop() (the daemon stops every created module).
+        await built.start((name, close) => closers.unshift({ name, close }));
         await gateway.startWorkers();
         routeSwitches.start();
       },

@@ -26,7 +26,7 @@ export interface SmsGateway extends SmsGatewayService {
   upstreamStore: UpstreamStore;
   pricing: PricingStore;
   routeSwitches: RouteSwitchStore;
-  /** The simulated upstream, when it runs (nothing it takes leaves the machine). */
+  /** The simulated upstream, when it runs (nothing it takes leaves the machine); started by the SMS module's start(). */
   embeddedUpstream: EmbeddedUpstream | null;
   /** Config-file upstreams by id (the admin API reverts runtime overrides to these). */
   configUpstreams: ReadonlyMap<string, UpstreamConfig>;
@@ -61,16 +61,22 @@ function embeddedUpstreamConfig(e: Pick<EmbeddedUpstream, 'host' | 'port' | 'sys
   };
 }
 
-/**
- * The upstreams (config file, then runtime ones from the admin API), the embedded simulator when no real upstream
- * exists, and the gateway on them. The stored price table and route switches are applied before the gateway takes
- * its first message: a restart must not price or route even one message by the config file's defaults.
- */
-export async function startSmsGateway(
-  ctx: ModuleContext,
-  onClose: (name: string, close: () => Promise<unknown>) => void,
-  addJob: (job: JobSpec) => void = () => undefined,
-): Promise<SmsGateway> {
+/** The SMS gateway as the module's create builds it: its service, its jobs, and the start that loads and binds. */
+export interface BuiltSmsGateway {
+  readonly service: SmsGateway;
+  /** Jobs known from the config (the gateway's are added by the module). */
+  readonly jobs: readonly JobSpec[];
+  /**
+   * The upstreams (config file, then runtime ones from the admin API), the embedded simulator when no real upstream
+   * exists, and the stored price table and route switches, applied before the gateway takes its first message: a
+   * restart must not price or route even one message by the config file's defaults. What it opened is handed to
+   * `onClose` as it opens, so a start that fails halfway is closed by the module's stop.
+   */
+  start(onClose: (name: string, close: () => Promise<unknown>) => void): Promise<void>;
+}
+
+/** Builds the gateway and the stores of its state without I/O (the module's create); `start` loads and starts them. */
+export function buildSmsGateway(ctx: ModuleContext): BuiltSmsGateway {
   // The simulator is an upstream: it runs with the binds, in the smpp role; other roles only route to it.
   const binds = ctx.roles.has('smpp');
   const { config, log, db } = ctx;
@@ -80,105 +86,99 @@ export async function startSmsGateway(
   const upstreamStore = new UpstreamStore(db, new SecretCipher({ current: { id: SecretCipher.keyIdOf(upstreamKey), key: upstreamKey } }), {
     onUnreadable: (id, reason) => ctx.warn(`runtime upstream ${id} skipped: ${reason}`),
   });
-  const upstreams: UpstreamConfig[] = UpstreamStore.merge(config.smpp.upstreams, await upstreamStore.load());
-  const real = upstreams.map((u) => u.id);
-  if (real.includes(SIMULATOR_UPSTREAM_ID)) throw new SmsStartupError(`upstream id ${SIMULATOR_UPSTREAM_ID} is reserved for the embedded SMSC simulator; rename that upstream`);
   const simulatorRecord = new SimulatorRecord(db);
-  let retired = await simulatorRecord.read();
-  if (real.length && !retired) {
-    await simulatorRecord.retire(real[0]);
-    retired = await simulatorRecord.read();
-  }
   const simMode = config.smpp.simulator.enabled;
-  const decision = simulatorDecision(simMode, real, retired);
-  let embeddedUpstream: EmbeddedUpstream | null = null;
-  if (decision.start && !binds) {
-    upstreams.push(embeddedUpstreamConfig({ host: '127.0.0.1', port: 0, systemId: '', password: '' }));
-  } else if (decision.start) {
-    embeddedUpstream = await startEmbeddedUpstream({
-      logger: log.child({ component: 'embedded-upstream' }),
-      behaviour: { receiptDelayMs: config.smpp.simulator.receiptDelayMs },
-      warn: !real.length,
-    });
-    const sim = embeddedUpstream;
-    onClose('embedded upstream', () => sim.close());
-    if (!real.length) ctx.warn(sim.warning);
-    upstreams.push(embeddedUpstreamConfig(sim));
-  } else if (!real.length) {
-    ctx.warn(`NO UPSTREAM: the embedded simulator is not started (${decision.reason}); messages are refused with NO_ROUTE until an upstream is added`);
-  }
-  log.info({ simulator: decision.start ? 'running' : 'off', reason: decision.reason }, 'embedded SMSC simulator');
-
   const ussd = new UssdMoHandlers();
-  let pricing!: PricingStore;
-  let routeSwitches!: RouteSwitchStore;
-  let gateway: Gateway;
-  try {
-    gateway = await Gateway.create(
-      {
-        config,
-        sms: ctx.section<SmsConfig>(),
-        log: ctx.rootLog,
-        metrics: ctx.metrics,
-        backends: ctx.backends,
-        accounts: ctx.accounts,
-        upstreams,
-        sealer: (() => {
-          const key = ctx.deriveKey('message-body');
-          return new SecretCipher({ current: { id: SecretCipher.keyIdOf(key), key } });
-        })(),
-        // Sessions arriving before a handler is registered (start-up) get no answer.
-        onUssd: ussd.dispatch,
-        simulator: decision.start ? { id: SIMULATOR_UPSTREAM_ID, explicit: simMode === 'on' } : null,
-        roles: ctx.roles,
-        onSimulatorRetired: (upstreamId) => {
-          ctx.unwarn(EMBEDDED_UPSTREAM_WARNING);
-          ctx.warn(`the embedded simulator was retired when real upstream ${upstreamId} was added: it takes no new messages and is not started again`);
-          void simulatorRecord.retire(upstreamId).catch((err: Error) => log.error({ err: err.message }, 'could not record that a real upstream exists; a restart may start the simulator again'));
-        },
-      },
-      async (g) => {
-        pricing = new PricingStore(db, g.prices, ctx.rootLog.child({ component: 'pricing' }));
-        await pricing.restore();
-        // Route switches survive restarts and reach every instance sharing the database.
-        routeSwitches = new RouteSwitchStore(db, g.router, ctx.rootLog.child({ component: 'routing' }));
-        await routeSwitches.restore();
-        g.clearSimulatorSwitches('restore');
-      },
-    );
-  } catch (err) {
-    await embeddedUpstream?.close().catch(() => undefined);
-    const e = err as NodeJS.ErrnoException;
-    if (e.code === 'EADDRINUSE') throw new SmsStartupError(`smpp listener: ${config.smpp.host}:${config.smpp.port} is already in use`);
-    throw new SmsStartupError(`SMPP gateway: ${e.message}`);
-  }
+  const bodyKey = ctx.deriveKey('message-body');
+  const gateway = new Gateway({
+    config,
+    sms: ctx.section<SmsConfig>(),
+    log: ctx.rootLog,
+    metrics: ctx.metrics,
+    backends: ctx.backends,
+    accounts: ctx.accounts,
+    sealer: new SecretCipher({ current: { id: SecretCipher.keyIdOf(bodyKey), key: bodyKey } }),
+    // Sessions arriving before a handler is registered (start-up) get no answer.
+    onUssd: ussd.dispatch,
+    roles: ctx.roles,
+    onSimulatorRetired: (upstreamId) => {
+      ctx.unwarn(EMBEDDED_UPSTREAM_WARNING);
+      ctx.warn(`the embedded simulator was retired when real upstream ${upstreamId} was added: it takes no new messages and is not started again`);
+      void simulatorRecord.retire(upstreamId).catch((err: Error) => log.error({ err: err.message }, 'could not record that a real upstream exists; a restart may start the simulator again'));
+    },
+  });
+  const pricing = new PricingStore(db, gateway.prices, ctx.rootLog.child({ component: 'pricing' }));
+  // Route switches survive restarts and reach every instance sharing the database.
+  const routeSwitches = new RouteSwitchStore(db, gateway.router, ctx.rootLog.child({ component: 'routing' }));
+  const service: SmsGateway = {
+    gateway,
+    upstreamStore,
+    pricing,
+    routeSwitches,
+    embeddedUpstream: null,
+    configUpstreams: new Map(config.smpp.upstreams.map((u) => [u.id, u])),
+    defaultCountry: ctx.section<SmsConfig>().defaultCountry,
+    ussd,
+  };
+
   // Another instance sharing the database may add a real upstream: its record retires this instance's stand-in too.
-  if (decision.start && simMode === 'auto') {
-    const g = gateway;
-    let retiredHere = false;
-    addJob({
+  // Declared with `auto`; it looks only while the stand-in runs here (start decides).
+  let standingIn = false;
+  const jobs: JobSpec[] = [];
+  if (simMode === 'auto') {
+    jobs.push({
       name: 'sms.simulator-retirement',
       everyMs: RETIREMENT_POLL_MS,
       scope: 'instance',
       roles: ['api', 'smpp'],
       run: async () => {
-        if (retiredHere) return;
+        if (!standingIn) return;
         const r = await simulatorRecord.read(); // the database is down: the next look will tell
         if (!r) return;
-        g.retireSimulator(r.upstream);
-        retiredHere = true;
+        gateway.retireSimulator(r.upstream);
+        standingIn = false;
       },
     });
   }
+
   return {
-    gateway,
-    upstreamStore,
-    pricing,
-    routeSwitches,
-    embeddedUpstream,
-    configUpstreams: new Map(config.smpp.upstreams.map((u) => [u.id, u])),
-    defaultCountry: ctx.section<SmsConfig>().defaultCountry,
-    ussd,
+    service,
+    jobs,
+    async start(onClose) {
+      const upstreams: UpstreamConfig[] = UpstreamStore.merge(config.smpp.upstreams, await upstreamStore.load());
+      const real = upstreams.map((u) => u.id);
+      if (real.includes(SIMULATOR_UPSTREAM_ID)) throw new SmsStartupError(`upstream id ${SIMULATOR_UPSTREAM_ID} is reserved for the embedded SMSC simulator; rename that upstream`);
+      let retired = await simulatorRecord.read();
+      if (real.length && !retired) {
+        await simulatorRecord.retire(real[0]);
+        retired = await simulatorRecord.read();
+      }
+      const decision = simulatorDecision(simMode, real, retired);
+      if (decision.start && !binds) {
+        upstreams.push(embeddedUpstreamConfig({ host: '127.0.0.1', port: 0, systemId: '', password: '' }));
+      } else if (decision.start) {
+        const sim = await startEmbeddedUpstream({
+          logger: log.child({ component: 'embedded-upstream' }),
+          behaviour: { receiptDelayMs: config.smpp.simulator.receiptDelayMs },
+          warn: !real.length,
+        });
+        onClose('embedded upstream', () => sim.close());
+        service.embeddedUpstream = sim;
+        if (!real.length) ctx.warn(sim.warning);
+        upstreams.push(embeddedUpstreamConfig(sim));
+      } else if (!real.length) {
+        ctx.warn(`NO UPSTREAM: the embedded simulator is not started (${decision.reason}); messages are refused with NO_ROUTE until an upstream is added`);
+      }
+      log.info({ simulator: decision.start ? 'running' : 'off', reason: decision.reason }, 'embedded SMSC simulator');
+      gateway.useUpstreams(upstreams, decision.start ? { id: SIMULATOR_UPSTREAM_ID, explicit: simMode === 'on' } : null);
+      try {
+        await pricing.restore();
+        await routeSwitches.restore();
+      } catch (err) {
+        throw new SmsStartupError(`SMPP gateway: ${(err as Error).message}`);
+      }
+      gateway.clearSimulatorSwitches('restore');
+      standingIn = decision.start && simMode === 'auto';
+    },
   };
 }
-

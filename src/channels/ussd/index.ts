@@ -57,13 +57,10 @@ export const ussdModule: ChannelModule<UssdService> = {
     const sessions = new SessionStore(ctx.db);
     const signingKey = ctx.deriveKey('ussd-app-signing');
     // Live sessions between hops: in Redis with a TTL when the daemon has Redis, else in their SQL rows.
-    let live: LiveSessions;
+    // Connected in start(), before this module takes SMPP sessions.
     const liveRedis = ctx.backends.kind === 'redis' ? ctx.redis.client('live-sessions') : null;
-    if (liveRedis) {
-      const redisLive = new RedisLiveSessions(liveRedis, ctx.redis.keyPrefix, sessions, cfg.sessionTimeoutSeconds * 2000 + 60_000);
-      await redisLive.connect();
-      live = redisLive;
-    } else live = new SqlLiveSessions(ctx.db, sessions);
+    const redisLive = liveRedis ? new RedisLiveSessions(liveRedis, ctx.redis.keyPrefix, sessions, cfg.sessionTimeoutSeconds * 2000 + 60_000) : null;
+    const live: LiveSessions = redisLive ?? new SqlLiveSessions(ctx.db, sessions);
     const apps = new WebhookAppClient({ guard: ctx.http, timeoutMs: cfg.appTimeoutMs, signingKey, clock: now });
     const core = new UssdCore({
       db: ctx.db,
@@ -91,10 +88,7 @@ export const ussdModule: ChannelModule<UssdService> = {
         ctx.log.warn({ err: (err as Error).message }, 'USSD: the OTP fallback code is not served (otp.ussdServiceCode is not a service code)');
       }
     }
-    const unregisterUssd = sms.ussd.register({ name: 'ussd', handle: smpp.handle });
-    if (sms.embeddedUpstream && !ctx.config.smpp.upstreams.length) {
-      ctx.warn("USSD: carrier sessions come only from the embedded SMSC simulator (dial one with `ferry ussd dial '*384#' --phone …`); aggregators still reach /v1/ussd/in/{connector}");
-    }
+    let unregisterUssd: (() => void) | null = null;
 
     return {
       service: {
@@ -135,6 +129,13 @@ export const ussdModule: ChannelModule<UssdService> = {
         await app.register(aggregatorRoutes, { core, store, db: ctx.db });
       },
       async start() {
+        await redisLive?.connect();
+        // From here on the SMPP sessions are this module's (before, OTP's fallback answers its code; others get no answer).
+        unregisterUssd = sms.ussd.register({ name: 'ussd', handle: smpp.handle });
+        // The SMS module started first: its embedded simulator runs by now, or not at all.
+        if (sms.embeddedUpstream && !ctx.config.smpp.upstreams.length) {
+          ctx.warn("USSD: carrier sessions come only from the embedded SMSC simulator (dial one with `ferry ussd dial '*384#' --phone …`); aggregators still reach /v1/ussd/in/{connector}");
+        }
         // Overlapping claims of different accounts are refused now; any kept from before route to the older claim's
         // account (store.route). Name them so an operator can release one.
         const overlaps = await store.overlaps().catch((err: Error) => (ctx.log.warn({ err: err.message }, 'USSD: overlapping claims not checked'), []));
@@ -146,7 +147,7 @@ export const ussdModule: ChannelModule<UssdService> = {
         }
       },
       async stop() {
-        unregisterUssd();
+        unregisterUssd?.();
         await smpp.close();
         apps.close();
         await live.close();

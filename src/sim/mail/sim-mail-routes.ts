@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify';
-import { simpleParser } from 'mailparser';
+
 import { ApiError } from '../../http/errors.js';
 import { ok } from '../../http/envelope.js';
 import type { MailSimulator, SimMail } from './simulator.js';
@@ -30,7 +30,7 @@ const query = {
 } as const;
 
 async function shown(m: SimMail): Promise<SimMailMessage> {
-  const parsed = await simpleParser(m.raw, { skipImageLinks: true });
+  const parsed = await (await import('mailparser')).simpleParser(m.raw, { skipImageLinks: true });
   return {
     from: parsed.from?.text ?? '',
     to: m.rcptTo,

@@ -80,8 +80,15 @@ export class ReceiptCorrelator {
     this.clock = options.clock ?? Date.now;
     this.keepMs = options.keepMs ?? 3_600_000;
     this.sweepMs = options.sweepMs ?? 1000;
-    // Another instance may keep a receipt whose submit this one records: a shared store is swept all the time.
-    if (store.shared) this.ensureSweep();
+  }
+
+  /**
+   * Starts the sweep of kept receipts on a shared store (the gateway's start; a store of this process alone is swept
+   * from its first kept receipt on): another instance may keep a receipt whose submit this one records, or an earlier
+   * life kept some, so a shared store is swept all the time.
+   */
+  start(): void {
+    if (this.store.shared) this.ensureSweep();
   }
 
   /** Receipts waiting for their submit_sm_resp now. */

@@ -31,7 +31,9 @@ export interface SmtpAdapterOptions {
  * the one table (smtp-errors.ts). The throttle is Ferry's own, cluster-wide, taken before a message goes out.
  */
 export class SmtpAdapter implements ProviderAdapter<EmailJobPayload> {
-  readonly name = 'smtp';
+  /** The provider's name in the outbound pipeline. */
+  static readonly providerName = 'smtp';
+  readonly name = SmtpAdapter.providerName;
   private readonly transport: Transporter;
   private readonly endpoint: string;
 
