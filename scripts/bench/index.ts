@@ -3,7 +3,7 @@
  * script in this folder, run as a separate process so its figures are not disturbed by this one.
  */
 import { spawnSync } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { packageRoot } from '../../src/util/paths.js';
 
@@ -24,12 +24,34 @@ const SCENARIOS: Record<string, { script: string; about: string }> = {
   requestlogs: { script: 'requestlogs.ts', about: 'REST req/s, latency and daemon CPU with request logging on vs off, in one run; every request written' },
 };
 
+/**
+ * A product's own scenario: `src/channels/<product>/bench.ts`, named after the product (a product is its folder, so its
+ * bench lives there too); its first line comment is what the usage prints.
+ */
+function productScenarios(): Record<string, { path: string; about: string }> {
+  const channels = join(packageRoot, 'src/channels');
+  const found: Record<string, { path: string; about: string }> = {};
+  for (const name of existsSync(channels) ? readdirSync(channels) : []) {
+    const path = join(channels, name, 'bench.ts');
+    if (!existsSync(path)) continue;
+    const first = /^\/\*\*?\s*\n?\s*\*?\s*(.+)$/m.exec(readFileSync(path, 'utf8'))?.[1] ?? '';
+    found[name] = { path, about: first.replace(/\s*\*\/\s*$/, '') };
+  }
+  return found;
+}
+
 const [scenario, ...rest] = process.argv.slice(2);
 const usage = () => {
-  const lines = Object.entries(SCENARIOS)
-    .filter(([, s]) => existsSync(join(packageRoot, 'scripts/bench', s.script)))
-    .map(([name, s]) => `  ${name.padEnd(11)} ${s.about}`);
-  return `usage: npm run bench -- <scenario> [options]\n\nscenarios:\n${lines.join('\n')}\n`;
+  const lines = [
+    ...Object.entries(SCENARIOS).filter(([, s]) => existsSync(join(packageRoot, 'scripts/bench', s.script))),
+    ...Object.entries(productScenarios()),
+  ].map(([name, s]) => `  ${name.padEnd(11)} ${s.about}`);
+  return (
+    `usage: npm run bench -- <scenario> [options]\n\nscenarios:\n${lines.join('\n')}\n\n` +
+    `options: npm run bench -- <scenario> --help. rest, smpp and kannel take --webhooks [--webhook-batch N]\n` +
+    `[--preload-events N]: N events put in the webhook event log before the first round, as earlier traffic\n` +
+    `would have left them (Postgres only; refused on the embedded backend)\n`
+  );
 };
 
 if (!scenario || scenario === '--help') {
@@ -37,9 +59,10 @@ if (!scenario || scenario === '--help') {
   process.exit(scenario ? 0 : 2);
 }
 const entry = SCENARIOS[scenario];
-if (!entry || !existsSync(join(packageRoot, 'scripts/bench', entry.script))) {
+const script = entry && existsSync(join(packageRoot, 'scripts/bench', entry.script)) ? join(packageRoot, 'scripts/bench', entry.script) : productScenarios()[scenario]?.path;
+if (!script) {
   process.stderr.write(`bench: unknown scenario ${scenario}\n\n${usage()}`);
   process.exit(2);
 }
-const run = spawnSync(process.execPath, ['--import', 'tsx', join(packageRoot, 'scripts/bench', entry.script), ...rest], { stdio: 'inherit' });
+const run = spawnSync(process.execPath, ['--import', 'tsx', script, ...rest], { stdio: 'inherit' });
 process.exit(run.status ?? 1);
