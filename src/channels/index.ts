@@ -14,6 +14,7 @@ export const CHANNEL_MODULES: readonly ChannelModule[] = [
   (await import('./email/index.js')).emailModule,
   (await import('./ussd/index.js')).ussdModule,
   (await import('./shortlink/index.js')).shortlinkModule,
+  (await import('./push/index.js')).pushModule,
   (await import('./logs/index.js')).logsModule,
   (await import('./mcp/index.js')).mcpModule,
 ] as readonly ChannelModule[];

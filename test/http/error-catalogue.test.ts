@@ -627,6 +627,30 @@ t.test(`every error answer is a catalogued envelope (${backendLabel})`, async (t
         return anon('POST', '/logs/session/end', { headers: { cookie } });
       },
     },
+    // ---- push
+    { name: 'an unknown push app', code: 'APP_NOT_FOUND', run: () => api('GET', '/v1/push/apps/papp_nope') },
+    { name: 'an unknown push device', code: 'DEVICE_NOT_FOUND', run: () => api('GET', '/v1/push/devices/pdev_nope') },
+    { name: 'an unknown push topic', code: 'TOPIC_NOT_FOUND', run: () => api('GET', '/v1/push/topics/no-such-topic') },
+    { name: 'an FCM service account that is not JSON', code: 'INVALID_FCM_CREDENTIALS', run: () => api('POST', '/v1/push/apps', { body: { name: 'x', fcm: { serviceAccount: '{not json' } } }) },
+    {
+      name: 'an APNs key that is not a key',
+      code: 'INVALID_APNS_CREDENTIALS',
+      run: () => api('POST', '/v1/push/apps', { body: { name: 'x', apns: { privateKey: 'not a key', keyId: 'FAKEKEY001', teamId: 'FAKETEAM01', bundleId: 'com.example.app' } } }),
+    },
+    { name: 'an unknown push send', code: 'PUSH_NOT_FOUND', run: () => api('GET', '/v1/push/sends/push_nope') },
+    { name: 'a push to a user without devices', code: 'NO_ACTIVE_DEVICES', run: () => api('POST', '/v1/push/send', { body: { to: { userId: 'nobody' }, notification: { title: 'x' } } }) },
+    {
+      name: 'a push to a device whose token its service invalidated',
+      code: 'DEVICE_INVALID',
+      run: async () => {
+        const app = await call(d.api, 'POST', '/v1/push/apps', { token, body: { name: 'catalogue' } });
+        const dev = await call(d.api, 'POST', '/v1/push/devices', { token, body: { appId: app.json.data.id, token: 'catalogue-device', platform: 'android' } });
+        const id = dev.json.data.id ?? dev.json.data.device?.id;
+        // As the delivery of an UNREGISTERED answer leaves it (send.test.ts goes through the simulators for that).
+        await d.daemon.db.query(`UPDATE push_devices SET status = 'invalid', invalid_reason = 'DEVICE_UNREGISTERED', invalidated_at = now() WHERE id = $1`, [id]);
+        return api('POST', '/v1/push/send', { body: { to: { deviceId: id }, notification: { title: 'x' } } });
+      },
+    },
     // ---- mcp
     { name: 'an MCP request from a foreign Origin', code: 'MCP_HOST_NOT_ALLOWED', run: () => api('POST', '/mcp', { body: {}, headers: { origin: 'https://evil.example' } }) },
     // ---- server side

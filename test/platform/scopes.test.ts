@@ -49,6 +49,7 @@ t.test('a key made with "all" is stored as all and granted every scope; the Open
       ['email', 'beta'],
       ['ussd', 'beta'],
       ['shortlink', 'beta'],
+      ['push', 'beta'],
       ['logs', 'beta'],
       ['mcp', 'beta'],
     ],
