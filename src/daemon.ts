@@ -300,10 +300,14 @@ export class Daemon {
     this.admin = await this.buildAdmin(adminToken);
     this.addresses.admin = await listen(this.admin, 'admin', config.admin.host, config.admin.port);
     this.closers.unshift({ name: 'admin listener', close: () => this.admin.close() });
-    if (this.roles.has('api')) {
+    // The realtime role needs the API listener too: its modules' sockets live on that server (with /v1 only in api).
+    if (this.roles.has('api') || (this.roles.has('realtime') && this.modules.hasRealtime())) {
       this.api = await this.buildApi();
+      await this.modules.attachRealtime(this.api.server);
       this.addresses.http = await listen(this.api, 'http', config.http.host, config.http.port);
       this.closers.unshift({ name: 'http listener', close: () => this.api.close() });
+      // Live sockets are told to reconnect elsewhere before the listener closes (it would wait for them otherwise).
+      this.closers.unshift({ name: 'realtime drain', close: () => this.modules.drainRealtime() });
     }
 
     log.info(

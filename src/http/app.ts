@@ -329,6 +329,12 @@ export async function createApp(opts: AppOptions): Promise<FastifyInstance> {
           securitySchemes: {
             basicAuth: { type: 'http', scheme: 'basic', description: 'Authorization: Basic base64(API key:API secret)' },
             bearerAuth: { type: 'http', scheme: 'bearer', description: 'Authorization: Bearer base64(API key:API secret), or Bearer API key:API secret' },
+            endUserToken: {
+              type: 'http',
+              scheme: 'bearer',
+              bearerFormat: 'JWT',
+              description: 'Authorization: Bearer <token> minted for one end user by a product (POST /chat-sdk/users/token); opens only the routes that list it',
+            },
           },
         },
         security: [{ basicAuth: [] }, { bearerAuth: [] }],

@@ -12,11 +12,38 @@ declare module 'fastify' {
   interface FastifyContextConfig {
     /** Runs before authentication: a refusal here (the MCP Host/Origin guard) is no failed attempt of the address. */
     preAuth?: (req: FastifyRequest) => void | Promise<void>;
+    /**
+     * The route also takes an end-user token (a JWT a product minted for one of an account's users, e.g. chat): a
+     * `Bearer <jwt>` is handed to this verifier, which resolves the user or throws its own refusal; any other header goes
+     * through API-key authentication as usual. On a route without it, an end-user token is refused with
+     * END_USER_TOKEN_NOT_ACCEPTED: a user token never reaches an API-key route.
+     */
+    endUser?: (token: string, req: FastifyRequest) => Promise<EndUser>;
+  }
+  interface FastifyRequest {
+    /** The end user a route's `endUser` verifier resolved; null when the caller used an API key. */
+    endUser: EndUser | null;
   }
   interface FastifyInstance {
     /** Calls the app makes to itself for an authenticated request (MCP tool calls), see InternalCalls. */
     ferryInternalCalls: InternalCalls;
   }
+}
+
+/** An end user of an account, authenticated by a token its product minted (not an API key). */
+export interface EndUser {
+  readonly accountId: string;
+  readonly userId: string;
+}
+
+/** A compact JWS (header.payload.signature, base64url): what an end-user token looks like, and no API key does. */
+const JWT_SHAPE = /^[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]+$/;
+
+/** The token of `Authorization: Bearer <jwt>`, or null when the header is anything else. */
+export function bearerJwt(header: string | undefined): string | null {
+  if (!header || header.length > 4096 || !/^bearer /i.test(header)) return null;
+  const token = header.slice(7).trim();
+  return JWT_SHAPE.test(token) ? token : null;
 }
 
 /** The header an internal call carries its one-time token in. */
@@ -102,6 +129,7 @@ export function parseAuthorization(header: string | undefined): { keyId: string;
  */
 async function authPlugin(app: FastifyInstance, opts: AuthOptions): Promise<void> {
   app.decorateRequest('auth', null as never);
+  app.decorateRequest('endUser', null);
   const internal = new InternalCalls();
   app.decorate('ferryInternalCalls', internal);
 
@@ -143,6 +171,23 @@ async function authPlugin(app: FastifyInstance, opts: AuthOptions): Promise<void
       req.auth = inner;
       if (cfg.scope && !inner.scopes.has(cfg.scope)) {
         throw new ApiError('INSUFFICIENT_SCOPE', { message: `This API key lacks the scope ${cfg.scope}`, data: { requiredScope: cfg.scope } });
+      }
+      return;
+    }
+    const jwt = bearerJwt(req.headers.authorization);
+    if (jwt !== null) {
+      if (!cfg.endUser) {
+        opts.metrics.authFailures.inc({ reason: 'END_USER_TOKEN_NOT_ACCEPTED' });
+        throw new ApiError('END_USER_TOKEN_NOT_ACCEPTED');
+      }
+      const user = await cfg.endUser(jwt, req);
+      req.endUser = user;
+      if (opts.perKeyPerSecond > 0) {
+        const r = await opts.throttle.take(`rate:user:${user.accountId}:${user.userId}`, opts.perKeyPerSecond, opts.burst);
+        if (!r.allowed) {
+          opts.metrics.rateLimited.inc({ limit: 'end_user' });
+          throw rateLimited('RATE_LIMIT_EXCEEDED', r.retryAfterMs);
+        }
       }
       return;
     }

@@ -20,6 +20,7 @@ export const CORE_ERRORS = {
   AUTH_HEADER_MISSING: { status: 401, message: 'The Authorization header is missing' },
   AUTH_HEADER_MALFORMED: { status: 401, message: 'The Authorization header is malformed; use Basic base64(key:secret) or Bearer' },
   INVALID_CREDENTIALS: { status: 401, message: 'The API key or secret is wrong, revoked or expired' },
+  END_USER_TOKEN_NOT_ACCEPTED: { status: 401, message: 'This route takes an API key; an end-user token opens only the routes of the product that minted it' },
   INSUFFICIENT_SCOPE: { status: 403, message: 'The API key lacks the scope this endpoint needs' },
   ACCOUNT_SUSPENDED: { status: 403, message: 'The account is suspended' },
   TOO_MANY_AUTH_FAILURES: { status: 429, message: 'Too many failed authentications from this client; retry later' },

@@ -1,3 +1,4 @@
+import type { Server as HttpServer } from 'node:http';
 import type { Command } from 'commander';
 import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
@@ -92,6 +93,17 @@ export interface ModuleListener {
   close(): Promise<void>;
 }
 
+/**
+ * A module's real-time endpoint: attached to the HTTP server of the API listener in a process running the `realtime`
+ * role (that process opens the API listener for it even without the `api` role, with no /v1 routes), before it
+ * listens; drained before the listener closes, so clients are told to reconnect elsewhere rather than cut.
+ */
+export interface ModuleRealtime {
+  attach(server: HttpServer): Promise<void>;
+  /** Tells live clients to reconnect (to another instance) and closes their connections; within the drain timeout. */
+  drain(): Promise<void>;
+}
+
 /** What `create` returns: the running parts of a module. */
 export interface ModuleInstance<S = unknown> {
   /** What dependent modules get from `use()`. */
@@ -112,6 +124,8 @@ export interface ModuleInstance<S = unknown> {
   stop?(): Promise<void>;
   /** Its tools on the MCP server (/mcp), each calling one of its REST endpoints. */
   readonly mcpTools?: readonly McpTool[];
+  /** Long-lived client connections (WebSocket, Socket.IO) on the API listener's HTTP server, in the realtime role. */
+  readonly realtime?: ModuleRealtime;
   /** Throws (with a message) when the module cannot serve; part of /readyz. */
   health?(): Promise<void>;
   // Jobs and listeners (src/platform/scheduler.ts; the host opens listeners and runs jobs in their roles).
@@ -169,6 +183,11 @@ export interface ChannelModule<S = unknown> {
   // API paths (issue 43): its routes are under `/v1/<name>`; a route elsewhere fails the boot.
   /** API paths outside `/v1/<name>` it served before the prefix rule (a path or a path prefix). For the historic products only. */
   readonly historicApiPaths?: readonly string[];
+  /**
+   * API paths besides `/v1/<name>` that a new product owns by design: a prefix the spec names (`/v1/chat-sdk`) or a
+   * public page (`/inbox`, `/chat-widget.js`). Each a path or a prefix, listed in docs/architecture.md's table.
+   */
+  readonly apiPaths?: readonly string[];
 }
 
 /** A simulator a module brings (issue 43): `ferry sim <name> …`. */

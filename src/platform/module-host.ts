@@ -1,3 +1,4 @@
+import type { Server as HttpServer } from 'node:http';
 import type { FastifyInstance } from 'fastify';
 import { installModuleScopes } from '../accounts/scopes.js';
 import { registerEventTypes } from '../events/catalogue.js';
@@ -76,6 +77,30 @@ export class ModuleHost {
   async routes(app: FastifyInstance): Promise<void> {
     if (!this.roles.has('api')) return;
     await this.mountScoped(app, (i) => i.routes, checkApiPath);
+  }
+
+  /** Attaches every module's real-time endpoint to the API listener's server, in a process running the realtime role. */
+  async attachRealtime(server: HttpServer): Promise<number> {
+    if (!this.roles.has('realtime')) return 0;
+    let attached = 0;
+    for (const m of this.order) {
+      const realtime = this.instances.get(m.name)?.realtime;
+      if (!realtime) continue;
+      await realtime.attach(server);
+      attached++;
+    }
+    return attached;
+  }
+
+  /** Whether any created module has a real-time endpoint (the realtime role then needs the API listener). */
+  hasRealtime(): boolean {
+    return this.order.some((m) => this.instances.get(m.name)?.realtime !== undefined);
+  }
+
+  /** Drains every attached real-time endpoint, in reverse boot order. */
+  async drainRealtime(): Promise<void> {
+    if (!this.roles.has('realtime')) return;
+    for (const m of [...this.order].reverse()) await this.instances.get(m.name)?.realtime?.drain();
   }
 
   /**

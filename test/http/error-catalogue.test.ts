@@ -229,6 +229,11 @@ t.test(`every error answer is a catalogued envelope (${backendLabel})`, async (t
     // ---- authentication
     { name: 'no Authorization header', code: 'AUTH_HEADER_MISSING', run: () => anon('GET', '/v1/health') },
     { name: 'an Authorization header of another scheme', code: 'AUTH_HEADER_MALFORMED', run: () => anon('GET', '/v1/health', { headers: { authorization: 'Token abc' } }) },
+    {
+      name: 'an end-user token on an API-key route',
+      code: 'END_USER_TOKEN_NOT_ACCEPTED',
+      run: () => anon('GET', '/v1/account/balance', { headers: { authorization: 'Bearer eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJ1c2VyLTEifQ.c2lnbmF0dXJlLW9mLWEtdXNlcg' } }),
+    },
     { name: 'a wrong secret', code: 'INVALID_CREDENTIALS', run: () => anon('GET', '/v1/health', { token: wrongSecret }) },
     {
       name: 'a key without the scope',
