@@ -36,9 +36,11 @@ function refusingDb(used: string[]): Db {
 /**
  * Async resources that are not I/O: promises, the microtask and nextTick queues, and a callback on the loop's next
  * turn (nodemailer's pool announces it is idle so); what such a callback does is watched too (create() is followed
- * by one turn of the loop under the hook).
+ * by one turn of the loop under the hook). A RANDOMBYTESREQUEST is made by crypto.randomUUID() itself when it refills
+ * its batch of random bytes (synchronously, every 128th call), so whether a create() that names something with a UUID
+ * sees one depends on how many were made before it: random bytes are not I/O.
  */
-const NOT_IO = new Set(['PROMISE', 'TickObject', 'Microtask', 'Immediate']);
+const NOT_IO = new Set(['PROMISE', 'TickObject', 'Microtask', 'Immediate', 'RANDOMBYTESREQUEST']);
 
 for (const shape of ['embedded', 'redis'] as const) {
   t.test(`create() of every product does no I/O (${shape} context)`, async (t) => {
