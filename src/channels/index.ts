@@ -15,6 +15,7 @@ export const CHANNEL_MODULES: readonly ChannelModule[] = [
   (await import('./ussd/index.js')).ussdModule,
   (await import('./shortlink/index.js')).shortlinkModule,
   (await import('./push/index.js')).pushModule,
+  (await import('./chat/index.js')).chatModule,
   (await import('./logs/index.js')).logsModule,
   (await import('./mcp/index.js')).mcpModule,
 ] as readonly ChannelModule[];

@@ -10,6 +10,7 @@ import t, { type Test } from 'tap';
 import { createApp } from '../../src/http/app.js';
 import { errorCatalogue } from '../../src/http/errors.js';
 import { requestHash } from '../../src/http/idempotency.js';
+import type { ChatModuleService } from '../../src/channels/chat/index.js';
 import type { MessengerModuleService } from '../../src/channels/messenger/index.js';
 import { MESSENGER_RATE_LIMITS } from '../../src/limits/messenger-rate-limits.js';
 import { RatePolicy } from '../../src/limits/rate-policy.js';
@@ -148,6 +149,12 @@ t.test(`every error answer is a catalogued envelope (${backendLabel})`, async (t
     const closed = new Promise((r) => s.once('close', r));
     return { s, closed, answer: (last = false) => parseRaw(Buffer.concat(chunks).toString('latin1'), last) };
   };
+
+  // In-app chat: a user token minted with the account's key, and calls that carry one.
+  const chatToken = async (userId: string) => (await api('POST', '/v1/chat-sdk/users/token', { body: { userId } })).json.data.token as string;
+  const asChatUser = (jwt: string, method: string, path: string, body?: unknown) => anon(method, path, { body, headers: { authorization: `Bearer ${jwt}` } });
+  const chatRoom = (id: string, members: string[]) => api('POST', '/v1/chat-sdk/channels', { body: { type: 'messaging', id, members } });
+  const flipSignature = (jwt: string) => `${jwt.slice(0, -2)}${jwt.endsWith('AA') ? 'BB' : 'AA'}`;
 
   const rows: Row[] = [
     // ---- request shape
@@ -654,6 +661,149 @@ t.test(`every error answer is a catalogued envelope (${backendLabel})`, async (t
         // As the delivery of an UNREGISTERED answer leaves it (send.test.ts goes through the simulators for that).
         await d.daemon.db.query(`UPDATE push_devices SET status = 'invalid', invalid_reason = 'DEVICE_UNREGISTERED', invalidated_at = now() WHERE id = $1`, [id]);
         return api('POST', '/v1/push/send', { body: { to: { deviceId: id }, notification: { title: 'x' } } });
+      },
+    },
+    // ---- chat
+    { name: 'a chat token with a wrong signature', code: 'CHAT_TOKEN_INVALID', run: async () => asChatUser(flipSignature(await chatToken('cat-chat-1')), 'GET', '/v1/chat-sdk/me') },
+    {
+      name: 'an expired chat token',
+      code: 'CHAT_TOKEN_EXPIRED',
+      run: async () => {
+        await chatToken('cat-chat-2');
+        // Signed with the account's real key (minting refuses lifetimes under a minute): expired a minute ago.
+        const now = Math.floor(Date.now() / 1000);
+        const tokens = (d.daemon.modules.service<ChatModuleService>('chat').chat as unknown as { tokens: { sign(a: string, u: string, g: number, i: number, e: number): Promise<string> } }).tokens;
+        return asChatUser(await tokens.sign(accountId, 'cat-chat-2', 1, now - 180, now - 60), 'GET', '/v1/chat-sdk/me');
+      },
+    },
+    {
+      name: "a chat token minted before the user's tokens were revoked",
+      code: 'CHAT_TOKEN_REVOKED',
+      run: async () => {
+        const jwt = await chatToken('cat-chat-3');
+        await api('POST', '/v1/chat-sdk/users/cat-chat-3/revoke-tokens');
+        return asChatUser(jwt, 'GET', '/v1/chat-sdk/me');
+      },
+    },
+    { name: 'an end-user-only chat route with an API key', code: 'CHAT_USER_TOKEN_REQUIRED', run: () => api('GET', '/v1/chat-sdk/me') },
+    {
+      name: "a banned chat user's token",
+      code: 'CHAT_USER_BANNED',
+      run: async () => {
+        const jwt = await chatToken('cat-chat-4');
+        await api('POST', '/v1/chat-sdk/users/cat-chat-4/ban');
+        return asChatUser(jwt, 'GET', '/v1/chat-sdk/me');
+      },
+    },
+    { name: 'an unknown chat user', code: 'CHAT_USER_NOT_FOUND', run: () => api('GET', '/v1/chat-sdk/users/nobody') },
+    { name: 'an unknown chat channel', code: 'CHAT_CHANNEL_NOT_FOUND', run: () => api('GET', '/v1/chat-sdk/channels/nope') },
+    {
+      name: 'a chat channel id in use',
+      code: 'CHAT_CHANNEL_EXISTS',
+      run: async () => {
+        await chatRoom('cat-room-1', ['cat-chat-5']);
+        return chatRoom('cat-room-1', ['cat-chat-5']);
+      },
+    },
+    {
+      name: 'an unknown chat message',
+      code: 'CHAT_MESSAGE_NOT_FOUND',
+      run: async () => {
+        await chatRoom('cat-room-2', ['cat-chat-5']);
+        return api('DELETE', '/v1/chat-sdk/channels/cat-room-2/messages/msg_nope');
+      },
+    },
+    {
+      name: 'removing a user who is not a member of the channel',
+      code: 'CHAT_MEMBER_NOT_FOUND',
+      run: async () => {
+        await chatRoom('cat-room-3', ['cat-chat-5']);
+        return api('DELETE', '/v1/chat-sdk/channels/cat-room-3/members/nobody');
+      },
+    },
+    {
+      name: 'a chat member who is no owner renaming the channel',
+      code: 'CHAT_NOT_ALLOWED',
+      run: async () => {
+        await chatRoom('cat-room-4', ['cat-chat-6']);
+        return asChatUser(await chatToken('cat-chat-6'), 'PATCH', '/v1/chat-sdk/channels/cat-room-4', { name: 'mine' });
+      },
+    },
+    {
+      name: 'a chat channel with more members than chat.maxMembersPerChannel',
+      code: 'CHAT_TOO_MANY_MEMBERS',
+      run: () => api('POST', '/v1/chat-sdk/channels', { body: { type: 'messaging', members: Array.from({ length: 1000 }, (_, i) => `m${i}`), createdBy: 'owner' } }),
+    },
+    {
+      name: 'a chat message larger than chat.maxMessageBytes',
+      code: 'CHAT_MESSAGE_TOO_LARGE',
+      run: async () => {
+        await chatRoom('cat-room-5', []);
+        return api('POST', '/v1/chat-sdk/channels/cat-room-5/messages', { body: { text: 'x'.repeat(9000) } });
+      },
+    },
+    // ---- live chat (src/channels/chat/livechat): rows for test/http/error-catalogue.test.ts's `rows`, using its api/anon helpers
+    { name: 'an unknown live chat inbox', code: 'CHAT_INBOX_NOT_FOUND', run: () => api('GET', '/v1/chat-sdk/inboxes/inb_nope') },
+    { name: 'an unknown widget key', code: 'CHAT_WIDGET_KEY_UNKNOWN', run: () => anon('POST', '/v1/chat-sdk/widget/session', { body: { widgetKey: 'wk_nope' } }) },
+    {
+      name: 'an anonymous visitor where the inbox requires identity',
+      code: 'CHAT_IDENTITY_REQUIRED',
+      run: async () => {
+        const inbox = (await api('POST', '/v1/chat-sdk/inboxes', { body: { name: 'cat-strict', requireIdentity: true } })).json.data;
+        return anon('POST', '/v1/chat-sdk/widget/session', { body: { widgetKey: inbox.widgetKey } });
+      },
+    },
+    {
+      name: 'a visitor identity with a wrong HMAC',
+      code: 'CHAT_IDENTITY_INVALID',
+      run: async () => {
+        const inbox = (await api('POST', '/v1/chat-sdk/inboxes', { body: { name: 'cat-ident' } })).json.data;
+        return anon('POST', '/v1/chat-sdk/widget/session', { body: { widgetKey: inbox.widgetKey, identity: { userId: 'cat-u1', hmac: '0'.repeat(64) } } });
+      },
+    },
+    {
+      name: 'a visitor message outside business hours where the inbox hides',
+      code: 'CHAT_INBOX_OFFLINE',
+      run: async () => {
+        const inbox = (await api('POST', '/v1/chat-sdk/inboxes', { body: { name: 'cat-night', businessHours: { timezone: 'UTC', days: {} }, offlineMode: 'hide' } })).json.data;
+        const s = (await anon('POST', '/v1/chat-sdk/widget/session', { body: { widgetKey: inbox.widgetKey } })).json.data;
+        return anon('POST', '/v1/chat-sdk/widget/messages', { body: { widgetKey: inbox.widgetKey, text: 'hi', visitor: { email: 'a@example.com' } }, headers: { authorization: `Bearer ${s.token}` } });
+      },
+    },
+    {
+      name: "a visitor message without the pre-chat form's required name",
+      code: 'CHAT_PRECHAT_REQUIRED',
+      run: async () => {
+        const inbox = (await api('POST', '/v1/chat-sdk/inboxes', { body: { name: 'cat-form', preChatForm: { name: { required: true } } } })).json.data;
+        const s = (await anon('POST', '/v1/chat-sdk/widget/session', { body: { widgetKey: inbox.widgetKey } })).json.data;
+        return anon('POST', '/v1/chat-sdk/widget/messages', { body: { widgetKey: inbox.widgetKey, text: 'hi' }, headers: { authorization: `Bearer ${s.token}` } });
+      },
+    },
+    {
+      name: 'an unknown live chat conversation',
+      code: 'CHAT_CONVERSATION_NOT_FOUND',
+      run: async () => {
+        const inbox = (await api('POST', '/v1/chat-sdk/inboxes', { body: { name: 'cat-conv' } })).json.data;
+        return api('PATCH', `/v1/chat-sdk/inboxes/${inbox.id}/conversations/lc_nope`, { body: { status: 'open' } });
+      },
+    },
+    {
+      name: 'assigning a conversation to an agent who never signed in',
+      code: 'CHAT_AGENT_NOT_FOUND',
+      run: async () => {
+        const inbox = (await api('POST', '/v1/chat-sdk/inboxes', { body: { name: 'cat-assign' } })).json.data;
+        const s = (await anon('POST', '/v1/chat-sdk/widget/session', { body: { widgetKey: inbox.widgetKey } })).json.data;
+        const sent = (await anon('POST', '/v1/chat-sdk/widget/messages', { body: { widgetKey: inbox.widgetKey, text: 'hi' }, headers: { authorization: `Bearer ${s.token}` } })).json.data;
+        return api('PATCH', `/v1/chat-sdk/inboxes/${inbox.id}/conversations/${sent.conversation.channelId}`, { body: { assignee: 'agent:ak_nobody' } });
+      },
+    },
+    { name: 'an inbox page call without a session', code: 'CHAT_INBOX_SESSION_REQUIRED', run: () => anon('GET', '/inbox/api/conversations') },
+    {
+      name: 'an inbox page change without its CSRF token',
+      code: 'CHAT_CSRF_TOKEN_INVALID',
+      run: async () => {
+        const signedIn = await api('POST', '/inbox/session', { body: {} });
+        return anon('POST', '/inbox/session/end', { headers: { cookie: (signedIn.header('set-cookie') ?? '').split(';')[0] } });
       },
     },
     // ---- mcp
