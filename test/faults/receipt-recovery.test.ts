@@ -12,8 +12,9 @@ import { gatewayOf } from '../helpers/daemon.js';
 const MESSAGES = 120;
 
 t.test(`receipts lost with a SIGKILL, an SMSC that never resends them: query_sm ends every message (${backendLabel})`, async (t) => {
-  // Receipts come 2 s after each submit, and one not acknowledged is dropped, never offered again.
-  const sim = await simulator(t, { receiptDelayMs: 2000, redeliverReceipts: false });
+  // Receipts come 8 s after each submit, and one not acknowledged is dropped, never offered again. The delay is what
+  // keeps every receipt in flight until the kill: 2 s was not enough on a loaded machine (the submits took longer).
+  const sim = await simulator(t, { receiptDelayMs: 8000, redeliverReceipts: false });
   const { proc, smppPort, systemId, restart } = await killableDaemon(
     t,
     {
@@ -35,7 +36,7 @@ t.test(`receipts lost with a SIGKILL, an SMSC that never resends them: query_sm 
 
   proc.child.kill('SIGKILL');
   t.equal((await proc.exited).signal, 'SIGKILL', 'the daemon was killed with every receipt in flight');
-  await waitFor(() => sim.stats.receiptsDropped >= MESSAGES, 10_000, 'the SMSC drops the receipts it could not deliver');
+  await waitFor(() => sim.stats.receiptsDropped >= MESSAGES, 30_000, 'the SMSC drops the receipts it could not deliver');
 
   // Restart on the same storage, now asking about messages silent for a second.
   const restarted = await restart(
