@@ -51,8 +51,9 @@ await Promise.all(
       }),
   ),
 );
-// Let every socket finish joining its rooms before the clock starts.
+// Let every socket finish joining its rooms before the clock starts; the daemon's CPU is counted from here.
 await new Promise((r) => setTimeout(r, 500));
+process.stdout.write(JSON.stringify({ connected: sockets.length }) + '\n');
 
 const total = plan.ratePerSecond * plan.seconds;
 const started = now();

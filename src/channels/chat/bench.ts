@@ -88,8 +88,12 @@ try {
   process.stdout.write(`chat bench: ${storage}, ${CLIENTS} clients in ${CHANNELS} channels (${perChannel} members each), ${RATE} messages/s for ${SECONDS} s\n`);
   const child = spawn(process.execPath, ['--import', 'tsx', join(dirname(fileURLToPath(import.meta.url)), 'bench-clients.ts')], { stdio: ['pipe', 'pipe', 'inherit'] });
   const out: Buffer[] = [];
-  child.stdout!.on('data', (b: Buffer) => out.push(b));
-  const cpu0 = process.cpuUsage();
+  // The daemon's CPU while the messages flow, from the clients' first line (all connected) on.
+  let cpu0 = process.cpuUsage();
+  child.stdout!.on('data', (b: Buffer) => {
+    if (!out.length) cpu0 = process.cpuUsage();
+    out.push(b);
+  });
   const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
   child.stdin!.end(JSON.stringify({ url: daemon.addresses.http, users, ratePerSecond: RATE, seconds: SECONDS }) + '\n');
   const killer = setTimeout(() => child.kill('SIGKILL'), (SECONDS + 180) * 1000);
