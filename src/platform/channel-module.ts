@@ -95,7 +95,7 @@ export interface ModuleListener {
 
 /**
  * A module's real-time endpoint: attached to the HTTP server of the API listener in a process running the `realtime`
- * role (that process opens the API listener for it even without the `api` role, with no /v1 routes), before it
+ * role (that process opens the API listener for it even without the `api` role, without the products' routes), before it
  * listens; drained before the listener closes, so clients are told to reconnect elsewhere rather than cut.
  */
 export interface ModuleRealtime {
