@@ -60,6 +60,12 @@ export interface MessageChange {
   data?: Record<string, unknown>;
 }
 
+/**
+ * How long after its commit a message's push evaluation is left to the process that stored it before the
+ * chat.push-outbox job may take it (that process crashed, or its queue was full).
+ */
+export const PUSH_OUTBOX_DUE_MS = 5000;
+
 /** Marks a send that lost to a concurrent one with the same clientMsgId: its transaction rolls back. */
 class DuplicateSend extends Error {}
 
@@ -353,13 +359,17 @@ export class ChatService implements ChatServiceApi {
           data,
           clientMsgId,
         };
+        // A message that may push someone keeps its push evaluation in the outbox until it is done (durable offline push).
+        const mayPush = input.skipPush !== true && next.memberCount > 1;
         // Issued together (one round trip on Postgres), settled before anything is thrown.
-        const [stored, ids, own] = await Promise.allSettled([
+        const settled = await Promise.allSettled([
           this.store.insertMessage(q, input.accountId, message),
           this.store.memberIds(q, input.accountId, input.channelId),
           input.userId === null ? Promise.resolve() : this.store.readOwn(q, input.accountId, input.channelId, input.userId, next.seq),
+          mayPush ? this.store.queuePush(q, message.id, PUSH_OUTBOX_DUE_MS) : Promise.resolve(),
         ]);
-        for (const r of [stored, ids, own]) if (r.status === 'rejected') throw r.reason;
+        for (const r of settled) if (r.status === 'rejected') throw r.reason;
+        const [stored, ids] = settled;
         const saved = (stored as PromiseFulfilledResult<ChatMessage | null>).value;
         if (!saved) throw new DuplicateSend();
         const { members, muted } = (ids as PromiseFulfilledResult<{ members: string[]; muted: string[] }>).value;

@@ -318,22 +318,27 @@ export class ChatStore {
    * sender is an unmuted, unbanned member, and locks the channel's row until the commit, so seqs are given in commit
    * order without gaps. Null when a check failed (the caller finds out which).
    */
-  async nextSeq(q: Queryable, accountId: string, channelId: string, userId: string | null): Promise<{ seq: number; channelName: string | null; senderName: string | null } | null> {
+  async nextSeq(
+    q: Queryable,
+    accountId: string,
+    channelId: string,
+    userId: string | null,
+  ): Promise<{ seq: number; channelName: string | null; senderName: string | null; memberCount: number } | null> {
     if (userId === null) {
-      const { rows } = await q.query<{ last_seq: number | string; name: string | null }>(
-        `UPDATE chat_channels SET last_seq = last_seq + 1, last_message_at = now() WHERE account_id = $1 AND id = $2 RETURNING last_seq, name`,
+      const { rows } = await q.query<{ last_seq: number | string; name: string | null; member_count: number | string }>(
+        `UPDATE chat_channels SET last_seq = last_seq + 1, last_message_at = now() WHERE account_id = $1 AND id = $2 RETURNING last_seq, name, member_count`,
         [accountId, channelId],
       );
-      return rows.length ? { seq: Number(rows[0].last_seq), channelName: rows[0].name, senderName: null } : null;
+      return rows.length ? { seq: Number(rows[0].last_seq), channelName: rows[0].name, senderName: null, memberCount: Number(rows[0].member_count) } : null;
     }
-    const { rows } = await q.query<{ last_seq: number | string; name: string | null; sender_name: string | null }>(
+    const { rows } = await q.query<{ last_seq: number | string; name: string | null; sender_name: string | null; member_count: number | string }>(
       `UPDATE chat_channels c SET last_seq = c.last_seq + 1, last_message_at = now()
        FROM chat_members m JOIN chat_users u ON u.account_id = m.account_id AND u.id = m.user_id
        WHERE c.account_id = $1 AND c.id = $2 AND m.account_id = $1 AND m.channel_id = $2 AND m.user_id = $3 AND NOT m.muted AND u.banned_at IS NULL
-       RETURNING c.last_seq, c.name, u.name AS sender_name`,
+       RETURNING c.last_seq, c.name, u.name AS sender_name, c.member_count`,
       [accountId, channelId, userId],
     );
-    return rows.length ? { seq: Number(rows[0].last_seq), channelName: rows[0].name, senderName: rows[0].sender_name } : null;
+    return rows.length ? { seq: Number(rows[0].last_seq), channelName: rows[0].name, senderName: rows[0].sender_name, memberCount: Number(rows[0].member_count) } : null;
   }
 
   /** Why a sender may not send: the channel, the membership, the ban and the mute as they are. */
@@ -447,6 +452,14 @@ export class ChatStore {
       [accountId, userId ?? '', clientMsgId],
     );
     return rows.length ? toMessage(rows[0]) : null;
+  }
+
+  /**
+   * The message's push evaluation, kept until it is done (the offline push deletes it; the chat.push-outbox job takes
+   * what is left once due). In the message's transaction: a crash after the commit loses no push.
+   */
+  async queuePush(q: Queryable, messageId: string, dueInMs: number): Promise<void> {
+    await q.query(`INSERT INTO chat_push_outbox (message_id, due_at) VALUES ($1, now() + make_interval(secs => $2::float8 / 1000.0))`, [messageId, dueInMs]);
   }
 
   /** The sender has read what they sent: their mark moves to it. */

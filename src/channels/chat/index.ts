@@ -40,6 +40,7 @@ export const chatModule: ChannelModule<ChatModuleService> = {
       config: c,
       service: () => service!,
       push: push.sends,
+      db: ctx.db,
       redis: ctx.redis,
       roles: ctx.roles,
       log: ctx.log,
@@ -64,7 +65,11 @@ export const chatModule: ChannelModule<ChatModuleService> = {
         await app.register(chatRoutes, { service: service!, config: c });
         await livechat.routes(app);
       },
-      jobs: livechat.jobs,
+      jobs: [
+        ...livechat.jobs,
+        // Offline pushes whose process did not finish them (a crash, a full queue): durable through the outbox.
+        { name: 'chat.push-outbox', everyMs: 2000, scope: 'cluster', roles: ['workers'], run: (signal) => realtime.runPushOutbox(signal) },
+      ],
       start: () => realtime.start(),
       stop: () => realtime.stop(),
     };

@@ -8,5 +8,7 @@ export const chatStorage: Pick<ChannelModule, 'migrations' | 'tables'> = {
     // last_seq moves with every message; read marks with every read.
     { name: 'chat_channels', vacuum: 'churn' },
     { name: 'chat_members', vacuum: 'churn' },
+    // A row per message that may push, deleted within milliseconds.
+    { name: 'chat_push_outbox', vacuum: 'churn' },
   ],
 };

@@ -1,13 +1,14 @@
 // Pushes to offline chat members through the push product and its embedded FCM simulator, on both backends: an
 // offline member with a device gets one (title, body, data), a member with a live socket does not, a muted member does
 // not, the sender does not, skipPush is honoured, one push per member per channel per collapse window, and a member
-// whose last socket closed is pushed again.
+// whose last socket closed is pushed again; the fast path deletes its outbox rows; and a push whose process crashed
+// right after the commit is made by the outbox job of the next daemon on the same storage, exactly once.
 import t from 'tap';
 import { io, type Socket } from 'socket.io-client';
 import type { ChatModuleService } from '../../../src/channels/chat/index.js';
 import { LocalCollapse, PUSH_BODY_CHARS, truncate } from '../../../src/channels/chat/realtime/offline-push.js';
 import type { PushModuleService } from '../../../src/channels/push/index.js';
-import { accountWithKey, call, startDaemon } from '../../helpers/daemon.js';
+import { accountWithKey, call, startDaemon, type TestDaemon } from '../../helpers/daemon.js';
 import { backendLabel } from '../../helpers/env.js';
 import { until } from '../../helpers/wait.js';
 
@@ -26,6 +27,9 @@ t.test('truncate and the in-process collapse', async (t) => {
   t.equal(await c.claim('other', 5000), true, 'another member or channel');
   now += 5000;
   t.equal(await c.claim('k', 5000), true, 'after the window');
+  t.equal(await c.claim('m', 5000, 'msg_a'), true);
+  t.equal(await c.claim('m', 5000, 'msg_a'), true, 'the same message evaluated again (the outbox job) keeps its window');
+  t.equal(await c.claim('m', 5000, 'msg_b'), false, 'another message within it does not');
 });
 
 t.test(`offline members get a push (${backendLabel})`, async (t) => {
@@ -113,4 +117,57 @@ t.test(`offline members get a push (${backendLabel})`, async (t) => {
     t.match(metrics, /outcome="no_device"} 1/, 'counted as no device');
     t.notMatch(metrics, /outcome="failed"/, 'no failure');
   });
+
+  await t.test('the fast path leaves no outbox row behind', async (t) => {
+    await chat.realtime.pushesSettled();
+    const { rows } = await d.daemon.db.query<{ n: number | string }>(`SELECT count(*) AS n FROM chat_push_outbox`);
+    t.equal(Number(rows[0].n), 0, 'every evaluated message had its row deleted');
+  });
+});
+
+t.test(`a push lost to a crash after the commit is made by the next daemon's outbox job, once (${backendLabel})`, async (t) => {
+  const first = await startDaemon({ FERRY_PUSH_SIMULATOR: 'on', FERRY_CHAT_PUSH_COLLAPSE_SECONDS: '600' });
+  let live: TestDaemon | null = first;
+  t.teardown(async () => (live ? live.stop() : first.reuse.store.cleanup()));
+  const { token: key } = await accountWithKey(first, 'chat-crash', ['chat:manage', 'push:manage', 'push:send']);
+  const api = async (d: TestDaemon, method: string, path: string, body?: unknown) => {
+    const r = await call(d.api, method, path, { token: key, body });
+    if (r.status >= 300) throw new Error(`${method} ${path}: ${r.status} ${r.text}`);
+    return r.json.data;
+  };
+  const outboxRows = async (d: TestDaemon) =>
+    (await d.daemon.db.query<{ message_id: string }>(`SELECT message_id FROM chat_push_outbox ORDER BY message_id`)).rows.map((r) => r.message_id);
+  const pushSends = async (d: TestDaemon) =>
+    (await d.daemon.db.query<{ target: string }>(`SELECT target FROM push_sends WHERE target_kind = 'user' ORDER BY id`)).rows.map((r) => r.target);
+
+  const app = await api(first, 'POST', '/v1/push/apps', { name: 'Chat app' });
+  for (const userId of ['alice', 'bob', 'carol']) {
+    await api(first, 'POST', '/v1/chat-sdk/users/token', { userId, name: userId });
+    await api(first, 'POST', '/v1/push/devices', { appId: app.id, token: `fcm-${userId}`, platform: 'android', userId });
+  }
+  await api(first, 'POST', '/v1/chat-sdk/channels', { type: 'messaging', id: 'crash', name: 'Crash', members: ['alice', 'bob', 'carol'] });
+  await api(first, 'PATCH', '/v1/chat-sdk/channels/crash/members/carol', { muted: true });
+
+  // The process stores the message and then does nothing more, as if it died right after the commit.
+  first.daemon.modules.service<ChatModuleService>('chat').realtime.disableOfflinePushes();
+  const m = await api(first, 'POST', '/v1/chat-sdk/channels/crash/messages', { userId: 'alice', text: 'are you there?' });
+  await api(first, 'POST', '/v1/chat-sdk/channels/crash/messages', { userId: 'alice', text: 'no push for this', skipPush: true });
+  t.same(await outboxRows(first), [m.id], "the message's push evaluation is stored with it (none for skipPush)");
+  t.same(await pushSends(first), [], 'no push was made by the crashed process');
+  await first.stopKeepingStore();
+  live = null;
+
+  const second = await startDaemon({}, first.reuse);
+  live = second;
+  const fcm = second.daemon.modules.service<PushModuleService>('push').simulators!.fcm;
+  const [got] = await until(() => fcm.received().filter((r) => r.token === 'fcm-bob'), (r) => r.length > 0, 60_000);
+  t.match(got.message, { notification: { title: 'Crash', body: 'are you there?' }, data: { channelId: 'crash', messageId: m.id, seq: String(m.seq) } }, 'bob is pushed by the job');
+  await until(() => outboxRows(second), (rows) => rows.length === 0, 30_000);
+  t.same(await outboxRows(second), [], 'the row is deleted once the push was handed over');
+  // Another run of the job finds nothing: the push is not made twice.
+  t.equal(await second.daemon.modules.service<ChatModuleService>('chat').realtime.runPushOutbox(new AbortController().signal), 0);
+  await until(() => pushSends(second), (sends) => sends.length > 0, 30_000);
+  t.same(await pushSends(second), ['bob'], 'one push, to bob only (alice sent it, carol muted the channel)');
+  t.equal(fcm.received().filter((r) => r.token === 'fcm-bob').length, 1, 'bob got it once');
+  t.equal(fcm.received().filter((r) => r.token !== 'fcm-bob').length, 0, 'nobody else');
 });

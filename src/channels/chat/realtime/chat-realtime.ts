@@ -8,11 +8,13 @@ import type { Metrics } from '../../../metrics.js';
 import type { ModuleRealtime } from '../../../platform/channel-module.js';
 import type { ModuleRedis } from '../../../platform/redis-clients.js';
 import type { RoleSet } from '../../../platform/roles.js';
+import type { Db } from '../../../store/types.js';
 import type { PushModuleService } from '../../push/index.js';
 import type { ChatRealtimeEvent, ChatRealtimeSink } from '../chat-types.js';
 import type { ChatConfig } from '../config.js';
 import { LocalCollapse, OfflinePush, RedisCollapse } from './offline-push.js';
 import { LocalPresence, RedisPresence, type Presence } from './presence.js';
+import { PushOutbox } from './push-outbox.js';
 import { channelRoom, NAMESPACE, SOCKET_PATH, userRoom, type ClientToServerEvents, type InterServerEvents, type ServerToClientEvents, type SocketData } from './protocol.js';
 import { RealtimeMetrics } from './realtime-metrics.js';
 import { adapterKey, adapterSafe, forwardChannel } from './redis-wiring.js';
@@ -24,6 +26,8 @@ export interface ChatRealtimeOptions {
   /** The service, once made (it is built after this, with this as its sink). */
   service: () => RealtimeService;
   push: PushModuleService['sends'];
+  /** The outbox of push evaluations (chat_push_outbox) lives there. */
+  db: Db;
   redis: ModuleRedis;
   roles: RoleSet;
   log: Logger;
@@ -31,6 +35,11 @@ export interface ChatRealtimeOptions {
   clock?: () => number;
 }
 
+/** The outbox job: rows claimed per round, rounds per run, each claim's lease, messages evaluated at once. */
+const OUTBOX_BATCH = 200;
+const OUTBOX_ROUNDS = 50;
+const OUTBOX_LEASE_MS = 60_000;
+const OUTBOX_PARALLEL = 8;
 /** How long drain() waits for its sockets to close before it gives up on them (the daemon's drain bounds it too). */
 const DRAIN_WAIT_MS = 3000;
 /** Reads (messages.sync, presence.get) per second per user, as a multiple of chat.messagesPerSecond (at least 20). */
@@ -54,6 +63,9 @@ export class ChatRealtime implements ChatRealtimeSink, ModuleRealtime {
   private sub: Redis | null = null;
   private presence: Presence = new LocalPresence();
   private offlinePush: OfflinePush | null = null;
+  private readonly outbox: PushOutbox;
+  /** Tests: offline pushes off in this process (fast path and job), as if it crashed after each commit. */
+  private pushesOff = false;
   private io: Server | null = null;
   private nsp: ChatNamespace | null = null;
   private heartbeat: NodeJS.Timeout | null = null;
@@ -67,6 +79,7 @@ export class ChatRealtime implements ChatRealtimeSink, ModuleRealtime {
 
   constructor(private readonly o: ChatRealtimeOptions) {
     this.metrics = new RealtimeMetrics(o.metrics.registry);
+    this.outbox = new PushOutbox({ db: o.db, log: o.log });
     this.clock = o.clock ?? Date.now;
     const mps = o.config.messagesPerSecond;
     this.writes = new TokenBuckets({ ratePerSecond: mps, burst: mps * 2, clock: this.clock });
@@ -90,9 +103,12 @@ export class ChatRealtime implements ChatRealtimeSink, ModuleRealtime {
       presence: this.presence,
       collapse: this.redis ? new RedisCollapse({ redis: this.redis, keyPrefix: redis.keyPrefix }) : new LocalCollapse(this.clock),
       collapseSeconds: config.pushCollapseSeconds,
+      outbox: this.outbox,
       log,
       count: (outcome, n = 1) => this.metrics.pushes.inc({ outcome }, n),
+      clock: this.clock,
     });
+    this.offlinePush.disabled = this.pushesOff;
     if (!this.realtimeRole) return;
     if (this.redis) {
       this.sub = redis.subscriber('realtime-sub');
@@ -292,6 +308,49 @@ export class ChatRealtime implements ChatRealtimeSink, ModuleRealtime {
     }
     await Promise.all([...this.pending]);
     await this.offlinePush?.settled(2000);
+    // Rows whose pushes were handed over go now; any left are the job's (pushed again: at least once).
+    await this.outbox.flush();
+  }
+
+  /**
+   * The chat.push-outbox job: the push evaluations still in the outbox once due (their process crashed, its queue was
+   * full, a push failed without an answer), claimed for a lease, evaluated again (presence, collapse, push) and deleted.
+   */
+  async runPushOutbox(signal: AbortSignal): Promise<number> {
+    const push = this.offlinePush;
+    if (!push || this.pushesOff) return 0;
+    let handed = 0;
+    for (let round = 0; round < OUTBOX_ROUNDS && !signal.aborted; round++) {
+      const ids = await this.outbox.claimDue(OUTBOX_BATCH, OUTBOX_LEASE_MS);
+      if (!ids.length) break;
+      const candidates = await this.outbox.load(ids);
+      const found = new Set(candidates.map((c) => c.message.id));
+      // A message deleted (or gone with its channel) pushes nobody.
+      for (const id of ids) if (!found.has(id)) this.outbox.done(id);
+      for (let i = 0; i < candidates.length; i += OUTBOX_PARALLEL) {
+        await Promise.all(
+          candidates.slice(i, i + OUTBOX_PARALLEL).map(async (c) => {
+            try {
+              if (await push.evaluateNow(c)) {
+                this.outbox.done(c.message.id);
+                handed++;
+              }
+            } catch (err) {
+              this.o.log.warn({ err: (err as Error).message, messageId: c.message.id }, 'chat push outbox: evaluation failed (retried after its lease)');
+            }
+          }),
+        );
+      }
+      await this.outbox.flush();
+      if (ids.length < OUTBOX_BATCH) break;
+    }
+    return handed;
+  }
+
+  /** Tests: offline pushes off in this process (the fast path and the job), as if it crashed after each commit. */
+  disableOfflinePushes(): void {
+    this.pushesOff = true;
+    if (this.offlinePush) this.offlinePush.disabled = true;
   }
 
   /** This process's live sockets (tests, the bench). */
@@ -300,7 +359,8 @@ export class ChatRealtime implements ChatRealtimeSink, ModuleRealtime {
   }
 
   /** Resolves when the pushes under way have been handed to the push module (tests). */
-  pushesSettled(limitMs = 5000): Promise<void> {
-    return this.offlinePush?.settled(limitMs) ?? Promise.resolve();
+  async pushesSettled(limitMs = 5000): Promise<void> {
+    await this.offlinePush?.settled(limitMs);
+    await this.outbox.flush();
   }
 }

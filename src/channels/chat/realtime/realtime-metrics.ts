@@ -13,7 +13,7 @@ export class RealtimeMetrics {
     this.events = new Counter({ name: 'ferry_chat_socket_events_total', help: 'Events chat sockets sent, by event (refused ones included)', labelNames: ['event'], registers: [registry] });
     this.pushes = new Counter({
       name: 'ferry_chat_offline_pushes_total',
-      help: 'Pushes to offline chat members, by outcome (sent, no_device, collapsed, failed, dropped)',
+      help: 'Pushes to offline chat members, by outcome (sent, no_device, collapsed, failed, deferred: left to the outbox job)',
       labelNames: ['outcome'],
       registers: [registry],
     });
