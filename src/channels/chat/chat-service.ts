@@ -359,17 +359,15 @@ export class ChatService implements ChatServiceApi {
           data,
           clientMsgId,
         };
-        // A message that may push someone keeps its push evaluation in the outbox until it is done (durable offline push).
+        // A message that may push someone is stored with its push evaluation in the outbox (durable offline push).
         const mayPush = input.skipPush !== true && next.memberCount > 1;
         // Issued together (one round trip on Postgres), settled before anything is thrown.
-        const settled = await Promise.allSettled([
-          this.store.insertMessage(q, input.accountId, message),
+        const [stored, ids, own] = await Promise.allSettled([
+          this.store.insertMessage(q, input.accountId, message, mayPush ? PUSH_OUTBOX_DUE_MS : null),
           this.store.memberIds(q, input.accountId, input.channelId),
           input.userId === null ? Promise.resolve() : this.store.readOwn(q, input.accountId, input.channelId, input.userId, next.seq),
-          mayPush ? this.store.queuePush(q, message.id, PUSH_OUTBOX_DUE_MS) : Promise.resolve(),
         ]);
-        for (const r of settled) if (r.status === 'rejected') throw r.reason;
-        const [stored, ids] = settled;
+        for (const r of [stored, ids, own]) if (r.status === 'rejected') throw r.reason;
         const saved = (stored as PromiseFulfilledResult<ChatMessage | null>).value;
         if (!saved) throw new DuplicateSend();
         const { members, muted } = (ids as PromiseFulfilledResult<{ members: string[]; muted: string[] }>).value;

@@ -435,13 +435,25 @@ export class ChatStore {
   // Messages
 
   /** Inserts the message; null when the sender already has one with its clientMsgId (a concurrent retry won). */
-  async insertMessage(q: Queryable, accountId: string, m: Omit<ChatMessage, 'createdAt' | 'updatedAt' | 'deletedAt'>): Promise<ChatMessage | null> {
-    const { rows } = await q.query<MessageRow>(
-      `INSERT INTO chat_messages (account_id, channel_id, seq, id, user_id, type, text, attachments, data, client_msg_id)
+  /**
+   * Stores a message (null: a concurrent send with its clientMsgId won). `pushDueInMs`: the message may push, so its
+   * push evaluation goes into the outbox with it, due then (the offline push deletes it; the chat.push-outbox job takes
+   * what is left): in the same statement, so durable offline push costs no statement of its own.
+   */
+  async insertMessage(q: Queryable, accountId: string, m: Omit<ChatMessage, 'createdAt' | 'updatedAt' | 'deletedAt'>, pushDueInMs: number | null = null): Promise<ChatMessage | null> {
+    const params = [accountId, m.channelId, m.seq, m.id, m.userId, m.type, m.text, JSON.stringify(m.attachments), JSON.stringify(m.data), m.clientMsgId];
+    const insert = `INSERT INTO chat_messages (account_id, channel_id, seq, id, user_id, type, text, attachments, data, client_msg_id)
        VALUES ($1, $2, $3, $4, $5, $6, $7, $8::jsonb, $9::jsonb, $10)
-       ON CONFLICT DO NOTHING RETURNING ${MESSAGE_COLUMNS}`,
-      [accountId, m.channelId, m.seq, m.id, m.userId, m.type, m.text, JSON.stringify(m.attachments), JSON.stringify(m.data), m.clientMsgId],
-    );
+       ON CONFLICT DO NOTHING RETURNING ${MESSAGE_COLUMNS}`;
+    const { rows } =
+      pushDueInMs === null
+        ? await q.query<MessageRow>(insert, params)
+        : await q.query<MessageRow>(
+            `WITH stored AS (${insert}),
+             queued AS (INSERT INTO chat_push_outbox (message_id, due_at) SELECT id, now() + make_interval(secs => $11::float8 / 1000.0) FROM stored)
+             SELECT * FROM stored`,
+            [...params, pushDueInMs],
+          );
     return rows.length ? toMessage(rows[0]) : null;
   }
 
@@ -452,14 +464,6 @@ export class ChatStore {
       [accountId, userId ?? '', clientMsgId],
     );
     return rows.length ? toMessage(rows[0]) : null;
-  }
-
-  /**
-   * The message's push evaluation, kept until it is done (the offline push deletes it; the chat.push-outbox job takes
-   * what is left once due). In the message's transaction: a crash after the commit loses no push.
-   */
-  async queuePush(q: Queryable, messageId: string, dueInMs: number): Promise<void> {
-    await q.query(`INSERT INTO chat_push_outbox (message_id, due_at) VALUES ($1, now() + make_interval(secs => $2::float8 / 1000.0))`, [messageId, dueInMs]);
   }
 
   /** The sender has read what they sent: their mark moves to it. */

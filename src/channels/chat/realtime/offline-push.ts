@@ -132,7 +132,8 @@ export class OfflinePush {
 
   /** The fast path for one message.new; returns at once. */
   onMessage(ev: MessageNew): void {
-    if (ev.skipPush || this.disabled) return;
+    // The send wrote an outbox row only for a channel of more than one member (its count, read in the same transaction).
+    if (ev.skipPush || this.disabled || ev.members.length < 2) return;
     if (this.queue.length + this.preparing >= QUEUE_LIMIT) {
       // Back-pressure: the row stays, the job takes it once due.
       this.o.count('deferred');

@@ -14,7 +14,7 @@ const PUSH_OUTBOX = DueSet.declare({
 });
 
 /** Deletes are gathered for this long (or this many), then issued as one statement. */
-const DELETE_EVERY_MS = 5;
+const DELETE_EVERY_MS = 20;
 const DELETE_BATCH = 500;
 
 interface CandidateRow {
