@@ -50,6 +50,7 @@ t.test('a key made with "all" is stored as all and granted every scope; the Open
       ['ussd', 'beta'],
       ['shortlink', 'beta'],
       ['push', 'beta'],
+      ['chat', 'beta'],
       ['logs', 'beta'],
       ['mcp', 'beta'],
     ],
