@@ -3,6 +3,7 @@ import type { Command } from 'commander';
 import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import type { AccountService } from '../accounts/account-service.js';
+import type { ModuleHolds } from '../billing/balance-holds.js';
 import type { ModuleScopes } from '../accounts/scopes.js';
 import type { CliContext } from '../cli/cli-context.js';
 import type { FerryConfig } from '../config/schema.js';
@@ -71,6 +72,11 @@ export interface ModuleContext {
   readonly http: TargetGuard;
   /** Per-account provider credentials of this module, sealed at rest, fingerprints only on read. */
   readonly credentials: ModuleCredentials;
+  /**
+   * Credit held for work priced when it ends (a call's longest duration, settled at hang-up), in the caller's
+   * transaction; account transactions of kinds `<module>_hold` and `<module>_release`.
+   */
+  readonly holds: ModuleHolds;
   // The MCP server (a module itself) serves every tool.
   /** Every MCP tool of the core and of the created modules; complete from routes() on (after every create). */
   mcpTools(): readonly McpTool[];

@@ -1,4 +1,5 @@
 import type { Logger } from 'pino';
+import { BalanceHolds, type ModuleHolds } from '../billing/balance-holds.js';
 import { CredentialStore, type CredentialView, type ModuleCredentials } from '../security/credential-store.js';
 import type { TargetGuard } from '../security/target-guard.js';
 import type { Db } from '../store/types.js';
@@ -15,6 +16,7 @@ export interface ModuleFacilities {
   readonly pubsub: ModulePubSub;
   readonly http: TargetGuard;
   readonly credentials: ModuleCredentials;
+  readonly holds: ModuleHolds;
 }
 
 export interface ModulePlatformOptions {
@@ -30,7 +32,7 @@ export interface ModulePlatformOptions {
 
 /**
  * What the core builds once per daemon and hands each module a scoped view of: derived keys, the event sink slot, the
- * Redis client factory, pub/sub, the guarded HTTP policy and the credential store. close() (at shutdown, after every
+ * Redis client factory, pub/sub, the guarded HTTP policy, the credential store and credit holds. close() (at shutdown, after every
  * module stopped) closes every Redis client made for them.
  */
 export class ModulePlatform {
@@ -59,6 +61,7 @@ export class ModulePlatform {
         sealKey: deriveKey(`${module.name}-credentials`),
         fingerprintKey: deriveKey(`${module.name}-credential-fingerprint`),
       }),
+      holds: new BalanceHolds(module.name),
     };
   };
 

@@ -55,6 +55,8 @@ export const CORE_TABLES: readonly TableDeclaration[] = [
   { name: 'upstream_correlations', vacuum: 'ledger' },
   // Receipts that came before their submit's correlation, until it lands (few, short-lived).
   { name: 'upstream_kept_receipts', vacuum: 'churn' },
+  // Credit holds (0048): written when work is dialled, updated once when it settles; kept with the account's history.
+  { name: 'balance_holds', vacuum: 'ledger' },
   // Rows come and go at message rates while few stay live: outboxes, the embedded queue, OTP codes, idempotency keys.
   { name: 'smpp_outbox', vacuum: 'churn' },
   { name: 'queue_items', vacuum: 'churn' },
