@@ -1,0 +1,163 @@
+import { EventEmitter } from 'node:events';
+import type { CallHost, DialogUser, ServerTransaction } from './call-host.js';
+import { Dialog } from './dialog.js';
+import type { SipRequest } from './message.js';
+import { fromOf, toOf } from './message.js';
+import { parseNameAddr, type NameAddr } from './name-addr.js';
+import type { EndInfo } from './outgoing-call.js';
+import type { ServerInviteTransaction } from './server-invite-transaction.js';
+import type { SipTarget } from './transport.js';
+
+export interface IncomingCallEvents {
+  /** The caller sent CANCEL before a final response: 200 to the CANCEL and 487 to the INVITE have gone out. */
+  cancelled: [];
+  /** The ACK for our 2xx arrived. */
+  ack: [];
+  ended: [info: EndInfo];
+}
+
+export type IncomingCallState = 'offered' | 'answered' | 'confirmed' | 'terminating' | 'ended' | 'rejected' | 'cancelled';
+
+/** The UAS side of one call: ring, answer, reject, BYE either way, CANCEL. */
+export class IncomingCall extends EventEmitter<IncomingCallEvents> implements DialogUser {
+  readonly callId: string;
+  readonly localTag: string;
+  readonly remoteTag: string;
+  readonly from: NameAddr;
+  readonly to: NameAddr;
+  /** The offer in the INVITE ('' when the INVITE had no body). */
+  readonly sdp: string;
+  /** The authenticated username when the UA requires digest auth. */
+  readonly username: string | undefined;
+  state: IncomingCallState = 'offered';
+  private dialog: Dialog | undefined;
+  private localSdp = '';
+
+  constructor(
+    private readonly host: CallHost,
+    readonly request: SipRequest,
+    private readonly tx: ServerInviteTransaction,
+    readonly source: SipTarget,
+    localTag: string,
+    username?: string,
+  ) {
+    super();
+    this.callId = request.headers.get('call-id') ?? '';
+    this.localTag = localTag;
+    this.from = fromOf(request);
+    this.to = toOf(request);
+    this.remoteTag = this.from.tag ?? '';
+    this.sdp = request.body;
+    this.username = username;
+  }
+
+  /** Sends a provisional (180 Ringing or 183 Session Progress, optionally with early-media SDP). */
+  ring(code: 180 | 183 = 180, sdp?: string): void {
+    if (this.state !== 'offered') return;
+    this.host.respond(this.tx, this.request, code, { toTag: this.localTag, body: sdp, headers: [['Contact', this.host.contact(this.source.transport)]] });
+  }
+
+  answer(sdp: string): void {
+    if (this.state !== 'offered') return;
+    this.state = 'answered';
+    this.localSdp = sdp;
+    this.dialog = this.makeDialog();
+    this.host.respond(this.tx, this.request, 200, { toTag: this.localTag, body: sdp, headers: [['Contact', this.host.contact(this.source.transport)]] });
+  }
+
+  reject(code: number, reason?: string): void {
+    if (this.state !== 'offered') return;
+    this.state = 'rejected';
+    this.host.removeDialog(this.callId, this.localTag);
+    this.host.respond(this.tx, this.request, code < 300 ? 480 : code, { toTag: this.localTag, reason });
+  }
+
+  /** Hangs up an answered call. */
+  bye(): void {
+    if (this.state !== 'answered' && this.state !== 'confirmed') return;
+    this.hangUp('bye');
+  }
+
+  private hangUp(reason: string): void {
+    const dialog = this.dialog!;
+    this.state = 'terminating';
+    const done = (): void => this.end({ by: 'local', reason });
+    this.host.startClientTransaction(dialog.createRequest('BYE'), dialog.nextHop(), {
+      onResponse: (res) => {
+        if (res.status >= 200) done();
+      },
+      onTimeout: done,
+      onTransportError: done,
+    });
+  }
+
+  private makeDialog(): Dialog {
+    const req = this.request;
+    let remoteTarget = fromOf(req).uri;
+    const contact = req.headers.get('contact');
+    if (contact !== undefined) {
+      try {
+        remoteTarget = parseNameAddr(contact).uri;
+      } catch {
+        // keep the From URI
+      }
+    }
+    return new Dialog({
+      callId: this.callId, localTag: this.localTag, remoteTag: this.remoteTag,
+      localParty: `${req.headers.get('to') ?? ''};tag=${this.localTag}`, remoteParty: req.headers.get('from') ?? '',
+      localSeq: 0, remoteTarget, routeSet: req.headers.getAll('record-route'),
+      transport: this.source.transport, fallback: this.source,
+    });
+  }
+
+  /** The UA core got a CANCEL for our INVITE. */
+  cancelled(): void {
+    if (this.state !== 'offered') return;
+    this.state = 'cancelled';
+    this.host.removeDialog(this.callId, this.localTag);
+    this.host.respond(this.tx, this.request, 487, { toTag: this.localTag });
+    this.emit('cancelled');
+  }
+
+  onRequest(request: SipRequest, tx: ServerTransaction): void {
+    switch (request.method) {
+      case 'BYE':
+        this.host.respond(tx, request, 200);
+        if (this.state === 'answered' || this.state === 'confirmed' || this.state === 'terminating') this.end({ by: 'remote', reason: 'bye' });
+        return;
+      case 'INVITE':
+        this.host.respond(tx, request, 200, { body: this.localSdp, headers: [['Contact', this.host.contact(this.source.transport)]] });
+        return;
+      case 'UPDATE':
+        this.host.respond(tx, request, 200, request.body === '' ? {} : { body: this.localSdp });
+        return;
+      default:
+        this.host.respond(tx, request, 200);
+    }
+  }
+
+  onAck(_request: SipRequest): void {
+    if (this.state !== 'answered') return;
+    this.state = 'confirmed';
+    this.emit('ack');
+  }
+
+  onAckTimeout(): void {
+    if (this.state === 'answered') this.hangUp('no ACK');
+  }
+
+  /** UA shutdown: stop without waiting; returns the BYE to send best-effort, if answered. */
+  abandon(): { request: SipRequest; target: SipTarget } | undefined {
+    const dialog = this.state === 'answered' || this.state === 'confirmed' ? this.dialog : undefined;
+    this.state = 'ended';
+    this.host.removeDialog(this.callId, this.localTag);
+    return dialog ? { request: dialog.createRequest('BYE'), target: dialog.nextHop() } : undefined;
+  }
+
+  private end(info: EndInfo): void {
+    if (this.state === 'ended') return;
+    this.state = 'ended';
+    this.host.removeDialog(this.callId, this.localTag);
+    this.emit('ended', info);
+  }
+}

@@ -1,0 +1,27 @@
+/** Ferry's SIP stack (RFC 3261): messages, digest auth, UDP/TCP transport, transactions, user agent. */
+export { SipError, SipParseError, SipTimeoutError, SipTransportError } from './errors.js';
+export { MAX_MESSAGE_BYTES, MAX_HEADERS } from './limits.js';
+export { SipHeaders } from './headers.js';
+export { parseMessage, serializeMessage, topVia, cseqOf, fromOf, toOf, callIdOf, type SipMessage, type SipRequest, type SipResponse, type ParseOptions } from './message.js';
+export { parseUri, formatUri, type SipUri } from './uri.js';
+export { parseNameAddr, formatNameAddr, type NameAddr } from './name-addr.js';
+export { parseVia, formatVia, BRANCH_MAGIC, type Via } from './via.js';
+export { parseCSeq, type CSeq } from './cseq.js';
+export { type SipParams } from './params.js';
+export { reasonPhrase } from './reasons.js';
+export { buildResponse, type ResponseOptions } from './response.js';
+export { parseChallenge, parseAuthorization, buildAuthorization, digestResponse, type DigestAlgorithm, type DigestChallenge, type DigestAuthorization, type DigestCredentials, type AuthorizeOptions, type DigestInput } from './digest.js';
+export { DigestServer, type DigestServerOptions, type DigestVerdict } from './digest-server.js';
+export { SipTransport, type SipTarget, type TransportKind, type SipTransportOptions, type SipTransportEvents } from './transport.js';
+export { SipStreamFramer } from './stream-framer.js';
+export { DEFAULT_TIMERS, type SipTimerConfig } from './timers.js';
+export { newBranch } from './branch.js';
+export { ClientInviteTransaction } from './client-invite-transaction.js';
+export { ClientNonInviteTransaction } from './client-non-invite-transaction.js';
+export { ServerInviteTransaction } from './server-invite-transaction.js';
+export { ServerNonInviteTransaction } from './server-non-invite-transaction.js';
+export type { ClientTransactionUser, SendFn, TransactionState } from './transaction-types.js';
+export { Dialog, type DialogInit } from './dialog.js';
+export { OutgoingCall, type OutgoingCallEvents, type OutgoingCallState, type InviteOptions, type EndInfo } from './outgoing-call.js';
+export { IncomingCall, type IncomingCallEvents, type IncomingCallState } from './incoming-call.js';
+export { UserAgent, type UserAgentOptions, type UserAgentEvents, type OptionsPingOptions } from './user-agent.js';
