@@ -1,0 +1,260 @@
+/**
+ * The media plane, off the main event loop: worker threads each hosting many RTP sessions on their own 20 ms
+ * clock. The main thread opens sessions and gets MediaHandles; audio, digits and stats cross by message.
+ */
+import { existsSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { Worker } from 'node:worker_threads';
+import { MediaHandle, type MediaStopResult } from './media-handle.js';
+import type { MediaSessionOptions, RemoteAddress } from './media-session.js';
+import type { MediaWorkerData, WorkerReply, WorkerRequest } from './media-worker.js';
+import { PortPool, type PortRange } from './port-pool.js';
+import type { G711Codec } from './g711.js';
+
+export interface MediaEngineOptions {
+  /** Worker threads (default 1); the port range is split between them. */
+  workers?: number;
+  portRange: PortRange;
+  /** Address the sessions bind (default 127.0.0.1). */
+  host?: string;
+  /** Default for open()'s rtpTimeoutMs (default 0: off). */
+  rtpTimeoutMs?: number;
+  /** The scheduler's setImmediate window before each tick (µs; default 1500). */
+  spinMicros?: number;
+}
+
+export interface OpenOptions {
+  codec: G711Codec;
+  /** RFC 4733 payload type as negotiated (default 101). */
+  dtmfPayloadType?: number;
+  remote?: RemoteAddress;
+  /** Latch the remote to the source of the first packets (symmetric RTP). */
+  symmetric?: boolean;
+  record?: { maxSeconds: number };
+  inbandDtmf?: boolean;
+  rtpTimeoutMs?: number;
+  rtcpIntervalMs?: number;
+  digitMs?: number;
+}
+
+interface Pending {
+  resolve: (value: never) => void;
+  reject: (err: Error) => void;
+}
+
+/**
+ * The worker script next to this module: media-worker.js in dist/ (production). When this module itself runs from
+ * source under a TypeScript loader, media-worker.ts: a Worker inherits the parent's execArgv, so a hook given with
+ * --import (the tests' ts-register.mjs) loads it as it loaded us. tsx's CLI is the exception: its --import hook
+ * registers on the main thread only, so under tsx the worker starts from a bootstrap that registers tsx's API itself.
+ */
+function workerEntry(): { script: URL | string; eval: boolean } {
+  const compiled = new URL('./media-worker.js', import.meta.url);
+  if (existsSync(fileURLToPath(compiled))) return { script: compiled, eval: false };
+  const source = new URL('./media-worker.ts', import.meta.url);
+  if (!process.execArgv.some((arg) => /[\\/]tsx[\\/]/.test(arg))) return { script: source, eval: false };
+  // tsx resolved from here (the package), not from the worker's cwd.
+  const tsxApi = import.meta.resolve('tsx/esm/api');
+  const bootstrap = `import(${JSON.stringify(tsxApi)}).then((tsx) => { tsx.register(); return import(${JSON.stringify(source.href)}); })`;
+  return { script: bootstrap, eval: true };
+}
+
+/**
+ * The worker's node options: the parent's (undefined = inherited as parsed, which also carries process-wide flags a
+ * worker may not be given explicitly), less --input-type, which a worker started from a file refuses
+ * (a parent run as `node --input-type=module -e …`).
+ */
+function workerExecArgv(): string[] | undefined {
+  const argv = process.execArgv;
+  if (!argv.some((a) => a.startsWith('--input-type'))) return undefined;
+  const kept: string[] = [];
+  for (let i = 0; i < argv.length; i++) {
+    if (argv[i] === '--input-type') i++;
+    else if (!argv[i].startsWith('--input-type=')) kept.push(argv[i]);
+  }
+  return kept;
+}
+
+/** One worker thread and the sessions it hosts. */
+class WorkerLink {
+  readonly handles = new Map<number, MediaHandle>();
+  private readonly opening = new Map<number, Pending>();
+  private readonly stopping = new Map<number, Pending>();
+  /** Sessions the worker stopped without being asked (engine.close()): kept for a later handle.stop(). */
+  private readonly unclaimed = new Map<number, MediaStopResult>();
+  private closing: Pending | undefined;
+  private closed: Promise<void> | undefined;
+  private dead: Error | undefined;
+
+  constructor(readonly worker: Worker) {
+    worker.on('message', (reply: WorkerReply) => this.onReply(reply));
+    worker.on('error', (err) => this.fail(err));
+    worker.on('exit', (code) => {
+      if (this.closing) this.closing.resolve(undefined as never);
+      else this.fail(new Error(`media worker exited (code ${code})`));
+    });
+  }
+
+  get load(): number {
+    return this.handles.size + this.opening.size;
+  }
+
+  post(request: WorkerRequest, transfer?: ArrayBuffer[]): void {
+    if (this.dead) return;
+    this.worker.postMessage(request, transfer);
+  }
+
+  open(id: number, options: MediaSessionOptions): Promise<number> {
+    if (this.dead) return Promise.reject(this.dead);
+    return new Promise<number>((resolve, reject) => {
+      this.opening.set(id, { resolve: resolve as (v: never) => void, reject });
+      this.post({ op: 'open', id, options });
+    });
+  }
+
+  stop(id: number): Promise<MediaStopResult> {
+    const result = this.unclaimed.get(id);
+    if (result) {
+      this.unclaimed.delete(id);
+      return Promise.resolve(result);
+    }
+    if (this.dead) return Promise.reject(this.dead);
+    if (this.closed) {
+      // The worker stops every session on close: the result arrives as an unclaimed one.
+      return this.closed.then(() => {
+        const late = this.unclaimed.get(id);
+        this.unclaimed.delete(id);
+        return late ?? Promise.reject(new Error('media engine is closed'));
+      });
+    }
+    return new Promise<MediaStopResult>((resolve, reject) => {
+      this.stopping.set(id, { resolve: resolve as (v: never) => void, reject });
+      this.post({ op: 'stop', id });
+    });
+  }
+
+  close(): Promise<void> {
+    if (this.dead) return Promise.resolve();
+    this.closed ??= new Promise<void>((resolve, reject) => {
+      this.closing = { resolve: resolve as (v: never) => void, reject };
+      this.post({ op: 'close' });
+    });
+    return this.closed;
+  }
+
+  private onReply(reply: WorkerReply): void {
+    switch (reply.kind) {
+      case 'opened':
+        this.settle(this.opening, reply.id, reply.localPort);
+        return;
+      case 'failed': {
+        const pending = this.opening.get(reply.id) ?? this.stopping.get(reply.id);
+        this.opening.delete(reply.id);
+        this.stopping.delete(reply.id);
+        pending?.reject(new Error(reply.message));
+        return;
+      }
+      case 'stopped': {
+        this.handles.delete(reply.id);
+        const result: MediaStopResult = { stats: reply.stats, recording: reply.recording };
+        if (this.stopping.has(reply.id)) this.settle(this.stopping, reply.id, result);
+        else this.unclaimed.set(reply.id, result);
+        return;
+      }
+      case 'digit':
+        this.handles.get(reply.id)?.emit('digit', reply.digit, reply.source);
+        return;
+      case 'playbackDone':
+        this.handles.get(reply.id)?.emit('playbackDone');
+        return;
+      case 'rtpTimeout':
+        this.handles.get(reply.id)?.emit('rtpTimeout');
+        return;
+      case 'ready':
+      case 'closed':
+        return;
+    }
+  }
+
+  private settle(map: Map<number, Pending>, id: number, value: unknown): void {
+    const pending = map.get(id);
+    map.delete(id);
+    pending?.resolve(value as never);
+  }
+
+  private fail(err: Error): void {
+    if (this.dead) return;
+    this.dead = err;
+    for (const pending of [...this.opening.values(), ...this.stopping.values()]) pending.reject(err);
+    this.opening.clear();
+    this.stopping.clear();
+    this.closing?.reject(err);
+  }
+}
+
+export class MediaEngine {
+  private nextId = 1;
+  private closed = false;
+
+  private constructor(private readonly links: WorkerLink[], private readonly options: MediaEngineOptions) {}
+
+  /** Starts the workers; resolves when each is ready. */
+  static async start(options: MediaEngineOptions): Promise<MediaEngine> {
+    const count = Math.max(1, Math.floor(options.workers ?? 1));
+    const ranges = PortPool.split(options.portRange, count);
+    const entry = workerEntry();
+    const workers: Worker[] = [];
+    const started = await Promise.allSettled(
+      ranges.map(async (portRange) => {
+        const data: MediaWorkerData = { portRange, host: options.host ?? '127.0.0.1', spinMicros: options.spinMicros };
+        const worker = new Worker(entry.script, { eval: entry.eval, workerData: data, name: 'ferry-media', execArgv: workerExecArgv() });
+        workers.push(worker);
+        await new Promise<void>((resolve, reject) => {
+          const onMessage = (reply: WorkerReply): void => {
+            if (reply.kind !== 'ready') return;
+            worker.off('message', onMessage);
+            worker.off('error', reject);
+            resolve();
+          };
+          worker.on('message', onMessage);
+          worker.once('error', reject);
+        });
+        return new WorkerLink(worker);
+      }),
+    );
+    const failed = started.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+    if (failed) {
+      // One worker could not start: end the others rather than leave them running.
+      await Promise.all(workers.map((w) => w.terminate()));
+      throw failed.reason;
+    }
+    const links = started.map((r) => (r as PromiseFulfilledResult<WorkerLink>).value);
+    return new MediaEngine(links, options);
+  }
+
+  /** Opens a session on the least loaded worker: bound and ready when this resolves. */
+  async open(options: OpenOptions): Promise<MediaHandle> {
+    if (this.closed) throw new Error('media engine is closed');
+    const link = this.links.reduce((a, b) => (b.load < a.load ? b : a));
+    const id = this.nextId++;
+    const localPort = await link.open(id, { rtpTimeoutMs: this.options.rtpTimeoutMs, ...options });
+    const handle = new MediaHandle(id, localPort, {
+      post: (request, transfer) => link.post(request, transfer),
+      stop: (sessionId) => link.stop(sessionId),
+    });
+    link.handles.set(id, handle);
+    return handle;
+  }
+
+  /** Sessions open now, over all workers. */
+  get sessions(): number {
+    return this.links.reduce((n, link) => n + link.handles.size, 0);
+  }
+
+  /** Stops every session and ends the workers. */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    await Promise.all(this.links.map((link) => link.close()));
+  }
+}

@@ -1,0 +1,126 @@
+/**
+ * The media plane's thread: hosts many MediaSessions and drives them all from one FrameScheduler, so audio
+ * pacing never waits on the main event loop. Spoken to only by MediaEngine (the messages below).
+ */
+import { isMainThread, parentPort, workerData } from 'node:worker_threads';
+import { FrameScheduler } from './frame-scheduler.js';
+import { MediaSession, type DigitSource, type MediaSessionOptions, type MediaSessionStats, type Negotiated, type RemoteAddress } from './media-session.js';
+import { PortPool, type PortRange } from './port-pool.js';
+
+export interface MediaWorkerData {
+  portRange: PortRange;
+  host: string;
+  frameMs?: number;
+  spinMicros?: number;
+}
+
+export type WorkerRequest =
+  | { op: 'open'; id: number; options: MediaSessionOptions }
+  | { op: 'remote'; id: number; remote: RemoteAddress; negotiated?: Negotiated }
+  | { op: 'play'; id: number; pcm: Int16Array }
+  | { op: 'digits'; id: number; digits: string }
+  | { op: 'stop'; id: number }
+  | { op: 'close' };
+
+export type WorkerReply =
+  | { kind: 'ready' }
+  | { kind: 'opened'; id: number; localPort: number }
+  | { kind: 'failed'; id: number; message: string }
+  | { kind: 'digit'; id: number; digit: string; source: DigitSource }
+  | { kind: 'playbackDone'; id: number }
+  | { kind: 'rtpTimeout'; id: number }
+  | { kind: 'stopped'; id: number; stats: MediaSessionStats; recording?: Int16Array }
+  | { kind: 'closed' };
+
+/** Timeouts are looked at every this many ticks (0.5 s), not every 20 ms. */
+const TIMEOUT_CHECK_TICKS = 25;
+
+class MediaWorker {
+  private readonly sessions = new Map<number, MediaSession>();
+  private readonly pool: PortPool;
+  private readonly scheduler: FrameScheduler;
+
+  constructor(private readonly port: NonNullable<typeof parentPort>, private readonly data: MediaWorkerData) {
+    this.pool = new PortPool(data.portRange);
+    this.scheduler = new FrameScheduler(this.onTick, { frameMs: data.frameMs, spinMicros: data.spinMicros });
+    port.on('message', (request: WorkerRequest) => {
+      this.handle(request).catch((err: unknown) => {
+        if ('id' in request) this.reply({ kind: 'failed', id: request.id, message: err instanceof Error ? err.message : String(err) });
+      });
+    });
+    this.reply({ kind: 'ready' });
+  }
+
+  private reply(message: WorkerReply, transfer?: ArrayBuffer[]): void {
+    this.port.postMessage(message, transfer);
+  }
+
+  private readonly onTick = (dueNs: bigint, frame: number): void => {
+    for (const session of this.sessions.values()) session.tick(dueNs);
+    if (frame % TIMEOUT_CHECK_TICKS === 0) {
+      const now = process.hrtime.bigint();
+      for (const session of this.sessions.values()) session.checkTimeout(now);
+    }
+  };
+
+  private async handle(request: WorkerRequest): Promise<void> {
+    switch (request.op) {
+      case 'open':
+        return this.open(request.id, request.options);
+      case 'remote':
+        this.sessions.get(request.id)?.setRemote(request.remote, request.negotiated);
+        return;
+      case 'play':
+        this.sessions.get(request.id)?.play(request.pcm);
+        return;
+      case 'digits':
+        this.sessions.get(request.id)?.sendDigits(request.digits);
+        return;
+      case 'stop':
+        return this.stop(request.id);
+      case 'close':
+        for (const id of [...this.sessions.keys()]) await this.stop(id);
+        this.scheduler.stop();
+        this.reply({ kind: 'closed' });
+        this.port.close();
+        return;
+    }
+  }
+
+  private async open(id: number, options: MediaSessionOptions): Promise<void> {
+    // A port another process holds fails to bind: move on to the next pair, at most once round the pool.
+    let lastError: unknown = new Error(`no free RTP port in ${this.data.portRange.min}-${this.data.portRange.max}`);
+    for (let attempt = 0; attempt < this.pool.size; attempt++) {
+      const localPort = this.pool.acquire();
+      if (localPort === undefined) break;
+      try {
+        const session = await MediaSession.open(localPort, { ...options, host: this.data.host });
+        this.sessions.set(id, session);
+        session.on('digit', (digit, source) => this.reply({ kind: 'digit', id, digit, source }));
+        session.on('playbackDone', () => this.reply({ kind: 'playbackDone', id }));
+        session.on('rtpTimeout', () => this.reply({ kind: 'rtpTimeout', id }));
+        session.on('error', () => undefined); // a send to a closed port (ICMP) is the peer's problem, seen as loss
+        if (this.sessions.size === 1) this.scheduler.start();
+        this.reply({ kind: 'opened', id, localPort });
+        return;
+      } catch (err) {
+        this.pool.release(localPort);
+        lastError = err;
+      }
+    }
+    throw lastError;
+  }
+
+  private async stop(id: number): Promise<void> {
+    const session = this.sessions.get(id);
+    if (!session) return;
+    this.sessions.delete(id);
+    if (this.sessions.size === 0) this.scheduler.stop();
+    const stats = await session.close();
+    this.pool.release(session.localPort);
+    const recording = session.recorded();
+    this.reply({ kind: 'stopped', id, stats, recording }, recording ? [recording.buffer as ArrayBuffer] : undefined);
+  }
+}
+
+if (!isMainThread && parentPort) new MediaWorker(parentPort, workerData as MediaWorkerData);
