@@ -10,3 +10,22 @@ export { SpeechCache, type SpeechCacheKey, type SpeechCacheOptions } from './spe
 export { CachedSpeechEngine } from './cached-speech-engine.js';
 export { SpeechBusyError, SpeechError, SpeechFailedError, SpeechInputError, SpeechUnavailableError } from './errors.js';
 export type { SpeechEngine, SpeechVoice, SynthesisRequest, VoiceGender, VoiceQuality } from './speech-engine.js';
+export {
+  OPENAI_SPEECH_MAX_RATE,
+  OPENAI_SPEECH_MIN_RATE,
+  OPENAI_SPEECH_NORMAL_RATE,
+  OpenAiSpeechEngine,
+  type OpenAiSpeechEngineOptions,
+  type OpenAiSpeechVoiceConfig,
+} from './openai-speech-engine.js';
+export {
+  classifySpeechFailure,
+  OPENAI_SPEECH_ERRORS,
+  sanitiseDetail,
+  speechErrorRule,
+  type SpeechErrorKind,
+  type SpeechErrorRule,
+  type SpeechFailure,
+  type SpeechFailureCode,
+} from './speech-errors-table.js';
+export type { SpeechErrorOptions } from './errors.js';
