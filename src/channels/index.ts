@@ -16,6 +16,7 @@ export const CHANNEL_MODULES: readonly ChannelModule[] = [
   (await import('./shortlink/index.js')).shortlinkModule,
   (await import('./push/index.js')).pushModule,
   (await import('./chat/index.js')).chatModule,
+  (await import('./voice/index.js')).voiceModule,
   (await import('./logs/index.js')).logsModule,
   (await import('./mcp/index.js')).mcpModule,
 ] as readonly ChannelModule[];

@@ -19,6 +19,7 @@ import { Metrics } from '../../src/metrics.js';
 import { startSimulator } from '../../src/sim/smpp/simulator.js';
 import { encodeGsm7 } from '../../src/smpp/text/gsm7.js';
 import { call, startDaemon, type CallResult, otpOf } from '../helpers/daemon.js';
+import { until } from '../helpers/wait.js';
 import { backendLabel } from '../helpers/env.js';
 import { rawHttp, type RawResponse } from '../helpers/raw-http.js';
 import { CustomerClient } from '../smpp/customer/customer-client.js';
@@ -93,6 +94,10 @@ t.test(`every error answer is a catalogued envelope (${backendLabel})`, async (t
     FERRY_WEBHOOKS_ALLOW_PRIVATE_TARGETS: 'true',
     // email: domains must be verified, as with a real relay (SENDER_DOMAIN_NOT_VERIFIED)
     FERRY_EMAIL_REQUIRE_VERIFIED_DOMAIN: 'true',
+    // voice: the embedded trunk simulator on both backends (CALL_ALREADY_ENDED needs a call that ends)
+    FERRY_VOICE_SIMULATOR: 'on',
+    FERRY_VOICE_MEDIA_PORT_MIN: '44200',
+    FERRY_VOICE_MEDIA_PORT_MAX: '44399',
   });
   t.teardown(() => d.stop());
   const apiPort = Number(new URL(d.api).port);
@@ -742,6 +747,29 @@ t.test(`every error answer is a catalogued envelope (${backendLabel})`, async (t
         return api('POST', '/v1/chat-sdk/channels/cat-room-5/messages', { body: { text: 'x'.repeat(9000) } });
       },
     },
+    // ---- voice calls
+    { name: 'an unknown call', code: 'CALL_NOT_FOUND', run: () => api('GET', '/v1/voice/calls/call_nope') },
+    { name: 'a call from a number the account does not own', code: 'CALLER_ID_NOT_ALLOWED', run: () => api('POST', '/v1/voice/calls', { body: { to: '+14155550100', from: '+14155550199', say: { text: 'hi' } } }) },
+    {
+      name: 'a call in a locale no engine speaks',
+      code: 'VOICE_NOT_AVAILABLE',
+      run: async () => {
+        await d.adminCall('POST', `/admin/accounts/${accountId}/numbers`, { number: '+14155550198' }).catch(() => undefined);
+        return api('POST', '/v1/voice/calls', { body: { to: '+14155550100', from: '+14155550198', say: { text: 'Akwaaba', locale: 'tw-GH' } } });
+      },
+    },
+    {
+      name: 'hanging up a call that has ended',
+      code: 'CALL_ALREADY_ENDED',
+      run: async () => {
+        await d.adminCall('POST', `/admin/accounts/${accountId}/numbers`, { number: '+14155550198' }).catch(() => undefined);
+        const placed = await api('POST', '/v1/voice/calls', { body: { to: '+14155550486', from: '+14155550198', script: [{ pause: { seconds: 1 } }] } });
+        const id = placed.json.data.callId as string;
+        await until(async () => (await api('GET', `/v1/voice/calls/${id}`)).json.data.status, (s) => s === 'busy', 30_000);
+        return api('POST', `/v1/voice/calls/${id}/hangup`);
+      },
+    },
+    { name: 'removing a SIP trunk that is not there', code: 'TRUNK_NOT_FOUND', run: () => adm('DELETE', '/admin/voice/trunks/nope') },
     // ---- live chat (src/channels/chat/livechat): rows for test/http/error-catalogue.test.ts's `rows`, using its api/anon helpers
     { name: 'an unknown live chat inbox', code: 'CHAT_INBOX_NOT_FOUND', run: () => api('GET', '/v1/chat-sdk/inboxes/inb_nope') },
     { name: 'an unknown widget key', code: 'CHAT_WIDGET_KEY_UNKNOWN', run: () => anon('POST', '/v1/chat-sdk/widget/session', { body: { widgetKey: 'wk_nope' } }) },

@@ -23,7 +23,7 @@ t.test('boot order follows dependsOn, keeps list order otherwise, and refuses wh
     bootOrder([mod('otp', ['sms', 'webhooks']), mod('sms'), mod('webhooks'), mod('email', ['webhooks'])]).map((m) => m.name),
     ['sms', 'webhooks', 'otp', 'email'],
   );
-  t.same(bootOrder(CHANNEL_MODULES).map((m) => m.name), ['sms', 'webhooks', 'otp', 'messenger', 'email', 'ussd', 'shortlink', 'push', 'chat', 'logs', 'mcp'], 'the daemon’s own list');
+  t.same(bootOrder(CHANNEL_MODULES).map((m) => m.name), ['sms', 'webhooks', 'otp', 'messenger', 'email', 'ussd', 'shortlink', 'push', 'chat', 'voice', 'logs', 'mcp'], 'the daemon’s own list');
   t.throws(() => bootOrder([mod('a', ['b']), mod('b', ['a'])]), /cycle: a -> b -> a/);
   t.throws(() => bootOrder([mod('a', ['nope'])]), /a depends on nope, which is not in the list/);
   t.throws(() => bootOrder([mod('a'), mod('a')]), /listed twice/);
@@ -108,7 +108,7 @@ t.test('a product added by one entry in the list: booted after its dependency, r
   const { env, store } = await testEnv();
   const daemon = await Daemon.start(loadConfig({ env, modules: CHANNEL_MODULES }).config, createLogger('silent'), [...recorded, echo]);
   t.teardown(() => store.cleanup());
-  t.same(daemon.modules.order.map((m) => m.name), ['sms', 'webhooks', 'otp', 'messenger', 'email', 'ussd', 'shortlink', 'push', 'chat', 'logs', 'mcp', 'echo']);
+  t.same(daemon.modules.order.map((m) => m.name), ['sms', 'webhooks', 'otp', 'messenger', 'email', 'ussd', 'shortlink', 'push', 'chat', 'voice', 'logs', 'mcp', 'echo']);
   const d = { adminCall: async (method: string, path: string, body?: unknown) => (await call(daemon.addresses.admin, method, path, { body, headers: { authorization: `Bearer ${(await import('node:fs')).readFileSync(join(store.dataDir, 'admin.token'), 'utf8').trim()}` } })).json.data };
   // Its scope joined the catalogue at boot: a key can be made with it, and the route requires it.
   const { token, account } = await accountWithKey(d as never, 'echo-user', ['echo:write']);
@@ -129,5 +129,5 @@ t.test('a product added by one entry in the list: booted after its dependency, r
   const types = (await call(daemon.addresses.http, 'GET', '/v1/webhooks/event-types', { token: admin.token })).json.data;
   t.ok(JSON.stringify(types).includes('"echo.sent"'), 'its events join the one catalogue');
   await daemon.stop();
-  t.same(events, ['create (sms gateway ready)', 'start', 'stop', 'mcp stop', 'logs stop', 'chat stop', 'push stop', 'shortlink stop', 'ussd stop', 'email stop', 'messenger stop', 'otp stop', 'webhooks stop', 'sms stop'], 'created after sms; stopped first, in reverse boot order');
+  t.same(events, ['create (sms gateway ready)', 'start', 'stop', 'mcp stop', 'logs stop', 'voice stop', 'chat stop', 'push stop', 'shortlink stop', 'ussd stop', 'email stop', 'messenger stop', 'otp stop', 'webhooks stop', 'sms stop'], 'created after sms; stopped first, in reverse boot order');
 });

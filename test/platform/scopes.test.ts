@@ -51,6 +51,7 @@ t.test('a key made with "all" is stored as all and granted every scope; the Open
       ['shortlink', 'beta'],
       ['push', 'beta'],
       ['chat', 'beta'],
+      ['voice', 'beta'],
       ['logs', 'beta'],
       ['mcp', 'beta'],
     ],

@@ -1,0 +1,339 @@
+import type { Logger } from 'pino';
+import type { MediaEngine, MediaHandle } from '../../rtp/index.js';
+import type { OutgoingCall, UserAgent } from '../../sip/index.js';
+import type { Call, CallChange } from './call.js';
+import type { PreparedAudio } from './call-audio.js';
+import type { CallRecorder } from './call-recorder.js';
+import { isRinging, statusOfFinalResponse } from './call-status.js';
+import { buildOffer, readAnswer } from './sdp.js';
+import type { Trunk } from './trunk-registry.js';
+
+/** Why an answered call ended on our side: kept as the call's error (status completed unless it is a failure). */
+type LocalEnd = { code: string; message: string; status: 'completed' | 'failed' };
+
+export interface CallSessionDeps {
+  ua: UserAgent;
+  media: MediaEngine;
+  recorder: CallRecorder;
+  owner: { id: string; leaseMs: number };
+  /** The SDP host our RTP is reached at. */
+  mediaHost: string;
+  rtpTimeoutMs: number;
+  log: Logger;
+  /** Writes the digits gathered so far to the row (GET shows them while the call lasts). */
+  saveDigits: (callId: string, digits: string) => Promise<void>;
+}
+
+/**
+ * A SIP final that moves a call to the next trunk when nothing rang yet: the trunk failed or refused us (no answer to
+ * the INVITE, a server error, our credentials refused), not the callee (busy, declined, unknown number).
+ */
+export function trunkFailure(code: number): boolean {
+  return code === 408 || code === 401 || code === 407 || code === 403 || (code >= 500 && code < 600);
+}
+
+/**
+ * One call on its owner: the media session, INVITE through the trunks in failover order, ring timeout, the script
+ * once answered, the time limit, and hang-up either way. Every status change goes through the recorder; when the
+ * recorder refuses one (the call was ended elsewhere, e.g. by the orphan sweep after this instance was cut off) the
+ * session hangs up at once.
+ */
+export class CallSession {
+  private media: MediaHandle | null = null;
+  private sip: OutgoingCall | null = null;
+  private ringTimer: NodeJS.Timeout | null = null;
+  private limitTimer: NodeJS.Timeout | null = null;
+  private ringTimedOut = false;
+  private hangupAsked = false;
+  private answered = false;
+  private ended = false;
+  private digits = '';
+  private readonly abort = new AbortController();
+  private digitWaiter: (() => void) | null = null;
+  private status: Call['status'];
+  /** Settles when run() has ended the call (the dialer waits on it at shutdown). */
+  done: Promise<void> = Promise.resolve();
+
+  constructor(
+    private call: Call,
+    private readonly trunks: readonly Trunk[],
+    private readonly audio: PreparedAudio,
+    private readonly d: CallSessionDeps,
+  ) {
+    this.status = call.status;
+  }
+
+  get id(): string {
+    return this.call.id;
+  }
+
+  /** Runs the call to its end; never throws (a failure ends the call as failed with its reason). */
+  async run(): Promise<void> {
+    try {
+      this.media = await this.d.media.open({ codec: 'PCMU', rtpTimeoutMs: this.d.rtpTimeoutMs, inbandDtmf: true });
+      this.media.on('digit', (digit) => this.onDigit(digit));
+      this.media.on('rtpTimeout', () => this.endAnswered({ code: 'RTP_TIMEOUT', message: `no audio from the far end for ${Math.round(this.d.rtpTimeoutMs / 1000)} s`, status: 'completed' }));
+      const tried: string[] = [...this.call.trunksTried];
+      let last: { code: number; reason: string } = { code: 503, reason: 'no trunk' };
+      for (const trunk of this.trunks) {
+        if (this.hangupAsked) break;
+        tried.push(trunk.name);
+        const outcome = await this.dial(trunk, tried);
+        if (outcome === 'answered' || outcome === 'ended') return;
+        last = outcome;
+        // A callee's answer (busy, declined, no answer) ends the call; only a trunk's own failure moves on.
+        if (this.ringing() || !trunkFailure(last.code)) break;
+      }
+      if (this.hangupAsked && !this.answered) return this.finish({ status: 'canceled', sipCode: 487, sipReason: 'Request Terminated', detail: { by: 'api' } });
+      const status = this.ringTimedOut ? 'no-answer' : statusOfFinalResponse(last.code);
+      await this.finish({
+        status: status === 'in-progress' ? 'failed' : status,
+        sipCode: last.code,
+        sipReason: last.reason,
+        trunksTried: tried,
+        detail: { code: last.code, reason: last.reason, ringTimeout: this.ringTimedOut || undefined },
+        ...(this.ringTimedOut ? { errorCode: 'RING_TIMEOUT', errorReason: `no answer within ${this.call.ringTimeoutSeconds} s` } : {}),
+      });
+    } catch (err) {
+      this.d.log.error({ err, callId: this.call.id }, 'voice call failed');
+      this.sip?.bye();
+      this.sip?.cancel();
+      await this.finish({ status: 'failed', errorCode: 'INTERNAL', errorReason: 'the call failed inside Ferry', detail: { error: (err as Error).message } }).catch(() => undefined);
+    } finally {
+      this.cleanup();
+    }
+  }
+
+  /** Asked by the API (through the dialer): CANCEL while ringing, BYE once answered. */
+  hangup(): void {
+    if (this.ended || this.hangupAsked) return;
+    this.hangupAsked = true;
+    if (this.answered) this.endAnswered({ code: 'HANGUP_REQUESTED', message: 'hung up through the API', status: 'completed' });
+    else this.sip?.cancel();
+  }
+
+  /** The instance is stopping: end the call now, saying why. */
+  shutdown(): void {
+    if (this.ended) return;
+    if (this.answered) this.endAnswered({ code: 'INSTANCE_STOPPING', message: 'the instance carrying the call stopped', status: 'completed' });
+    else {
+      this.hangupAsked = true;
+      this.sip?.cancel();
+    }
+  }
+
+  private ringing(): boolean {
+    return this.status === 'ringing';
+  }
+
+  /** One INVITE through one trunk; resolves when the call is over ('ended') or this trunk's attempt failed. */
+  private dial(trunk: Trunk, tried: string[]): Promise<'answered' | 'ended' | { code: number; reason: string }> {
+    return new Promise((resolve) => {
+      const host = trunk.fromDomain ?? trunk.host;
+      const transport = trunk.transport === 'tcp' ? ';transport=tcp' : '';
+      const sip = this.d.ua.invite({
+        target: { host: trunk.host, port: trunk.port, transport: trunk.transport },
+        requestUri: `sip:+${this.call.to}@${trunk.host}:${trunk.port}${transport}`,
+        from: `<sip:+${this.call.from}@${host}>`,
+        to: `<sip:+${this.call.to}@${trunk.host}>`,
+        sdp: buildOffer({ host: this.d.mediaHost, port: this.media!.localPort, sessionId: Date.now() }),
+        credentials: trunk.username ? { username: trunk.username, password: trunk.password ?? '' } : undefined,
+      });
+      this.sip = sip;
+      void this.change({ status: this.status, trunk: trunk.name, trunksTried: tried, sipCallId: sip.callId, detail: { trunk: trunk.name } }, true);
+      this.ringTimer = setTimeout(() => {
+        this.ringTimedOut = true;
+        sip.cancel();
+      }, this.call.ringTimeoutSeconds * 1000);
+      sip.on('provisional', (code) => {
+        if (isRinging(code) && this.status === 'initiated') void this.change({ status: 'ringing', detail: { code } });
+      });
+      sip.on('failed', (code, reason) => {
+        this.clearRing();
+        resolve({ code, reason });
+      });
+      sip.on('answered', (sdp) => {
+        this.clearRing();
+        void this.onAnswered(sdp)
+          .catch((err) => this.d.log.error({ err, callId: this.call.id }, 'voice call script failed'))
+          .then(() => this.endAnswered({ code: 'INTERNAL', message: 'the call failed inside Ferry', status: 'failed' }))
+          .then(() => resolve('answered'));
+      });
+      sip.on('ended', (info) => {
+        if (info.by === 'remote') void this.endAnswered({ code: 'REMOTE_HANGUP', message: 'the far end hung up', status: 'completed' }, true);
+      });
+    });
+  }
+
+  private async onAnswered(sdp: string): Promise<void> {
+    this.answered = true;
+    const answer = readAnswer(sdp);
+    if (!answer.ok) {
+      await this.change({ status: 'in-progress', sipCode: 200, sipReason: 'OK', detail: { code: 200 } });
+      return this.endAnswered({ code: 'SDP_REJECTED', message: answer.reason, status: 'failed' });
+    }
+    this.media!.setRemote(answer.remote, { codec: answer.codec, dtmfPayloadType: answer.dtmfPayloadType ?? undefined });
+    const live = await this.change({ status: 'in-progress', sipCode: 200, sipReason: 'OK', detail: { code: 200, codec: answer.codec } });
+    if (!live) return;
+    if (this.hangupAsked) return this.endAnswered({ code: 'HANGUP_REQUESTED', message: 'hung up through the API', status: 'completed' });
+    const limitCut = this.call.heldSeconds < this.call.timeLimitSeconds;
+    this.limitTimer = setTimeout(
+      () =>
+        this.endAnswered(
+          limitCut
+            ? { code: 'BALANCE_LIMIT', message: `the balance covered ${this.call.heldSeconds} s of this call`, status: 'completed' }
+            : { code: 'TIME_LIMIT', message: `the call reached its time limit of ${this.call.timeLimitSeconds} s`, status: 'completed' },
+        ),
+      this.call.heldSeconds * 1000,
+    );
+    await this.runScript();
+    await this.endAnswered(null);
+  }
+
+  /** The script, step by step, until its end, a hangup step, or the call ending. */
+  private async runScript(): Promise<void> {
+    const signal = this.abort.signal;
+    for (let i = 0; i < this.call.steps.length && !signal.aborted; i++) {
+      const step = this.call.steps[i];
+      if ('hangup' in step) return;
+      if ('pause' in step) await this.sleep(step.pause.seconds * 1000);
+      else if ('say' in step || 'play' in step) {
+        const loop = 'say' in step ? (step.say.loop ?? 1) : (step.play.loop ?? 1);
+        for (let n = 0; n < loop && !signal.aborted; n++) await this.play(this.audio.get(i)!);
+      } else if ('gather' in step) await this.gather(i, step.gather);
+    }
+  }
+
+  private async gather(i: number, g: { digits?: number; timeoutMs?: number; finishOnKey?: string }): Promise<void> {
+    const start = this.digits.length;
+    const finish = g.finishOnKey ?? '#';
+    const want = g.digits ?? Number.POSITIVE_INFINITY;
+    const prompt = this.audio.get(i);
+    this.gathering = true;
+    if (prompt) await this.play(prompt);
+    const timeout = g.timeoutMs ?? 5000;
+    const done = () => {
+      const got = this.digits.slice(start);
+      return got.length >= want || (finish !== '' && got.endsWith(finish));
+    };
+    while (!done() && !this.abort.signal.aborted) {
+      const arrived = await this.nextDigit(timeout);
+      if (!arrived) break;
+    }
+    this.gathering = false;
+    if (finish !== '' && this.digits.endsWith(finish)) this.digits = this.digits.slice(0, -1);
+    await this.d.saveDigits(this.call.id, this.digits).catch(() => undefined);
+  }
+
+  private gathering = false;
+
+  private onDigit(digit: string): void {
+    if (!this.gathering) return;
+    this.digits += digit;
+    const w = this.digitWaiter;
+    this.digitWaiter = null;
+    w?.();
+  }
+
+  private nextDigit(timeoutMs: number): Promise<boolean> {
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => {
+        this.digitWaiter = null;
+        resolve(false);
+      }, timeoutMs);
+      const onAbort = () => {
+        clearTimeout(timer);
+        resolve(false);
+      };
+      this.abort.signal.addEventListener('abort', onAbort, { once: true });
+      this.digitWaiter = () => {
+        clearTimeout(timer);
+        this.abort.signal.removeEventListener('abort', onAbort);
+        resolve(true);
+      };
+    });
+  }
+
+  private play(pcm: Int16Array): Promise<void> {
+    const media = this.media!;
+    return new Promise((resolve) => {
+      const done = () => {
+        this.abort.signal.removeEventListener('abort', done);
+        media.off('playbackDone', done);
+        resolve();
+      };
+      media.once('playbackDone', done);
+      this.abort.signal.addEventListener('abort', done, { once: true });
+      // A copy: the prepared audio may play again (loops, a repeated prompt) and play() moves its buffer away.
+      media.play(pcm.slice());
+    });
+  }
+
+  private sleep(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const timer = setTimeout(done, ms);
+      function done() {
+        clearTimeout(timer);
+        resolve();
+      }
+      this.abort.signal.addEventListener('abort', done, { once: true });
+    });
+  }
+
+  private endPromise: Promise<void> | null = null;
+
+  /** Ends an answered call (BYE unless the far end sent one): completed, with why when it was not the script's end. */
+  private endAnswered(why: LocalEnd | null, byRemote = false): Promise<void> {
+    if (this.endPromise) return this.endPromise;
+    this.abort.abort();
+    if (!byRemote) this.sip?.bye();
+    this.endPromise = this.finish({
+      status: why?.status ?? 'completed',
+      digits: this.digits,
+      detail: { by: byRemote ? 'remote' : 'ferry', ...(why ? { code: why.code } : {}) },
+      ...(why && why.code !== 'REMOTE_HANGUP' ? { errorCode: why.code, errorReason: why.message } : {}),
+    });
+    return this.endPromise;
+  }
+
+  private async finish(change: CallChange): Promise<void> {
+    if (this.ended) return;
+    this.ended = true;
+    this.abort.abort();
+    await this.change({ ...change, digits: change.digits ?? this.digits }, false).catch((err) => this.d.log.error({ err, callId: this.call.id }, 'voice call end not recorded'));
+  }
+
+  /** Records a change; a refused one means the call ended elsewhere: hang up now. */
+  private async change(change: CallChange, sameStatus = false): Promise<Call | null> {
+    if (sameStatus) {
+      // Trunk and SIP call id of a new attempt: no status move, only the row (no event).
+      await this.d.recorder.annotate(this.call.id, change);
+      return this.call;
+    }
+    const after = await this.d.recorder.apply(this.call.id, change, this.d.owner);
+    if (!after) {
+      if (!this.ended) {
+        this.ended = true;
+        this.abort.abort();
+        this.sip?.bye();
+        this.sip?.cancel();
+      }
+      return null;
+    }
+    this.call = after;
+    this.status = after.status;
+    return after;
+  }
+
+  private clearRing(): void {
+    if (this.ringTimer) clearTimeout(this.ringTimer);
+    this.ringTimer = null;
+  }
+
+  private cleanup(): void {
+    this.clearRing();
+    if (this.limitTimer) clearTimeout(this.limitTimer);
+    this.abort.abort();
+    void this.media?.stop().catch(() => undefined);
+  }
+}

@@ -1,0 +1,156 @@
+import type { Logger } from 'pino';
+import type { MediaEngine } from '../../rtp/index.js';
+import type { UserAgent } from '../../sip/index.js';
+import type { Db, Queryable, Throttle } from '../../store/types.js';
+import { WakeableSleep } from '../../util/wakeable-sleep.js';
+import type { Call } from './call.js';
+import { CallAudioError, prepareAudio, type PreparedAudio } from './call-audio.js';
+import type { CallRecorder } from './call-recorder.js';
+import { CallSession, type CallSessionDeps } from './call-session.js';
+import type { CallStore } from './call-store.js';
+import type { VoiceConfig } from './config.js';
+import type { Trunk, TrunkRegistry } from './trunk-registry.js';
+
+export interface DialerDeps {
+  db: Db;
+  store: CallStore;
+  recorder: CallRecorder;
+  trunks: TrunkRegistry;
+  ua: UserAgent;
+  /** The media engine, started with the first call (its worker threads cost nothing until a call needs them). */
+  media: () => Promise<MediaEngine>;
+  /** Runs before the first call is admitted (the embedded trunk simulator starts then). */
+  beforeFirstCall?: () => Promise<void>;
+  throttle: Throttle;
+  config: VoiceConfig;
+  instanceId: string;
+  mediaHost: string;
+  log: Logger;
+  prepare: (steps: Call['steps']) => Promise<PreparedAudio>;
+}
+
+const POLL_MS = 250;
+const CLAIM_LEASE_MS = 30_000;
+
+/**
+ * The owner side of calls, on an instance running the media role: claims due calls, admits each under the account's
+ * and a trunk's limits (calls a second through the shared throttle, calls up at once counted in the table under an
+ * advisory lock, so instances agree), prepares its audio, marks it `initiated` with this instance as owner, and runs
+ * its session. Renews its claim on its live calls and acts on hangups other instances asked for.
+ */
+export class Dialer {
+  readonly sessions = new Map<string, CallSession>();
+  private readonly wakeable = new WakeableSleep();
+  private stopping = false;
+  private loop: Promise<void> | null = null;
+  private renewTimer: NodeJS.Timeout | null = null;
+
+  constructor(private readonly d: DialerDeps) {}
+
+  start(): void {
+    this.loop = this.run();
+    const every = Math.max(1000, Math.floor((this.d.config.ownerLeaseSeconds * 1000) / 4));
+    this.renewTimer = setInterval(() => void this.renew().catch((err) => this.d.log.warn({ err }, 'voice: renewing the claim on live calls failed')), every);
+  }
+
+  wake(): void {
+    this.wakeable.wake();
+  }
+
+  /** A hangup asked on another instance (pub/sub): acted on at once if the call is ours. */
+  hangup(callId: string): void {
+    this.sessions.get(callId)?.hangup();
+  }
+
+  async stop(): Promise<void> {
+    this.stopping = true;
+    this.wakeable.wake();
+    await this.loop;
+    if (this.renewTimer) clearInterval(this.renewTimer);
+    const live = [...this.sessions.values()];
+    for (const s of live) s.shutdown();
+    // Each ends within a SIP transaction's time (BYE or CANCEL answered, or timed out).
+    await Promise.race([Promise.all(live.map((s) => s.done)), new Promise((r) => setTimeout(r, 5_000))]);
+  }
+
+  private async run(): Promise<void> {
+    while (!this.stopping) {
+      try {
+        const due = await this.d.store.claimDue(20, CLAIM_LEASE_MS);
+        for (const call of due) await this.admit(call);
+        if (due.length === 20) continue;
+      } catch (err) {
+        this.d.log.error({ err }, 'voice: claiming due calls failed');
+      }
+      await this.wakeable.sleep(POLL_MS);
+    }
+  }
+
+  /** One claimed call: dialled now, or put back to wait for its account's or a trunk's limits. */
+  private firstCall: Promise<void> | null = null;
+
+  private async admit(call: Call): Promise<void> {
+    const c = this.d.config;
+    if (this.d.beforeFirstCall) await (this.firstCall ??= this.d.beforeFirstCall());
+    const cps = await this.d.throttle.take(`voice:cps:{${call.accountId}}`, c.callsPerSecondPerAccount, Math.max(1, Math.ceil(c.callsPerSecondPerAccount)));
+    if (!cps.allowed) return this.d.store.postpone(call.id, Math.max(50, cps.retryAfterMs));
+    const trunks = this.d.trunks.candidates(call.to, call.from);
+    if (!trunks.length) {
+      await this.d.recorder.apply(call.id, { status: 'failed', errorCode: 'NO_TRUNK', errorReason: 'no SIP trunk carries calls to this destination from this caller ID', detail: { trunks: 0 } });
+      return;
+    }
+    // The first trunk with room; the others stay behind it for failover.
+    let first: Trunk | null = null;
+    for (const t of trunks) {
+      const take = await this.d.throttle.take(`voice:trunk-cps:{${t.name}}`, t.maxCallsPerSecond, Math.max(1, Math.ceil(t.maxCallsPerSecond)));
+      if (take.allowed) {
+        first = t;
+        break;
+      }
+    }
+    if (!first) return this.d.store.postpone(call.id, 200);
+    let audio: PreparedAudio;
+    try {
+      audio = await this.d.prepare(call.steps);
+    } catch (err) {
+      if (!(err instanceof CallAudioError)) throw err;
+      await this.d.recorder.apply(call.id, { status: 'failed', errorCode: err.code, errorReason: err.message, detail: { before: 'dialling' } });
+      return;
+    }
+    const order = [first, ...trunks.filter((t) => t !== first)];
+    const owner = { id: this.d.instanceId, leaseMs: c.ownerLeaseSeconds * 1000 };
+    const initiated = await this.d.recorder.apply(call.id, { status: 'initiated', trunk: first.name, detail: { owner: owner.id } }, owner, async (q: Queryable) => {
+      // Under advisory locks for the account and the trunk: two instances never both see room for one more call.
+      await q.query(`SELECT pg_advisory_xact_lock(hashtext($1)), pg_advisory_xact_lock(hashtext($2))`, [`voice-account:${call.accountId}`, `voice-trunk:${first!.name}`]);
+      const accountLive = await this.d.store.liveCount(q, { accountId: call.accountId });
+      if (accountLive >= c.maxConcurrentCallsPerAccount) return false;
+      return (await this.d.store.liveCount(q, { trunk: first!.name })) < first!.maxConcurrentCalls;
+    });
+    if (!initiated) {
+      // At a limit (or canceled meanwhile: postpone does nothing to a call no longer queued).
+      return this.d.store.postpone(call.id, 500);
+    }
+    const deps: CallSessionDeps = {
+      ua: this.d.ua,
+      media: await this.d.media(),
+      recorder: this.d.recorder,
+      owner,
+      mediaHost: this.d.mediaHost,
+      rtpTimeoutMs: c.media.rtpTimeoutSeconds * 1000,
+      log: this.d.log,
+      saveDigits: (id, digits) => this.d.store.saveDigits(id, digits),
+    };
+    const session = new CallSession(initiated, order, audio, deps);
+    this.sessions.set(call.id, session);
+    session.done = session.run().finally(() => this.sessions.delete(call.id));
+  }
+
+  /** Renews the claim on this instance's live calls; hangs up those another instance asked to. */
+  private async renew(): Promise<void> {
+    const ids = [...this.sessions.keys()];
+    const asked = await this.d.store.renew(this.d.instanceId, ids, this.d.config.ownerLeaseSeconds * 1000);
+    for (const id of asked) this.sessions.get(id)?.hangup();
+  }
+}
+
+export { prepareAudio };

@@ -1,0 +1,184 @@
+import { randomUUID } from 'node:crypto';
+import { hostname } from 'node:os';
+import { join } from 'node:path';
+import { swapLeaseHolder } from '../../platform/job-lease.js';
+import type { ChannelModule } from '../../platform/channel-module.js';
+import { IdempotencyStore } from '../../http/idempotency.js';
+import { MediaEngine } from '../../rtp/index.js';
+import { UserAgent } from '../../sip/index.js';
+import { simAdminRoutes } from '../../sim/voice/sim-admin-routes.js';
+import { voiceSimulatorCli } from '../../sim/voice/sim-cli.js';
+import { VoiceTrunkSimulator } from '../../sim/voice/trunk-simulator.js';
+import { prepareAudio } from './call-audio.js';
+import { VoicePrices } from './call-pricing.js';
+import { CallRecorder, VOICE_CALLBACK_MACHINE } from './call-recorder.js';
+import { CallStore } from './call-store.js';
+import { voiceConfigSchema, type VoiceConfig } from './config.js';
+import { Dialer } from './dialer.js';
+import { VOICE_ERRORS } from './errors.js';
+import { OrphanSweep } from './orphan-sweep.js';
+import { VOICE_SCOPES } from './scopes.js';
+import { callbackSigningSecret, StatusCallbackAdapter } from './status-callbacks.js';
+import { voiceStorage } from './storage.js';
+import { trunkAdminRoutes, voiceCli } from './trunk-admin.js';
+import { TrunkRegistry } from './trunk-registry.js';
+import { VOICE_EVENTS } from './voice-events.js';
+import { VOICE_MCP_TOOLS } from './voice-mcp-tools.js';
+import { voiceRoutes } from './voice-routes.js';
+import { VoiceService } from './voice-service.js';
+import { VoiceSpeech } from './voice-speech.js';
+
+export type { VoiceService } from './voice-service.js';
+
+/** What the module exposes (tests, the bench). */
+export interface VoiceModuleService {
+  voice: VoiceService;
+  trunks: TrunkRegistry;
+  /** The embedded trunk simulator, when it runs in this process (media role). */
+  simulator: () => VoiceTrunkSimulator | null;
+  /** The dialer, in a process running the media role. */
+  dialer: () => Dialer | null;
+}
+
+export const SIMULATOR_WARNING = 'voice: the embedded SIP trunk simulator stands in for a real trunk (voice.simulator); calls reach no telephone';
+
+/**
+ * Voice calls (Beta): outbound calls through SIP trunks with Ferry's own SIP and RTP stacks, text-to-speech
+ * (espeak-ng on this server, OpenAI-compatible providers for other locales) and WAV playback, DTMF gathering, status
+ * events and signed status callbacks, credit held per call and settled per second. Calls are placed by the API role
+ * and carried by an instance running the media role, which owns each call while it lasts (docs/voice.md).
+ */
+export const voiceModule: ChannelModule<VoiceModuleService> = {
+  name: 'voice',
+  maturity: 'beta',
+  tag: { name: 'voice', description: 'Voice calls (Beta): outbound calls over SIP trunks with text-to-speech, audio playback, DTMF input and status callbacks' },
+  scopes: VOICE_SCOPES,
+  config: { key: 'voice', schema: voiceConfigSchema },
+  errors: VOICE_ERRORS,
+  dependsOn: ['webhooks'],
+  events: VOICE_EVENTS,
+  ...voiceStorage,
+  async create(ctx) {
+    const c = ctx.section<VoiceConfig>();
+    const store = new CallStore(ctx.db);
+    const prices = new VoicePrices(c.prices, { minimumSeconds: c.prices.minimumSeconds, incrementSeconds: c.prices.incrementSeconds });
+    const trunks = new TrunkRegistry({ db: ctx.db, key: ctx.deriveKey('voice-trunks'), fromConfig: c.trunks, log: ctx.log });
+    const recorder = new CallRecorder({ db: ctx.db, store, events: ctx.events, holds: ctx.holds, pipeline: () => ctx.outbound.pipeline, increment: prices.increment });
+    const callbackKey = ctx.deriveKey('voice-callbacks');
+    const callbacks = new StatusCallbackAdapter({ guard: ctx.http, signingKey: callbackKey, timeoutMs: 10_000 });
+    ctx.outbound.product('voice', { machine: VOICE_CALLBACK_MACHINE, deadlineMs: 24 * 3_600_000, backoff: { baseMs: 2_000, maxMs: 10 * 60_000 } });
+    ctx.outbound.provider({ adapter: callbacks, maxConcurrency: 32, sendTimeoutMs: 15_000, leaseMs: 60_000 });
+    const speech = new VoiceSpeech({ config: c.tts, cacheDir: join(ctx.config.dataDir, 'voice-tts-cache'), log: ctx.log });
+    const media = ctx.roles.has('media');
+    const simulatorOn = c.simulator === 'on' || (c.simulator === 'auto' && !c.trunks.length && ctx.db.kind !== 'postgres');
+    let simulator: VoiceTrunkSimulator | null = null;
+    let dialer: Dialer | null = null;
+    let ua: UserAgent | null = null;
+    let engine: MediaEngine | null = null;
+    const unsubscribe: Array<() => Promise<void>> = [];
+    const instanceId = `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
+    const service = new VoiceService({
+      db: ctx.db,
+      store,
+      recorder,
+      holds: ctx.holds,
+      accounts: ctx.accounts,
+      prices,
+      guard: ctx.http,
+      config: c,
+      checkVoice: async (say) => void (await speech.resolve(say)),
+      wakeDialer: () => {
+        dialer?.wake();
+        void ctx.pubsub.publish('due', '').catch(() => undefined);
+      },
+      notifyHangup: (id) => {
+        dialer?.hangup(id);
+        void ctx.pubsub.publish('hangup', id).catch(() => undefined);
+      },
+    });
+    const leaseMs = c.ownerLeaseSeconds * 1000;
+    const sweep = new OrphanSweep({ store, recorder, leaseMs, log: ctx.log });
+    const guarded = ctx.http.client({ agent: { keepAlive: true, maxSockets: 32 } });
+    const idempotency = new IdempotencyStore(ctx.db);
+    return {
+      service: { voice: service, trunks, simulator: () => simulator, dialer: () => dialer },
+      mcpTools: VOICE_MCP_TOOLS,
+      async routes(app) {
+        await app.register(voiceRoutes, { service, idempotency, voices: () => speech.voices(), callbackSecret: (accountId) => callbackSigningSecret(callbackKey, accountId) });
+      },
+      async adminRoutes(app) {
+        await app.register(trunkAdminRoutes, { trunks });
+        await app.register(simAdminRoutes, { simulator: () => simulator });
+      },
+      async start() {
+        await trunks.refresh();
+        if (!media) return;
+        ua = await UserAgent.create({ host: c.sip.host, port: c.sip.port, advertisedHost: c.sip.advertisedHost ?? undefined, userAgent: 'Ferry' });
+        ua.on('warning', (err) => ctx.log.debug({ err: err.message }, 'voice: SIP warning'));
+        // With the embedded trunk simulator, Ferry's calls take the lower half of the RTP ports and the simulator the upper.
+        const half = Math.floor((c.media.portMax - c.media.portMin) / 2);
+        const ours = simulatorOn ? { min: c.media.portMin, max: c.media.portMin + half } : { min: c.media.portMin, max: c.media.portMax };
+        let starting: Promise<MediaEngine> | null = null;
+        const mediaEngine = () => (starting ??= MediaEngine.start({ workers: c.media.workers, portRange: ours, host: c.sip.host }).then((e) => (engine = e)));
+        dialer = new Dialer({
+          db: ctx.db,
+          store,
+          recorder,
+          trunks,
+          ua,
+          media: mediaEngine,
+          beforeFirstCall: async () => {
+            if (!simulatorOn) return;
+            simulator = new VoiceTrunkSimulator();
+            await simulator.start({ host: '127.0.0.1', port: 0, transport: 'udp', mediaPortRange: { min: c.media.portMin + half + 1, max: c.media.portMax } });
+            trunks.addSimulated({ name: 'simulator', host: '127.0.0.1', port: simulator.port, transport: 'udp', username: null, password: null, fromDomain: null, callerIdPrefixes: [], destinationPrefixes: [], priority: 1000, maxCallsPerSecond: 1000, maxConcurrentCalls: 100_000, optionsIntervalSeconds: 0 });
+            ctx.warn(SIMULATOR_WARNING);
+          },
+          throttle: ctx.backends.throttle,
+          config: c,
+          instanceId,
+          mediaHost: c.sip.advertisedHost ?? c.sip.host,
+          log: ctx.log,
+          prepare: (steps) => prepareAudio(steps, { speech: (say) => speech.synthesize(say), http: guarded, maxBytes: c.playback.maxBytes, maxSeconds: c.playback.maxSeconds, timeoutMs: 15_000 }),
+        });
+        // An earlier life of this daemon (same data folder) left its calls behind: end them now, not a lease later.
+        const previous = swapLeaseHolder(ctx.config.dataDir, instanceId, 'voice-calls.holder');
+        if (previous) await ctx.db.query(`UPDATE voice_calls SET owner_until = now() - interval '1 second' WHERE owner = $1 AND status IN ('initiated', 'ringing', 'in-progress')`, [previous]);
+        unsubscribe.push(await ctx.pubsub.subscribe('due', () => dialer?.wake()));
+        unsubscribe.push(await ctx.pubsub.subscribe('hangup', (id) => dialer?.hangup(id)));
+        dialer.start();
+        ctx.log.info({ sip: `${ua.host}:${ua.port}`, simulator: simulatorOn }, 'voice: SIP user agent started');
+      },
+      async stop() {
+        for (const u of unsubscribe.splice(0)) await u().catch(() => undefined);
+        await dialer?.stop();
+        await ua?.close();
+        await engine?.close();
+        await simulator?.stop();
+        if (simulator) ctx.unwarn(SIMULATOR_WARNING);
+        callbacks.close();
+        guarded.close();
+      },
+      jobs: [
+        { name: 'voice.orphans', everyMs: 5_000, scope: 'cluster', roles: ['media'], run: () => sweep.runOnce() },
+        { name: 'voice.trunks-refresh', everyMs: 10_000, scope: 'instance', roles: ['media', 'api'], run: () => trunks.refresh() },
+        {
+          name: 'voice.trunk-keepalive',
+          everyMs: 30_000,
+          scope: 'instance',
+          roles: ['media'],
+          run: async () => {
+            if (!ua) return;
+            for (const t of trunks.list()) {
+              if (!t.optionsIntervalSeconds) continue;
+              const answered = await ua.options({ host: t.host, port: t.port, transport: t.transport }).then(() => true, () => false);
+              trunks.markHealth(t.name, answered);
+            }
+          },
+        },
+      ],
+    };
+  },
+  cli: voiceCli,
+  simulators: [{ name: 'voice', description: 'a SIP trunk simulator: answers, rings out, busy or no-answer by number, records what it hears, plays DTMF back', cli: voiceSimulatorCli }],
+};
