@@ -35,6 +35,8 @@ export interface OpenOptions {
   rtpTimeoutMs?: number;
   rtcpIntervalMs?: number;
   digitMs?: number;
+  /** Send silence between prompts (MediaSessionOptions.continuous). */
+  continuous?: boolean;
 }
 
 interface Pending {
@@ -52,7 +54,8 @@ function workerEntry(): { script: URL | string; eval: boolean } {
   const compiled = new URL('./media-worker.js', import.meta.url);
   if (existsSync(fileURLToPath(compiled))) return { script: compiled, eval: false };
   const source = new URL('./media-worker.ts', import.meta.url);
-  if (!process.execArgv.some((arg) => /[\\/]tsx[\\/]/.test(arg))) return { script: source, eval: false };
+  // tsx as a path (its CLI) or as the bare specifier of `node --import tsx` (how `npm run bench` starts a scenario).
+  if (!process.execArgv.some((arg) => /[\\/]tsx[\\/]/.test(arg) || arg === 'tsx' || arg === '--import=tsx')) return { script: source, eval: false };
   // tsx resolved from here (the package), not from the worker's cwd.
   const tsxApi = import.meta.resolve('tsx/esm/api');
   const bootstrap = `import(${JSON.stringify(tsxApi)}).then((tsx) => { tsx.register(); return import(${JSON.stringify(source.href)}); })`;

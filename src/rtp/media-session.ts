@@ -40,6 +40,11 @@ export interface MediaSessionOptions {
   cname?: string;
   /** Key hold for sent digits (default 100 ms). */
   digitMs?: number;
+  /**
+   * Send silence while nothing is queued, as a phone does (default false: nothing is sent between prompts). Carriers'
+   * border controllers hang up calls whose RTP stops for a while, so a call on hold between steps keeps streaming.
+   */
+  continuous?: boolean;
 }
 
 export interface MediaSessionStats {
@@ -107,6 +112,7 @@ export class MediaSession extends EventEmitter<MediaSessionEvents> {
   private queueOffset = 0;
   private playing = false;
   private sentAudioLastTick = false;
+  private readonly continuous: boolean;
   private readonly digitQueue: string[] = [];
   private event: { packets: TelephoneEventPacket[]; next: number; timestamp: number } | undefined;
   private readonly digitMs: number;
@@ -163,6 +169,7 @@ export class MediaSession extends EventEmitter<MediaSessionEvents> {
     this.lastReceiveNs = this.startNs;
     this.rtpTimeoutNs = BigInt(Math.round((options.rtpTimeoutMs ?? 0) * 1e6));
     this.rtcpEveryTicks = Math.max(1, Math.round((options.rtcpIntervalMs ?? 5000) / 20));
+    this.continuous = options.continuous ?? false;
     this.cname = options.cname ?? `ferry-${this.ssrc.toString(16)}@${options.host ?? '127.0.0.1'}`;
     const slab = Buffer.alloc((RTP_HEADER_LENGTH + FRAME_SAMPLES) * SEND_RING + (RTP_HEADER_LENGTH + 4) * SEND_RING);
     this.sendRing = [];
@@ -245,6 +252,7 @@ export class MediaSession extends EventEmitter<MediaSessionEvents> {
     if (remote) {
       if (this.event || this.digitQueue.length > 0) this.sendEventPacket(remote, dueNs);
       else if (this.playing) this.sendAudioFrame(remote, dueNs);
+      else if (this.continuous) this.sendAudioFrame(remote, dueNs);
       else this.sentAudioLastTick = false;
       if (this.ticks % this.rtcpEveryTicks === 0) this.sendReport(remote);
     }
@@ -269,7 +277,7 @@ export class MediaSession extends EventEmitter<MediaSessionEvents> {
     this.send(packet, remote, dueNs);
     this.bytesSent += FRAME_SAMPLES;
     this.sentAudioLastTick = true;
-    if (this.queue.length === 0) {
+    if (this.playing && this.queue.length === 0) {
       this.playing = false;
       this.emit('playbackDone');
     }
@@ -395,6 +403,9 @@ export class MediaSession extends EventEmitter<MediaSessionEvents> {
       return;
     }
     this.rtcpReceived++;
+    // A far end that suppresses silence still sends its reports: it is alive.
+    this.lastReceiveNs = process.hrtime.bigint();
+    this.timedOut = false;
     for (const report of compound.reports) {
       if (report.sender && (this.remoteSsrc === undefined || report.ssrc === this.remoteSsrc)) {
         this.lastSrMiddle = ntpMiddle(report.sender.ntpSeconds, report.sender.ntpFraction);
