@@ -70,7 +70,7 @@ export class CallSession {
   /** Runs the call to its end; never throws (a failure ends the call as failed with its reason). */
   async run(): Promise<void> {
     try {
-      this.media = await this.d.media.open({ codec: 'PCMU', rtpTimeoutMs: this.d.rtpTimeoutMs, inbandDtmf: true });
+      this.media = await this.d.media.open({ codec: 'PCMU', rtpTimeoutMs: this.d.rtpTimeoutMs, inbandDtmf: true, continuous: true });
       this.media.on('digit', (digit) => this.onDigit(digit));
       this.media.on('rtpTimeout', () => this.endAnswered({ code: 'RTP_TIMEOUT', message: `no audio from the far end for ${Math.round(this.d.rtpTimeoutMs / 1000)} s`, status: 'completed' }));
       const tried: string[] = [...this.call.trunksTried];
@@ -303,11 +303,16 @@ export class CallSession {
     await this.change({ ...change, digits: change.digits ?? this.digits }, false).catch((err) => this.d.log.error({ err, callId: this.call.id }, 'voice call end not recorded'));
   }
 
+  private annotations: Promise<void> = Promise.resolve();
+
   /** Records a change; a refused one means the call ended elsewhere: hang up now. */
   private async change(change: CallChange, sameStatus = false): Promise<Call | null> {
     if (sameStatus) {
-      // Trunk and SIP call id of a new attempt: no status move, only the row (no event).
-      await this.d.recorder.annotate(this.call.id, change);
+      // Trunk and SIP call id of a new attempt: no status move, only the row (no event). One after another: on a pool
+      // a failover's two writes could land out of order and leave the row naming the trunk that refused the call.
+      const write = this.annotations.then(() => this.d.recorder.annotate(this.call.id, change));
+      this.annotations = write.catch(() => undefined);
+      await write;
       return this.call;
     }
     const after = await this.d.recorder.apply(this.call.id, change, this.d.owner);
