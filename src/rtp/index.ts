@@ -25,3 +25,4 @@ export { MediaSession, type Negotiated, type MediaSessionOptions, type MediaSess
 export { MediaEngine, type MediaEngineOptions, type OpenOptions } from './media-engine.js';
 export { MediaHandle, type MediaHandleEvents, type MediaStopResult, type PlayOptions } from './media-handle.js';
 export { measurePacing, type PacingProbeOptions, type PacingProbeResult } from './pacing-probe.js';
+export { SpeechProfiler, type SpeechRun } from './speech-profiler.js';

@@ -37,6 +37,8 @@ export interface OpenOptions {
   digitMs?: number;
   /** Send silence between prompts (MediaSessionOptions.continuous). */
   continuous?: boolean;
+  /** Profile the far end's first speech (MediaSessionOptions.speechProfile). */
+  speechProfile?: { windowMs: number };
 }
 
 interface Pending {
@@ -172,6 +174,9 @@ class WorkerLink {
         return;
       case 'rtpTimeout':
         this.handles.get(reply.id)?.emit('rtpTimeout');
+        return;
+      case 'speechProfile':
+        this.handles.get(reply.id)?.emit('speechProfile', reply.runs);
         return;
       case 'ready':
       case 'closed':

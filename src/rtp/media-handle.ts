@@ -3,11 +3,14 @@ import { EventEmitter } from 'node:events';
 import { dtmfEventCode } from './dtmf.js';
 import type { DigitSource, MediaSessionStats, Negotiated, RemoteAddress } from './media-session.js';
 import type { WorkerRequest } from './media-worker.js';
+import type { SpeechRun } from './speech-profiler.js';
 
 export interface MediaHandleEvents {
   digit: [digit: string, source: DigitSource];
   playbackDone: [];
   rtpTimeout: [];
+  /** The far end's speech in its first audio (OpenOptions.speechProfile). */
+  speechProfile: [runs: SpeechRun[]];
 }
 
 export interface MediaStopResult {

@@ -12,6 +12,7 @@ import { codecOfPayloadType, decodeG711, encodeG711, FRAME_SAMPLES, PAYLOAD_TYPE
 import { PacingHistogram, type PacingSummary } from './pacing-histogram.js';
 import { RtpReceiveStats } from './receive-stats.js';
 import { buildRtcpReport, ntpMiddle, ntpTime, parseRtcp, type ReportBlock, type RtcpCompound } from './rtcp.js';
+import { SpeechProfiler, type SpeechRun } from './speech-profiler.js';
 import { addTimestamp, decodeRtp, emptyRtpPacket, RTP_HEADER_LENGTH, timestampDelta, writeRtpHeader } from './rtp-packet.js';
 
 export interface RemoteAddress {
@@ -45,6 +46,8 @@ export interface MediaSessionOptions {
    * border controllers hang up calls whose RTP stops for a while, so a call on hold between steps keeps streaming.
    */
   continuous?: boolean;
+  /** Profile the far end's speech over its first `windowMs` of audio (`speechProfile` event), for answering-machine detection. */
+  speechProfile?: { windowMs: number };
 }
 
 export interface MediaSessionStats {
@@ -76,6 +79,7 @@ export interface MediaSessionEvents {
   digit: [digit: string, source: DigitSource];
   playbackDone: [];
   rtpTimeout: [];
+  speechProfile: [runs: SpeechRun[]];
   rtcp: [report: RtcpCompound];
   error: [error: Error];
 }
@@ -113,6 +117,9 @@ export class MediaSession extends EventEmitter<MediaSessionEvents> {
   private playing = false;
   private sentAudioLastTick = false;
   private readonly continuous: boolean;
+  private readonly profiler: SpeechProfiler | null;
+  /** When the far end's first audio arrived: the profile closes a window later even if its audio stops. */
+  private profileStartNs: bigint | null = null;
   private readonly digitQueue: string[] = [];
   private event: { packets: TelephoneEventPacket[]; next: number; timestamp: number } | undefined;
   private readonly digitMs: number;
@@ -170,6 +177,7 @@ export class MediaSession extends EventEmitter<MediaSessionEvents> {
     this.rtpTimeoutNs = BigInt(Math.round((options.rtpTimeoutMs ?? 0) * 1e6));
     this.rtcpEveryTicks = Math.max(1, Math.round((options.rtcpIntervalMs ?? 5000) / 20));
     this.continuous = options.continuous ?? false;
+    this.profiler = options.speechProfile ? new SpeechProfiler(options.speechProfile.windowMs) : null;
     this.cname = options.cname ?? `ferry-${this.ssrc.toString(16)}@${options.host ?? '127.0.0.1'}`;
     const slab = Buffer.alloc((RTP_HEADER_LENGTH + FRAME_SAMPLES) * SEND_RING + (RTP_HEADER_LENGTH + 4) * SEND_RING);
     this.sendRing = [];
@@ -248,6 +256,9 @@ export class MediaSession extends EventEmitter<MediaSessionEvents> {
   tick(dueNs: bigint): void {
     if (this.closed) return;
     this.ticks++;
+    if (this.profileStartNs !== null && !this.profiler!.finished && dueNs - this.profileStartNs >= BigInt(this.profiler!.windowMs) * 1_000_000n) {
+      this.emit('speechProfile', this.profiler!.finish());
+    }
     const remote = this.remote;
     if (remote) {
       if (this.event || this.digitQueue.length > 0) this.sendEventPacket(remote, dueNs);
@@ -369,6 +380,11 @@ export class MediaSession extends EventEmitter<MediaSessionEvents> {
     if (!codec) return;
     const samples = decodeG711(codec, message, this.decoded, packet.payloadOffset, packet.payloadLength);
     if (this.recording && !this.recordingFull) this.record(packet.timestamp, samples);
+    if (this.profiler && !this.profiler.finished) {
+      this.profileStartNs ??= now;
+      const runs = this.profiler.push(packet.timestamp, this.decoded, samples);
+      if (runs) this.emit('speechProfile', runs);
+    }
     if (this.inband) {
       const digits = this.inband.push(this.decoded, 0, samples);
       for (const digit of digits) this.reportDigit(digit, 'inband');

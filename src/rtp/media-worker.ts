@@ -4,6 +4,7 @@
  */
 import { isMainThread, parentPort, workerData } from 'node:worker_threads';
 import { FrameScheduler } from './frame-scheduler.js';
+import type { SpeechRun } from './speech-profiler.js';
 import { MediaSession, type DigitSource, type MediaSessionOptions, type MediaSessionStats, type Negotiated, type RemoteAddress } from './media-session.js';
 import { PortPool, type PortRange } from './port-pool.js';
 
@@ -29,6 +30,7 @@ export type WorkerReply =
   | { kind: 'digit'; id: number; digit: string; source: DigitSource }
   | { kind: 'playbackDone'; id: number }
   | { kind: 'rtpTimeout'; id: number }
+  | { kind: 'speechProfile'; id: number; runs: SpeechRun[] }
   | { kind: 'stopped'; id: number; stats: MediaSessionStats; recording?: Int16Array }
   | { kind: 'closed' };
 
@@ -99,6 +101,7 @@ class MediaWorker {
         session.on('digit', (digit, source) => this.reply({ kind: 'digit', id, digit, source }));
         session.on('playbackDone', () => this.reply({ kind: 'playbackDone', id }));
         session.on('rtpTimeout', () => this.reply({ kind: 'rtpTimeout', id }));
+        session.on('speechProfile', (runs) => this.reply({ kind: 'speechProfile', id, runs }));
         session.on('error', () => undefined); // a send to a closed port (ICMP) is the peer's problem, seen as loss
         if (this.sessions.size === 1) this.scheduler.start();
         this.reply({ kind: 'opened', id, localPort });
