@@ -78,10 +78,11 @@ export class CallRecorder {
   }
 
   /** What a new dial attempt learnt (trunk, SIP Call-ID) without a status move: the row only, no history, no event. */
-  async annotate(id: string, change: Pick<CallChange, 'trunk' | 'trunksTried' | 'sipCallId'>): Promise<void> {
+  async annotate(id: string, change: Pick<CallChange, 'trunk' | 'trunksTried' | 'sipCallId' | 'answeredBy'>): Promise<void> {
     await this.o.db.query(
-      `UPDATE voice_calls SET trunk = COALESCE($2, trunk), trunks_tried = COALESCE($3::text[], trunks_tried), sip_call_id = COALESCE($4, sip_call_id) WHERE id = $1`,
-      [id, change.trunk ?? null, change.trunksTried ?? null, change.sipCallId ?? null],
+      `UPDATE voice_calls SET trunk = COALESCE($2, trunk), trunks_tried = COALESCE($3::text[], trunks_tried), sip_call_id = COALESCE($4, sip_call_id),
+         answered_by = COALESCE($5, answered_by) WHERE id = $1`,
+      [id, change.trunk ?? null, change.trunksTried ?? null, change.sipCallId ?? null, change.answeredBy ?? null],
     );
   }
 

@@ -3,6 +3,7 @@ import type { MediaEngine, MediaHandle } from '../../rtp/index.js';
 import type { OutgoingCall, UserAgent } from '../../sip/index.js';
 import type { Call, CallChange } from './call.js';
 import type { PreparedAudio } from './call-audio.js';
+import { DETECTION_WINDOW_MS, guessAnsweredBy, type AnsweredBy } from './answering-machine.js';
 import type { CallRecorder } from './call-recorder.js';
 import { isRinging, statusOfFinalResponse } from './call-status.js';
 import { buildOffer, readAnswer } from './sdp.js';
@@ -51,6 +52,8 @@ export class CallSession {
   private readonly abort = new AbortController();
   private digitWaiter: (() => void) | null = null;
   private status: Call['status'];
+  /** machineDetection's guess, once the far end's first seconds were heard. */
+  private answeredBy: AnsweredBy | null = null;
   /** Settles when run() has ended the call (the dialer waits on it at shutdown). */
   done: Promise<void> = Promise.resolve();
 
@@ -70,7 +73,20 @@ export class CallSession {
   /** Runs the call to its end; never throws (a failure ends the call as failed with its reason). */
   async run(): Promise<void> {
     try {
-      this.media = await this.d.media.open({ codec: 'PCMU', rtpTimeoutMs: this.d.rtpTimeoutMs, inbandDtmf: true, continuous: true });
+      const detect = this.call.machineDetection === 'detect';
+      this.media = await this.d.media.open({
+        codec: 'PCMU',
+        rtpTimeoutMs: this.d.rtpTimeoutMs,
+        inbandDtmf: true,
+        continuous: true,
+        ...(detect ? { speechProfile: { windowMs: DETECTION_WINDOW_MS } } : {}),
+      });
+      if (detect) {
+        this.media.once('speechProfile', (runs) => {
+          this.answeredBy = guessAnsweredBy(runs);
+          if (!this.ended) void this.d.recorder.annotate(this.call.id, { answeredBy: this.answeredBy }).catch(() => undefined);
+        });
+      }
       this.media.on('digit', (digit) => this.onDigit(digit));
       this.media.on('rtpTimeout', () => this.endAnswered({ code: 'RTP_TIMEOUT', message: `no audio from the far end for ${Math.round(this.d.rtpTimeoutMs / 1000)} s`, status: 'completed' }));
       const tried: string[] = [...this.call.trunksTried];
@@ -290,6 +306,7 @@ export class CallSession {
     this.endPromise = this.finish({
       status: why?.status ?? 'completed',
       digits: this.digits,
+      ...(this.call.machineDetection === 'detect' ? { answeredBy: this.answeredBy ?? 'unknown' } : {}),
       detail: { by: byRemote ? 'remote' : 'ferry', ...(why ? { code: why.code } : {}) },
       ...(why && why.code !== 'REMOTE_HANGUP' ? { errorCode: why.code, errorReason: why.message } : {}),
     });
@@ -303,19 +320,27 @@ export class CallSession {
     await this.change({ ...change, digits: change.digits ?? this.digits }, false).catch((err) => this.d.log.error({ err, callId: this.call.id }, 'voice call end not recorded'));
   }
 
-  private annotations: Promise<void> = Promise.resolve();
+  /**
+   * The call's writes, one after another in the order SIP events came: on a Postgres pool two unawaited writes race,
+   * and a 180's `ringing` landing after the 200's `in-progress` was refused as if the call had ended elsewhere (the
+   * session hung up), or a failover's first trunk was left on the row.
+   */
+  private writes: Promise<unknown> = Promise.resolve();
+
+  private inOrder<T>(write: () => Promise<T>): Promise<T> {
+    const next = this.writes.then(write);
+    this.writes = next.catch(() => undefined);
+    return next;
+  }
 
   /** Records a change; a refused one means the call ended elsewhere: hang up now. */
   private async change(change: CallChange, sameStatus = false): Promise<Call | null> {
     if (sameStatus) {
-      // Trunk and SIP call id of a new attempt: no status move, only the row (no event). One after another: on a pool
-      // a failover's two writes could land out of order and leave the row naming the trunk that refused the call.
-      const write = this.annotations.then(() => this.d.recorder.annotate(this.call.id, change));
-      this.annotations = write.catch(() => undefined);
-      await write;
+      // Trunk and SIP call id of a new attempt: no status move, only the row (no event).
+      await this.inOrder(() => this.d.recorder.annotate(this.call.id, change));
       return this.call;
     }
-    const after = await this.d.recorder.apply(this.call.id, change, this.d.owner);
+    const after = await this.inOrder(() => this.d.recorder.apply(this.call.id, change, this.d.owner));
     if (!after) {
       if (!this.ended) {
         this.ended = true;

@@ -11,6 +11,7 @@
  *   …77   answered, the trunk sends DTMF 1234# (RFC 4733, in-band if the offer has no telephone-event) after 500 ms
  *   …88   answered, the trunk plays 1 s of 440 Hz
  *   …66   answered without telephone-event in the SDP answer (the caller must fall back to in-band DTMF)
+ *   …99   answered, the trunk plays 4 s of 300 Hz at once (a long greeting: an answering machine)
  *   other 180 Ringing after 100 ms, 200 OK 200 ms later; the call stays up until someone hangs up
  *
  * Three-digit endings are looked at first: …488 is a rejection, not …88.
@@ -52,6 +53,7 @@ const BY_TWO_DIGITS: Readonly<Record<string, TrunkBehaviour>> = {
   '77': answer({ action: 'digits', digits: '1234#', afterMs: 500 }),
   '88': answer({ action: 'tone', frequencyHz: 440, durationMs: 1000 }),
   '66': answer({ action: 'none' }, false),
+  '99': answer({ action: 'tone', frequencyHz: 300, durationMs: 4000 }),
 };
 
 /** The digits of a called number (`+` and anything else dropped); '' when it has none. */

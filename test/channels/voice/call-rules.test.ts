@@ -2,6 +2,7 @@
 import t from 'tap';
 import { affordableSeconds, billableSeconds, costMicros, VoicePrices } from '../../../src/channels/voice/call-pricing.js';
 import { scriptOf, urlsOf } from '../../../src/channels/voice/call-script.js';
+import { guessAnsweredBy } from '../../../src/channels/voice/answering-machine.js';
 import { callbackEventOf, canMove, CALL_STATUSES, eventOf, isFinal, isRinging, statusOfFinalResponse } from '../../../src/channels/voice/call-status.js';
 
 t.test('SIP responses map to the statuses Twilio users expect', async (t) => {
@@ -75,4 +76,13 @@ t.test('a call is given exactly one of say, play or script', async (t) => {
   const ok = scriptOf({ script: [{ say: { text: 'Press 1' } }, { gather: { digits: 1, prompt: { play: { url: 'https://a/b.wav' } } } }, { play: { url: 'https://a/c.wav' } }, { hangup: {} }] });
   t.ok('steps' in ok);
   if ('steps' in ok) t.same(urlsOf(ok.steps), ['https://a/b.wav', 'https://a/c.wav'], 'every URL the call will fetch');
+});
+
+t.test('answering machine guess from the first speech', async (t) => {
+  t.equal(guessAnsweredBy([]), 'unknown', 'silence');
+  t.equal(guessAnsweredBy([[100, 900]]), 'human', '"Hello?" then waiting');
+  t.equal(guessAnsweredBy([[0, 3200]]), 'machine', 'a long greeting from the start');
+  t.equal(guessAnsweredBy([[100, 900], [1200, 2600]]), 'unknown', 'no pause after the first words');
+  t.equal(guessAnsweredBy([[2500, 3000]]), 'unknown', 'a long wait before speaking');
+  t.equal(guessAnsweredBy([[0, 1000], [2000, 3500]]), 'unknown', 'too much speech for a greeting and a wait');
 });

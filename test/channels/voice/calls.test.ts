@@ -136,6 +136,15 @@ t.test(`voice calls through the trunk simulator (${backendLabel})`, async (t) =>
     t.same(done.history.at(-1).detail.by, 'remote');
   });
 
+  await t.test('machine detection, best effort: a short greeting is a person, a long one a machine', async (t) => {
+    const human = await place({ to: '+14155550188', script: [{ pause: { seconds: 6 } }], machineDetection: 'detect' });
+    const machine = await place({ to: '+14155550199', script: [{ pause: { seconds: 6 } }], machineDetection: 'detect' });
+    const plain = await place({ to: '+14155550189', script: [{ pause: { seconds: 1 } }] });
+    t.equal((await final(human.json.data.callId)).answeredBy, 'human', '1 s of sound, then quiet');
+    t.equal((await final(machine.json.data.callId)).answeredBy, 'machine', '4 s of sound from the answer');
+    t.equal((await final(plain.json.data.callId)).answeredBy, null, 'not asked: not guessed');
+  });
+
   await t.test('a bad audio file fails the call before anyone is rung, with the reason', async (t) => {
     let body: Buffer = Buffer.from('this is not a wav file');
     const srv = createServer((_req, res) => {
