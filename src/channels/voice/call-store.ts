@@ -238,12 +238,15 @@ export class CallStore {
     await q.query(`UPDATE voice_calls SET hangup_requested = true WHERE id = $1`, [id]);
   }
 
-  /** Live calls whose owner stopped renewing (crashed or cut off): their ids, owners and last renewal. */
-  async orphans(limit: number, leaseMs: number): Promise<Array<{ id: string; owner: string | null; lastRenewal: Date }>> {
+  /**
+   * Live calls whose owner stopped renewing (crashed or cut off), or every live call of `stoppedOwner` (known dead, its
+   * claim not yet lapsed): their ids, owners and last renewal.
+   */
+  async orphans(limit: number, leaseMs: number, stoppedOwner: string | null = null): Promise<Array<{ id: string; owner: string | null; lastRenewal: Date }>> {
     const { rows } = await this.db.query<{ id: string; owner: string | null; last: Date | string }>(
       `SELECT id, owner, owner_until - make_interval(secs => $2::float8 / 1000.0) AS last FROM voice_calls
-       WHERE status IN ${LIVE} AND owner_until < now() ORDER BY owner_until LIMIT $1`,
-      [limit, leaseMs],
+       WHERE status IN ${LIVE} AND (CASE WHEN $3::text IS NULL THEN owner_until < now() ELSE owner = $3 END) ORDER BY owner_until LIMIT $1`,
+      [limit, leaseMs, stoppedOwner],
     );
     return rows.map((r) => ({ id: r.id, owner: r.owner, lastRenewal: date(r.last)! }));
   }

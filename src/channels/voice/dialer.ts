@@ -117,6 +117,15 @@ export class Dialer {
       await this.d.recorder.apply(call.id, { status: 'failed', errorCode: err.code, errorReason: err.message, detail: { before: 'dialling' } });
       return;
     }
+    // The media plane before the call is ours: a call marked initiated that cannot get it would wait for the orphan
+    // sweep and end OWNER_LOST while this instance is alive. It waits in the queue instead, and says why in the log.
+    let media: MediaEngine;
+    try {
+      media = await this.d.media();
+    } catch (err) {
+      this.d.log.error({ err, callId: call.id }, 'voice: the media engine could not start; the call waits');
+      return this.d.store.postpone(call.id, 5_000);
+    }
     const order = [first, ...trunks.filter((t) => t !== first)];
     const owner = { id: this.d.instanceId, leaseMs: c.ownerLeaseSeconds * 1000 };
     const initiated = await this.d.recorder.apply(call.id, { status: 'initiated', trunk: first.name, detail: { owner: owner.id } }, owner, async (q: Queryable) => {
@@ -132,7 +141,7 @@ export class Dialer {
     }
     const deps: CallSessionDeps = {
       ua: this.d.ua,
-      media: await this.d.media(),
+      media,
       recorder: this.d.recorder,
       owner,
       mediaHost: this.d.mediaHost,

@@ -119,7 +119,15 @@ export const voiceModule: ChannelModule<VoiceModuleService> = {
         const half = Math.floor((c.media.portMax - c.media.portMin) / 2);
         const ours = simulatorOn ? { min: c.media.portMin, max: c.media.portMin + half } : { min: c.media.portMin, max: c.media.portMax };
         let starting: Promise<MediaEngine> | null = null;
-        const mediaEngine = () => (starting ??= MediaEngine.start({ workers: c.media.workers, portRange: ours, host: c.sip.host }).then((e) => (engine = e)));
+        // A start that failed is tried again by the next call rather than cached.
+        const mediaEngine = () =>
+          (starting ??= MediaEngine.start({ workers: c.media.workers, portRange: ours, host: c.sip.host }).then(
+            (e) => (engine = e),
+            (err: unknown) => {
+              starting = null;
+              throw err;
+            },
+          ));
         dialer = new Dialer({
           db: ctx.db,
           store,
@@ -141,9 +149,10 @@ export const voiceModule: ChannelModule<VoiceModuleService> = {
           log: ctx.log,
           prepare: (steps) => prepareAudio(steps, { speech: (say) => speech.synthesize(say), http: guarded, maxBytes: c.playback.maxBytes, maxSeconds: c.playback.maxSeconds, timeoutMs: 15_000 }),
         });
-        // An earlier life of this daemon (same data folder) left its calls behind: end them now, not a lease later.
+        // An earlier life of this daemon (same data folder) left its calls behind: end them now, not a lease later, at
+        // its last renewal (moving their claims to lapse now instead would lose that time: it is the claim less a lease).
         const previous = swapLeaseHolder(ctx.config.dataDir, instanceId, 'voice-calls.holder');
-        if (previous) await ctx.db.query(`UPDATE voice_calls SET owner_until = now() - interval '1 second' WHERE owner = $1 AND status IN ('initiated', 'ringing', 'in-progress')`, [previous]);
+        if (previous) while ((await sweep.runOnce(previous)) >= 100);
         unsubscribe.push(await ctx.pubsub.subscribe('due', () => dialer?.wake()));
         unsubscribe.push(await ctx.pubsub.subscribe('hangup', (id) => dialer?.hangup(id)));
         dialer.start();

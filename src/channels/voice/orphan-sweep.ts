@@ -11,9 +11,10 @@ import type { CallStore } from './call-store.js';
 export class OrphanSweep {
   constructor(private readonly o: { store: CallStore; recorder: CallRecorder; leaseMs: number; log: Logger }) {}
 
-  async runOnce(): Promise<number> {
+  /** With `stoppedOwner` (an earlier life of this instance): its calls, now, without waiting for their claims to lapse. */
+  async runOnce(stoppedOwner: string | null = null): Promise<number> {
     let ended = 0;
-    for (const orphan of await this.o.store.orphans(100, this.o.leaseMs)) {
+    for (const orphan of await this.o.store.orphans(100, this.o.leaseMs, stoppedOwner)) {
       const done = await this.o.recorder.apply(
         orphan.id,
         {
@@ -24,7 +25,7 @@ export class OrphanSweep {
           detail: { owner: orphan.owner, lastRenewal: orphan.lastRenewal.toISOString() },
         },
         null,
-        (q) => this.o.store.lapsed(q, orphan.id),
+        stoppedOwner ? undefined : (q) => this.o.store.lapsed(q, orphan.id),
       );
       if (done) {
         ended++;
