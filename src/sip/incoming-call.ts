@@ -7,6 +7,7 @@ import { parseNameAddr, type NameAddr } from './name-addr.js';
 import type { EndInfo } from './outgoing-call.js';
 import type { ServerInviteTransaction } from './server-invite-transaction.js';
 import type { SipTarget } from './transport.js';
+import { sendBye } from './send-bye.js';
 
 export interface IncomingCallEvents {
   /** The caller sent CANCEL before a final response: 200 to the CANCEL and 487 to the INVITE have gone out. */
@@ -81,14 +82,7 @@ export class IncomingCall extends EventEmitter<IncomingCallEvents> implements Di
   private hangUp(reason: string): void {
     const dialog = this.dialog!;
     this.state = 'terminating';
-    const done = (): void => this.end({ by: 'local', reason });
-    this.host.startClientTransaction(dialog.createRequest('BYE'), dialog.nextHop(), {
-      onResponse: (res) => {
-        if (res.status >= 200) done();
-      },
-      onTimeout: done,
-      onTransportError: done,
-    });
+    sendBye(this.host, dialog, () => this.end({ by: 'local', reason }));
   }
 
   private makeDialog(): Dialog {

@@ -8,6 +8,7 @@ import { SipHeaders } from './headers.js';
 import { cseqOf, toOf, type SipRequest, type SipResponse } from './message.js';
 import { parseNameAddr, toNameAddr } from './name-addr.js';
 import type { SipTarget } from './transport.js';
+import { sendBye } from './send-bye.js';
 
 export interface EndInfo {
   by: 'local' | 'remote';
@@ -214,14 +215,7 @@ export class OutgoingCall extends EventEmitter<OutgoingCallEvents> implements Di
   private hangUp(reason: string): void {
     const dialog = this.dialog!;
     this.state = 'terminating';
-    const done = (): void => this.end({ by: 'local', reason });
-    this.host.startClientTransaction(dialog.createRequest('BYE'), dialog.nextHop(), {
-      onResponse: (res) => {
-        if (res.status >= 200) done();
-      },
-      onTimeout: done,
-      onTransportError: done,
-    });
+    sendBye(this.host, dialog, () => this.end({ by: 'local', reason }));
   }
 
   /** In-dialog requests from the far end. */
