@@ -31,6 +31,8 @@ export interface DialerDeps {
 
 const POLL_MS = 250;
 const CLAIM_LEASE_MS = 30_000;
+/** Claimed calls being admitted (limits checked, audio prepared) at once on one instance. */
+const MAX_ADMITTING = 64;
 
 /**
  * The owner side of calls, on an instance running the media role: claims due calls, admits each under the account's
@@ -40,6 +42,7 @@ const CLAIM_LEASE_MS = 30_000;
  */
 export class Dialer {
   readonly sessions = new Map<string, CallSession>();
+  private readonly admitting = new Set<Promise<void>>();
   private readonly wakeable = new WakeableSleep();
   private stopping = false;
   private loop: Promise<void> | null = null;
@@ -75,15 +78,28 @@ export class Dialer {
 
   private async run(): Promise<void> {
     while (!this.stopping) {
+      let claimed = 0;
       try {
-        const due = await this.d.store.claimDue(20, CLAIM_LEASE_MS);
-        for (const call of due) await this.admit(call);
-        if (due.length === 20) continue;
+        // Admissions run side by side: one call whose prompt is slow to fetch or synthesize holds up no other.
+        const room = MAX_ADMITTING - this.admitting.size;
+        const due = room > 0 ? await this.d.store.claimDue(Math.min(20, room), CLAIM_LEASE_MS) : [];
+        claimed = due.length;
+        for (const call of due) {
+          const admission = this.admit(call)
+            .catch((err) => this.d.log.error({ err, callId: call.id }, 'voice: admitting a call failed; it is dialled after its claim lapses'))
+            .finally(() => {
+              this.admitting.delete(admission);
+              this.wakeable.wake();
+            });
+          this.admitting.add(admission);
+        }
       } catch (err) {
         this.d.log.error({ err }, 'voice: claiming due calls failed');
       }
+      if (claimed === 20) continue;
       await this.wakeable.sleep(POLL_MS);
     }
+    await Promise.all([...this.admitting]);
   }
 
   /** One claimed call: dialled now, or put back to wait for its account's or a trunk's limits. */
