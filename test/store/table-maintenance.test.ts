@@ -33,10 +33,11 @@ t.test(`table maintenance vacuums churned tables and gives their space back (${b
   const deadline = Date.now() + 10_000;
   while (Date.now() < deadline) {
     pass = await m.runOnce();
-    if (pass.some((r) => r.table === 'idempotency_keys')) break;
+    // The insert's statistics may arrive before the delete's: a table then only analyzed is looked at again.
+    if (pass.some((r) => r.table === 'idempotency_keys' && !r.analyzeOnly)) break;
     await new Promise((r) => setTimeout(r, 250));
   }
-  t.ok(pass.some((r) => r.table === 'idempotency_keys'), 'the churned table was vacuumed');
+  t.ok(pass.some((r) => r.table === 'idempotency_keys' && !r.analyzeOnly), 'the churned table was vacuumed');
   t.ok(vacuumed.includes('vacuum idempotency_keys'), 'and reported for the metrics');
   t.ok((await size()) < bloated / 10, `its empty pages were given back (${await size()} bytes)`);
 
