@@ -1,10 +1,11 @@
-import OpenAI, { APIConnectionTimeoutError, APIError } from 'openai';
+import type OpenAI from 'openai';
 import PQueue from 'p-queue';
 import { AudioFormatError } from '../audio/errors.js';
 import { wavToTelephonyPcm } from '../audio/telephony-audio.js';
 import { SpeechBusyError, SpeechError, SpeechInputError, SpeechUnavailableError } from './errors.js';
 import type { SpeechEngine, SpeechVoice, SynthesisRequest, VoiceGender, VoiceQuality } from './speech-engine.js';
 import { classifySpeechFailure, type SpeechFailureCode } from './speech-errors-table.js';
+import { loadOpenAiSdk, type OpenAiSdk } from './openai-sdk.js';
 import { findVoice, toBcp47 } from './voices.js';
 
 /** One voice of the provider and the locale it speaks, as the operator configures it. */
@@ -73,8 +74,9 @@ const CONTROL_CHARACTERS = /[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f]/g;
  */
 export class OpenAiSpeechEngine implements SpeechEngine {
   readonly id: string;
-  // A private field: util.inspect and JSON.stringify of the engine cannot show the client, which holds the key.
-  readonly #client: OpenAI | undefined;
+  // Private fields: util.inspect and JSON.stringify of the engine cannot show the key or the client, which holds it.
+  readonly #apiKey: string;
+  #client: Promise<{ client: OpenAI; sdk: OpenAiSdk }> | undefined;
   readonly #secrets: readonly string[];
   private readonly model: string;
   private readonly catalogue: SpeechVoice[];
@@ -86,6 +88,7 @@ export class OpenAiSpeechEngine implements SpeechEngine {
   private readonly retries: number;
   private readonly maxRetryWaitMs: number;
   private readonly pool: PQueue;
+  private readonly baseURL: string;
 
   constructor(options: OpenAiSpeechEngineOptions) {
     this.id = options.id;
@@ -100,28 +103,35 @@ export class OpenAiSpeechEngine implements SpeechEngine {
     this.pool = new PQueue({ concurrency: options.concurrency ?? 4 });
     this.catalogue = buildCatalogue(options.id, options.voices);
     this.#secrets = [options.apiKey];
-    const baseURL = new URL(options.baseUrl).toString().replace(/\/$/, '');
-    this.#client = options.apiKey
-      ? new OpenAI({
-          apiKey: options.apiKey,
-          baseURL,
-          timeout: this.timeoutMs,
-          maxRetries: 0,
-          // Never the OPENAI_* environment of the host: this may be a third party's server.
-          organization: null,
-          project: null,
-          adminAPIKey: null,
-          webhookSecret: null,
-          // Ferry logs for itself; the SDK's debug level would print requests.
-          logLevel: 'off',
-          fetch: providerFetch,
-        })
-      : undefined;
+    this.#apiKey = options.apiKey;
+    this.baseURL = new URL(options.baseUrl).toString().replace(/\/$/, '');
+  }
+
+  /** The SDK client, made on the first request (the SDK is loaded then, not when the gateway starts). */
+  private connect(): Promise<{ client: OpenAI; sdk: OpenAiSdk }> {
+    this.#client ??= loadOpenAiSdk().then((sdk) => ({
+      sdk,
+      client: new sdk.OpenAI({
+        apiKey: this.#apiKey,
+        baseURL: this.baseURL,
+        timeout: this.timeoutMs,
+        maxRetries: 0,
+        // Never the OPENAI_* environment of the host: this may be a third party's server.
+        organization: null,
+        project: null,
+        adminAPIKey: null,
+        webhookSecret: null,
+        // Ferry logs for itself; the SDK's debug level would print requests.
+        logLevel: 'off',
+        fetch: providerFetch,
+      }),
+    }));
+    return this.#client;
   }
 
   /** True when configured with a key and at least one voice; the provider is not asked. */
   available(): Promise<boolean> {
-    return Promise.resolve(this.#client !== undefined && this.catalogue.length > 0);
+    return Promise.resolve(this.#apiKey !== '' && this.catalogue.length > 0);
   }
 
   voices(): Promise<SpeechVoice[]> {
@@ -133,12 +143,11 @@ export class OpenAiSpeechEngine implements SpeechEngine {
     const speed = request.rate === undefined ? undefined : checkRate(request.rate);
     const voice = findVoice(this.catalogue, request.voice);
     if (!voice) throw new SpeechInputError(`speech provider "${this.id}" has no voice for "${request.voice}"`);
-    const client = this.#client;
-    if (!client) throw new SpeechUnavailableError(`speech provider "${this.id}" has no API key configured`);
+    if (!this.#apiKey) throw new SpeechUnavailableError(`speech provider "${this.id}" has no API key configured`);
     if (this.pool.size >= this.maxQueued) {
       throw new SpeechBusyError(`speech provider "${this.id}" is busy (${this.pool.size} requests waiting); try again shortly`);
     }
-    const wav = await this.pool.add(() => this.requestWithRetries(client, voice.id, text, speed));
+    const wav = await this.pool.add(async () => this.requestWithRetries(await this.connect(), voice.id, text, speed));
     try {
       return wavToTelephonyPcm(wav, {
         maxBytes: this.maxAudioBytes,
@@ -152,9 +161,9 @@ export class OpenAiSpeechEngine implements SpeechEngine {
     }
   }
 
-  private async requestWithRetries(client: OpenAI, voice: string, text: string, speed: number | undefined): Promise<Buffer> {
+  private async requestWithRetries(api: { client: OpenAI; sdk: OpenAiSdk }, voice: string, text: string, speed: number | undefined): Promise<Buffer> {
     for (let attempt = 0; ; attempt++) {
-      const outcome = await this.attempt(client, voice, text, speed);
+      const outcome = await this.attempt(api, voice, text, speed);
       if (outcome.ok) return outcome.wav;
       const { code, error } = outcome;
       const wait = error.retryAfterMs ?? DEFAULT_RETRY_WAIT_MS;
@@ -165,7 +174,7 @@ export class OpenAiSpeechEngine implements SpeechEngine {
 
   /** One request: the audio, or the failure classified (never throws for the provider's doing). */
   private async attempt(
-    client: OpenAI,
+    { client, sdk }: { client: OpenAI; sdk: OpenAiSdk },
     voice: string,
     input: string,
     speed: number | undefined,
@@ -180,19 +189,19 @@ export class OpenAiSpeechEngine implements SpeechEngine {
       );
       return { ok: true, wav: await readCapped(response, this.maxAudioBytes, deadline.signal) };
     } catch (err) {
-      const code = deadline.signal.aborted ? 'timeout' : failureCode(err);
-      const failure: FailureInput = { code, detail: this.detailOf(code, err) };
-      if (err instanceof APIError && err.headers) failure.retryAfterMs = retryAfterMs(err.headers);
+      const code = deadline.signal.aborted ? 'timeout' : failureCode(err, sdk);
+      const failure: FailureInput = { code, detail: this.detailOf(code, err, sdk) };
+      if (err instanceof sdk.APIError && err.headers) failure.retryAfterMs = retryAfterMs(err.headers);
       return { ok: false, code, error: this.failure(failure) };
     } finally {
       clearTimeout(timer);
     }
   }
 
-  private detailOf(code: SpeechFailureCode, err: unknown): string {
+  private detailOf(code: SpeechFailureCode, err: unknown, sdk: OpenAiSdk): string {
     if (code === 'timeout') return `no complete answer within ${this.timeoutMs} ms`;
     if (err instanceof AudioTooLarge) return err.message;
-    if (err instanceof APIError && err.status !== undefined) {
+    if (err instanceof sdk.APIError && err.status !== undefined) {
       const body = err.error as { message?: unknown } | undefined;
       return typeof body?.message === 'string' ? body.message : err.message.replace(/^\d{3} /, '');
     }
@@ -249,10 +258,10 @@ function checkRate(rate: number): number {
   return Math.round((rate / OPENAI_SPEECH_NORMAL_RATE) * 100) / 100;
 }
 
-function failureCode(err: unknown): SpeechFailureCode {
+function failureCode(err: unknown, sdk: OpenAiSdk): SpeechFailureCode {
   if (err instanceof AudioTooLarge) return 'too-large';
-  if (err instanceof APIConnectionTimeoutError) return 'timeout';
-  if (err instanceof APIError && err.status !== undefined) return `${err.status}`;
+  if (err instanceof sdk.APIConnectionTimeoutError) return 'timeout';
+  if (err instanceof sdk.APIError && err.status !== undefined) return `${err.status}`;
   return 'connection';
 }
 
