@@ -1,12 +1,10 @@
-import AjvModule from 'ajv';
+import { lazyValidator } from '../../util/lazy-validator.js';
 import { upstreamSchema, type UpstreamConfig } from '../../config/schema.js';
 import type { SecretCipher } from '../../security/cipher.js';
 import type { Db } from '../../store/types.js';
 
-// ajv ships CommonJS; under NodeNext its default export sits one level down.
-const Ajv = ((AjvModule as unknown as { default?: typeof AjvModule }).default ?? AjvModule) as unknown as typeof AjvModule.default;
 // Same options as the config loader, so stored entries get the defaults of the running version.
-const validate = new Ajv({ allErrors: true, useDefaults: true, strict: false }).compile(upstreamSchema);
+const validate = lazyValidator(upstreamSchema);
 
 const KEY = 'upstreams.runtime';
 
