@@ -1,12 +1,10 @@
-import AjvModule from 'ajv';
+import { lazyValidator } from '../../util/lazy-validator.js';
 import type { Logger } from 'pino';
 import { SecretCipher } from '../../security/cipher.js';
 import type { Db } from '../../store/types.js';
 import { trunkSchema, type TrunkConfig } from './config.js';
 
-// ajv ships CommonJS; under NodeNext its default export sits one level down.
-const Ajv = ((AjvModule as unknown as { default?: typeof AjvModule }).default ?? AjvModule) as unknown as typeof AjvModule.default;
-const validateTrunk = new Ajv({ allErrors: true, useDefaults: true, strict: false }).compile(trunkSchema);
+const validateTrunk = lazyValidator(trunkSchema);
 
 export interface Trunk extends TrunkConfig {
   /** config: from the config file (read-only at runtime); runtime: added through the admin API or CLI. */
