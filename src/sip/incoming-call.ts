@@ -8,6 +8,7 @@ import type { EndInfo } from './outgoing-call.js';
 import type { ServerInviteTransaction } from './server-invite-transaction.js';
 import type { SipTarget } from './transport.js';
 import { sendBye } from './send-bye.js';
+import { receiveNotify, receiveRefer, sendRefer, type IncomingRefer, type ReferAnswer, type ReferProgress } from './refer.js';
 
 export interface IncomingCallEvents {
   /** The caller sent CANCEL before a final response: 200 to the CANCEL and 487 to the INVITE have gone out. */
@@ -15,6 +16,10 @@ export interface IncomingCallEvents {
   /** The ACK for our 2xx arrived. */
   ack: [];
   ended: [info: EndInfo];
+  /** The far end asks us to transfer (REFER): accept or reject it in the listener, or it is refused. */
+  refer: [refer: IncomingRefer];
+  /** How a transfer we asked for goes (NOTIFY of the refer package). */
+  referProgress: [progress: ReferProgress];
 }
 
 export type IncomingCallState = 'offered' | 'answered' | 'confirmed' | 'terminating' | 'ended' | 'rejected' | 'cancelled';
@@ -73,6 +78,12 @@ export class IncomingCall extends EventEmitter<IncomingCallEvents> implements Di
     this.host.respond(this.tx, this.request, code < 300 ? 480 : code, { toTag: this.localTag, reason });
   }
 
+  /** Asks the caller's side to call `referTo` instead (blind transfer): see OutgoingCall.refer. */
+  refer(referTo: string): Promise<ReferAnswer> {
+    if ((this.state !== 'answered' && this.state !== 'confirmed') || !this.dialog) return Promise.resolve({ status: 481, reason: 'Call/Transaction Does Not Exist' });
+    return sendRefer(this.host, this.dialog, this.host.contact(this.source.transport), referTo, `${this.request.headers.get('to') ?? ''}`);
+  }
+
   /** Hangs up an answered call. */
   bye(): void {
     if (this.state !== 'answered' && this.state !== 'confirmed') return;
@@ -125,6 +136,10 @@ export class IncomingCall extends EventEmitter<IncomingCallEvents> implements Di
       case 'UPDATE':
         this.host.respond(tx, request, 200, request.body === '' ? {} : { body: this.localSdp });
         return;
+      case 'REFER':
+        return receiveRefer(this.state === 'answered' || this.state === 'confirmed' ? this.dialog : undefined, this.host, request, tx, (refer) => this.emit('refer', refer));
+      case 'NOTIFY':
+        return receiveNotify(this.host, request, tx, (progress) => this.emit('referProgress', progress));
       default:
         this.host.respond(tx, request, 200);
     }

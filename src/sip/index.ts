@@ -25,3 +25,4 @@ export { Dialog, type DialogInit } from './dialog.js';
 export { OutgoingCall, type OutgoingCallEvents, type OutgoingCallState, type InviteOptions, type EndInfo } from './outgoing-call.js';
 export { IncomingCall, type IncomingCallEvents, type IncomingCallState } from './incoming-call.js';
 export { UserAgent, type UserAgentOptions, type UserAgentEvents, type OptionsPingOptions } from './user-agent.js';
+export { IncomingRefer, readReferNotify, type ReferAnswer, type ReferProgress } from './refer.js';

@@ -9,6 +9,7 @@ import { cseqOf, toOf, type SipRequest, type SipResponse } from './message.js';
 import { parseNameAddr, toNameAddr } from './name-addr.js';
 import type { SipTarget } from './transport.js';
 import { sendBye } from './send-bye.js';
+import { receiveNotify, receiveRefer, sendRefer, type IncomingRefer, type ReferAnswer, type ReferProgress } from './refer.js';
 
 export interface EndInfo {
   by: 'local' | 'remote';
@@ -23,6 +24,10 @@ export interface OutgoingCallEvents {
   /** A final ≥ 300, Timer B (408) or a transport failure (503). */
   failed: [code: number, reason: string];
   ended: [info: EndInfo];
+  /** The far end asks us to transfer (REFER): accept or reject it in the listener, or it is refused. */
+  refer: [refer: IncomingRefer];
+  /** How a transfer we asked for goes (NOTIFY of the refer package). */
+  referProgress: [progress: ReferProgress];
 }
 
 export interface InviteOptions {
@@ -70,7 +75,7 @@ export class OutgoingCall extends EventEmitter<OutgoingCallEvents> implements Di
     headers.append('CSeq', '1 INVITE');
     headers.append('Contact', host.contact(options.target.transport));
     headers.append('User-Agent', host.userAgent);
-    headers.append('Allow', 'INVITE, ACK, CANCEL, BYE, OPTIONS, UPDATE, INFO');
+    headers.append('Allow', 'INVITE, ACK, CANCEL, BYE, OPTIONS, UPDATE, INFO, REFER, NOTIFY');
     for (const [n, v] of options.headers ?? []) headers.append(n, v);
     const uri = options.requestUri ?? parseNameAddr(toNameAddr(options.to)).uri;
     this.invite = { kind: 'request', method: 'INVITE', uri, headers, body: options.sdp };
@@ -206,6 +211,15 @@ export class OutgoingCall extends EventEmitter<OutgoingCallEvents> implements Di
     this.host.startClientTransaction(cancel, this.options.target, { onResponse: () => undefined, onTimeout: () => undefined, onTransportError: () => undefined });
   }
 
+  /**
+   * Asks the far end to call `referTo` instead (blind transfer, RFC 3515): the answer to the REFER (202 accepted, or
+   * the refusal), then `referProgress` events as the transfer goes. The call stays up until someone hangs up.
+   */
+  refer(referTo: string): Promise<ReferAnswer> {
+    if (this.state !== 'confirmed' || !this.dialog) return Promise.resolve({ status: 481, reason: 'Call/Transaction Does Not Exist' });
+    return sendRefer(this.host, this.dialog, this.host.contact(this.options.target.transport), referTo, this.invite.headers.get('from'));
+  }
+
   /** Hangs up an answered call (BYE); before an answer it cancels instead. */
   bye(): void {
     if (this.state === 'calling' || this.state === 'early') return this.cancel();
@@ -239,6 +253,10 @@ export class OutgoingCall extends EventEmitter<OutgoingCallEvents> implements Di
       case 'UPDATE':
         this.host.respond(tx, request, 200, request.body === '' ? {} : { body: this.localSdp });
         return;
+      case 'REFER':
+        return receiveRefer(this.state === 'confirmed' ? this.dialog : undefined, this.host, request, tx, (refer) => this.emit('refer', refer));
+      case 'NOTIFY':
+        return receiveNotify(this.host, request, tx, (progress) => this.emit('referProgress', progress));
       default:
         this.host.respond(tx, request, 200);
     }

@@ -40,7 +40,7 @@ export interface OptionsPingOptions {
   from?: string;
 }
 
-const ALLOW = 'INVITE, ACK, CANCEL, BYE, OPTIONS, UPDATE, INFO';
+const ALLOW = 'INVITE, ACK, CANCEL, BYE, OPTIONS, UPDATE, INFO, REFER, NOTIFY';
 const KNOWN_METHODS: ReadonlySet<string> = new Set(ALLOW.split(', '));
 
 type ClientTransaction = ClientInviteTransaction | ClientNonInviteTransaction;
