@@ -64,10 +64,11 @@ t.test('the voice libraries are protocol libraries', async (t) => {
   t.equal(errors.length, 2, 'neither the platform nor the ledger');
   t.match(errors[0], /protocol libraries/);
   t.equal((await layerErrors('src/speech/layers-fixture.ts', `import type { X } from '../channels/voice/index.js';\nexport type Y = X;\n`)).length, 1, 'nor a product');
+  t.equal((await layerErrors('src/llm/layers-fixture.ts', `import type { Db } from '../platform/channel-module.js';\nexport type X = Db;\n`)).length, 1, 'the language-model adapter neither');
 });
 
 t.test('the source tree holds the rules today', async (t) => {
-  const results = await eslint.lintFiles(['src/daemon.ts', 'src/smpp', 'src/sip', 'src/rtp', 'src/audio', 'src/speech', 'src/messaging', 'src/numbers', 'src/channels/otp', 'src/channels/ussd/index.ts']);
+  const results = await eslint.lintFiles(['src/daemon.ts', 'src/smpp', 'src/sip', 'src/rtp', 'src/audio', 'src/speech', 'src/llm', 'src/messaging', 'src/numbers', 'src/channels/otp', 'src/channels/ussd/index.ts']);
   const broken = results.flatMap((r) => r.messages.filter((m) => m.ruleId === RULE).map((m) => `${r.filePath}:${m.line} ${m.message}`));
   t.same(broken, []);
 });
