@@ -12,6 +12,7 @@
  *   …88   answered, the trunk plays 1 s of 440 Hz
  *   …66   answered without telephone-event in the SDP answer (the caller must fall back to in-band DTMF)
  *   …99   answered, the trunk plays 4 s of 300 Hz at once (a long greeting: an answering machine)
+ *   …44   answered; a REFER is refused (501), as by a trunk without transfers: the caller must bridge instead
  *   other 180 Ringing after 100 ms, 200 OK 200 ms later; the call stays up until someone hangs up
  *
  * Three-digit endings are looked at first: …488 is a rejection, not …88.
@@ -24,8 +25,11 @@ export type AfterAnswer =
   | { action: 'tone'; frequencyHz: number; durationMs: number };
 
 export type TrunkBehaviour =
-  /** Provisional `provisional` after `ringMs`, 200 OK `answerMs` later, then `then`. */
-  | { outcome: 'answer'; provisional: 180 | 183; ringMs: number; answerMs: number; telephoneEvent: boolean; then: AfterAnswer }
+  /**
+   * Provisional `provisional` after `ringMs`, 200 OK `answerMs` later, then `then`. A REFER in the answered call is
+   * carried out (the Refer-To number's own plan decides how the transfer goes) unless `refer` is false.
+   */
+  | { outcome: 'answer'; provisional: 180 | 183; ringMs: number; answerMs: number; telephoneEvent: boolean; then: AfterAnswer; refer?: false }
   /** A final error; with `ringMs`, after a 180 and that long. */
   | { outcome: 'reject'; status: number; ringMs?: number }
   /** 180 Ringing and nothing more: only a CANCEL (487) ends it. */
@@ -34,7 +38,9 @@ export type TrunkBehaviour =
 const RING_MS = 100;
 const ANSWER_MS = 200;
 
-const answer = (then: AfterAnswer = { action: 'none' }, telephoneEvent = true): TrunkBehaviour => ({ outcome: 'answer', provisional: 180, ringMs: RING_MS, answerMs: ANSWER_MS, telephoneEvent, then });
+const answer = (then: AfterAnswer = { action: 'none' }, telephoneEvent = true, refer?: false): TrunkBehaviour => ({
+  outcome: 'answer', provisional: 180, ringMs: RING_MS, answerMs: ANSWER_MS, telephoneEvent, then, ...(refer === false ? { refer } : {}),
+});
 
 const BY_THREE_DIGITS: Readonly<Record<string, TrunkBehaviour>> = {
   '486': { outcome: 'reject', status: 486 },
@@ -54,6 +60,7 @@ const BY_TWO_DIGITS: Readonly<Record<string, TrunkBehaviour>> = {
   '88': answer({ action: 'tone', frequencyHz: 440, durationMs: 1000 }),
   '66': answer({ action: 'none' }, false),
   '99': answer({ action: 'tone', frequencyHz: 300, durationMs: 4000 }),
+  '44': answer({ action: 'none' }, true, false),
 };
 
 /** The digits of a called number (`+` and anything else dropped); '' when it has none. */
@@ -74,5 +81,6 @@ export const NUMBER_PLAN_TEXT = [
   '…480 rings until CANCEL  …408 rings 1 s, then 408      …183 early media, answered after 1 s',
   '…555 answered, the trunk hangs up after 2 s            …77  answered, sends DTMF 1234# after 0.5 s',
   '…88  answered, plays 1 s of 440 Hz                     …66  answered without telephone-event',
+  '…44  answered, refuses REFER (501)                      a REFER elsewhere: the Refer-To number\'s plan decides',
   'any other number: 180 after 0.1 s, answered 0.2 s later',
 ].join('\n');

@@ -25,6 +25,7 @@ export interface SimVoiceCallView {
   digitsReceived: string;
   digitsSent: string;
   audio: { seconds: number; rmsDbfs: number | null; nonSilentShare: number; dominantFrequencyHz: number; kept: boolean } | null;
+  transfer: { to: string; status: number | null } | null;
 }
 
 const iso = (ms: number | null): string | null => (ms === null ? null : new Date(ms).toISOString());
@@ -47,6 +48,7 @@ export function simVoiceCallView(c: SimVoiceCall): SimVoiceCallView {
     endedBy: c.endedBy,
     digitsReceived: c.digitsReceived,
     digitsSent: c.digitsSent,
+    transfer: c.transfer && { ...c.transfer },
     audio: a && { seconds: a.seconds, rmsDbfs: Number.isFinite(a.rmsDbfs) ? a.rmsDbfs : null, nonSilentShare: a.nonSilentShare, dominantFrequencyHz: a.dominantFrequencyHz, kept: a.kept },
   };
 }

@@ -44,6 +44,8 @@ export interface SimVoiceCall {
   /** DTMF the trunk sent the caller. */
   readonly digitsSent: string;
   readonly audio: SimCallAudio | null;
+  /** The number (or URI) a REFER asked the trunk to transfer the call to, and that transfer's final status. */
+  readonly transfer: { to: string; status: number | null } | null;
   /** The received audio as a 16-bit 8 kHz mono WAV (empty data when nothing was recorded or kept). */
   wav(): Buffer;
 }

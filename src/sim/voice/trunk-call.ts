@@ -2,8 +2,8 @@
 import { analyzeAudio } from '../../audio/analysis.js';
 import { encodeWav } from '../../audio/wav.js';
 import { dtmfEventCode, generateDtmf, generateTone, SAMPLE_RATE, type G711Codec, type MediaHandle, type MediaStopResult, type OpenOptions } from '../../rtp/index.js';
-import { parseUri, type IncomingCall, type TransportKind } from '../../sip/index.js';
-import type { AfterAnswer, TrunkBehaviour } from './number-plan.js';
+import { parseUri, type IncomingCall, type IncomingRefer, type TransportKind } from '../../sip/index.js';
+import { behaviourOf, type AfterAnswer, type TrunkBehaviour } from './number-plan.js';
 import type { SimCallAudio, SimCallState, SimVoiceCall } from './sim-voice-call.js';
 import { buildAnswer, readOffer } from './trunk-sdp.js';
 
@@ -28,7 +28,7 @@ function describe(b: TrunkBehaviour): string {
   if (b.outcome === 'ring') return 'ring until cancelled';
   const first = b.provisional === 183 ? 'early media, answer' : 'answer';
   const then = b.then.action === 'none' ? '' : `, then ${b.then.action}`;
-  return `${first}${b.telephoneEvent ? '' : ' without telephone-event'}${then}`;
+  return `${first}${b.telephoneEvent ? '' : ' without telephone-event'}${then}${b.refer === false ? ', refuses REFER' : ''}`;
 }
 
 export class TrunkCall implements SimVoiceCall {
@@ -46,6 +46,7 @@ export class TrunkCall implements SimVoiceCall {
   digitsReceived = '';
   digitsSent = '';
   audio: SimCallAudio | null = null;
+  transfer: { to: string; status: number | null } | null = null;
   private media: MediaHandle | undefined;
   private dtmfPayloadType: number | null = null;
   private recording: Int16Array = EMPTY;
@@ -68,6 +69,37 @@ export class TrunkCall implements SimVoiceCall {
     this.behaviour = describe(plan);
     sip.on('cancelled', () => this.finish('canceled', 'caller', 487));
     sip.on('ended', (info) => this.finish('ended', info.by === 'remote' ? 'caller' : 'trunk'));
+    if (plan.outcome === 'answer' && plan.refer !== false) sip.on('refer', (refer) => this.onRefer(refer));
+  }
+
+  /**
+   * A blind transfer asked of the trunk: accepted, and reported as the Refer-To number's own plan goes (a number that
+   * rejects gives that status, one that rings forever stays at 180 until the caller hangs up, others answer). On
+   * success the transferor is expected to hang up; the transferred party's new call is not simulated further.
+   */
+  private onRefer(refer: IncomingRefer): void {
+    if (this.state !== 'answered' || this.ending) return refer.reject(603);
+    let to = refer.referTo;
+    try {
+      to = parseUri(refer.referTo).user ?? refer.referTo;
+    } catch {
+      // a tel: or other URI: kept as written, the default plan applies
+    }
+    this.transfer = { to, status: null };
+    const transfer = this.transfer;
+    refer.accept();
+    const plan = behaviourOf(to);
+    const report = (status: number) => {
+      if (this.ending) return;
+      if (status >= 200) transfer.status = status;
+      refer.notify(status);
+    };
+    if (plan.outcome === 'reject') {
+      if (plan.ringMs !== undefined) report(180);
+      return void this.later(plan.ringMs ?? 50, () => report(plan.status));
+    }
+    this.later(plan.outcome === 'answer' ? plan.ringMs : 100, () => report(180));
+    if (plan.outcome === 'answer') this.later(plan.ringMs + plan.answerMs, () => report(200));
   }
 
   /** Whether the call still has a SIP side (ringing or answered, not yet over). */

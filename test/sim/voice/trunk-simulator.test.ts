@@ -242,3 +242,27 @@ t.test('maxCallSeconds: the trunk ends an answered call that lasts too long', as
   t.equal(rec.endedBy, 'trunk');
   await d.media.stop();
 });
+
+t.test('a REFER is carried out as the Refer-To number\'s plan says, and …44 refuses it', async (t) => {
+  const d = await dial(caller, sim, '+233201234567');
+  await until(() => has(d.events, 'answered'), 5000, 'answer');
+  const progress: Array<{ status: number; final: boolean }> = [];
+  d.call.on('referProgress', (p) => progress.push({ status: p.status, final: p.final }));
+  t.equal((await d.call.refer('sip:+233207777001@127.0.0.1')).status, 202, 'accepted');
+  await until(() => progress.some((p) => p.final), 5000, 'the transfer reported');
+  t.same(progress.map((p) => p.status), [100, 180, 200], 'Trying, Ringing, then answered');
+  const live = await sim.waitFor((c) => c.callId === d.call.callId);
+  t.same(live.transfer, { to: '+233207777001', status: 200 }, 'the simulator keeps where the call went');
+  t.equal((await d.call.refer('sip:+233207777486@127.0.0.1')).status, 202);
+  await until(() => progress.filter((p) => p.final).length === 2, 5000, 'the second report');
+  t.equal(progress.at(-1)!.status, 486, 'a busy transfer target reported as 486');
+  d.call.bye();
+  await until(() => has(d.events, 'ended'), 5000, 'ended');
+
+  const refusing = await dial(caller, sim, '+233201234544');
+  await until(() => has(refusing.events, 'answered'), 5000, 'answer');
+  t.equal((await refusing.call.refer('sip:+233207777001@127.0.0.1')).status, 501, '…44 refuses transfers: the caller must bridge');
+  t.equal((await sim.waitFor((c) => c.callId === refusing.call.callId)).transfer, null);
+  refusing.call.bye();
+  await until(() => has(refusing.events, 'ended'), 5000, 'ended');
+});
