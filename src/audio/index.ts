@@ -15,3 +15,15 @@ export {
   tonePower,
   type AudioAnalysis,
 } from './analysis.js';
+export { Vad, preloadVad, type VadMode, type VadOptions, type VadSampleRate } from './vad.js';
+export {
+  UtteranceSegmenter,
+  SEGMENTER_FRAME_MS,
+  SEGMENTER_FRAME_SAMPLES,
+  SEGMENTER_SAMPLE_RATE,
+  type SpeechDetector,
+  type UtteranceEndReason,
+  type UtteranceInfo,
+  type UtteranceSegmenterEvents,
+  type UtteranceSegmenterOptions,
+} from './utterance-segmenter.js';

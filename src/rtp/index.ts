@@ -26,3 +26,4 @@ export { MediaEngine, type MediaEngineOptions, type OpenOptions } from './media-
 export { MediaHandle, type MediaHandleEvents, type MediaStopResult, type PlayOptions } from './media-handle.js';
 export { measurePacing, type PacingProbeOptions, type PacingProbeResult } from './pacing-probe.js';
 export { SpeechProfiler, type SpeechRun } from './speech-profiler.js';
+export type { ListenOptions, PlaybackEnd } from './media-session.js';

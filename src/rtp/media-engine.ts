@@ -6,7 +6,7 @@ import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import { MediaHandle, type MediaStopResult } from './media-handle.js';
-import type { MediaSessionOptions, RemoteAddress } from './media-session.js';
+import type { ListenOptions, MediaSessionOptions, RemoteAddress } from './media-session.js';
 import type { MediaWorkerData, WorkerReply, WorkerRequest } from './media-worker.js';
 import { PortPool, type PortRange } from './port-pool.js';
 import type { G711Codec } from './g711.js';
@@ -21,6 +21,11 @@ export interface MediaEngineOptions {
   rtpTimeoutMs?: number;
   /** The scheduler's setImmediate window before each tick (µs; default 1500). */
   spinMicros?: number;
+  /**
+   * Load the VAD (WASM) in each worker at start, not when the first session with `listen` opens. Either way the
+   * load is asynchronous and the workers' clocks keep ticking.
+   */
+  preloadVad?: boolean;
 }
 
 export interface OpenOptions {
@@ -39,6 +44,8 @@ export interface OpenOptions {
   continuous?: boolean;
   /** Profile the far end's first speech (MediaSessionOptions.speechProfile). */
   speechProfile?: { windowMs: number };
+  /** Voice activity detection on the far end's audio: `speechStart` and `utterance` events (MediaSessionOptions.listen). */
+  listen?: ListenOptions;
 }
 
 interface Pending {
@@ -170,13 +177,19 @@ class WorkerLink {
         this.handles.get(reply.id)?.emit('digit', reply.digit, reply.source);
         return;
       case 'playbackDone':
-        this.handles.get(reply.id)?.emit('playbackDone');
+        this.handles.get(reply.id)?.emit('playbackDone', reply.end);
         return;
       case 'rtpTimeout':
         this.handles.get(reply.id)?.emit('rtpTimeout');
         return;
       case 'speechProfile':
         this.handles.get(reply.id)?.emit('speechProfile', reply.runs);
+        return;
+      case 'speechStart':
+        this.handles.get(reply.id)?.emit('speechStart', reply.atMs);
+        return;
+      case 'utterance':
+        this.handles.get(reply.id)?.emit('utterance', reply.pcm, reply.info);
         return;
       case 'ready':
       case 'closed':
@@ -214,7 +227,7 @@ export class MediaEngine {
     const workers: Worker[] = [];
     const started = await Promise.allSettled(
       ranges.map(async (portRange) => {
-        const data: MediaWorkerData = { portRange, host: options.host ?? '127.0.0.1', spinMicros: options.spinMicros };
+        const data: MediaWorkerData = { portRange, host: options.host ?? '127.0.0.1', spinMicros: options.spinMicros, preloadVad: options.preloadVad };
         const worker = new Worker(entry.script, { eval: entry.eval, workerData: data, name: 'ferry-media', execArgv: workerExecArgv() });
         workers.push(worker);
         await new Promise<void>((resolve, reject) => {
@@ -246,10 +259,15 @@ export class MediaEngine {
     const link = this.links.reduce((a, b) => (b.load < a.load ? b : a));
     const id = this.nextId++;
     const localPort = await link.open(id, { rtpTimeoutMs: this.options.rtpTimeoutMs, ...options });
-    const handle = new MediaHandle(id, localPort, {
-      post: (request, transfer) => link.post(request, transfer),
-      stop: (sessionId) => link.stop(sessionId),
-    });
+    const handle = new MediaHandle(
+      id,
+      localPort,
+      {
+        post: (request, transfer) => link.post(request, transfer),
+        stop: (sessionId) => link.stop(sessionId),
+      },
+      { listens: options.listen !== undefined },
+    );
     link.handles.set(id, handle);
     return handle;
   }

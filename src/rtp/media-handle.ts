@@ -1,16 +1,22 @@
 /** The main thread's side of one session hosted in a media worker: commands go over, events come back. */
 import { EventEmitter } from 'node:events';
 import { dtmfEventCode } from './dtmf.js';
-import type { DigitSource, MediaSessionStats, Negotiated, RemoteAddress } from './media-session.js';
+import type { DigitSource, MediaSessionStats, Negotiated, PlaybackEnd, RemoteAddress } from './media-session.js';
 import type { WorkerRequest } from './media-worker.js';
 import type { SpeechRun } from './speech-profiler.js';
+import type { UtteranceInfo } from '../audio/utterance-segmenter.js';
 
 export interface MediaHandleEvents {
   digit: [digit: string, source: DigitSource];
-  playbackDone: [];
+  /** The queue drained ('finished') or was dropped by interrupt() ('interrupted'). */
+  playbackDone: [end: PlaybackEnd];
   rtpTimeout: [];
   /** The far end's speech in its first audio (OpenOptions.speechProfile). */
   speechProfile: [runs: SpeechRun[]];
+  /** The far end has been speaking for `startMs`; its speech began `atMs` into its audio (OpenOptions.listen). */
+  speechStart: [atMs: number];
+  /** An utterance of the far end: its 8 kHz audio (from the pre-roll to the end of speech) and timings (OpenOptions.listen). */
+  utterance: [pcm: Int16Array, info: UtteranceInfo];
 }
 
 export interface MediaStopResult {
@@ -33,8 +39,12 @@ export interface PlayOptions {
 export class MediaHandle extends EventEmitter<MediaHandleEvents> {
   private stopping: Promise<MediaStopResult> | undefined;
 
-  constructor(readonly id: number, readonly localPort: number, private readonly transport: HandleTransport) {
+  /** Whether the session was opened with `listen` (voice activity detection). */
+  readonly listens: boolean;
+
+  constructor(readonly id: number, readonly localPort: number, private readonly transport: HandleTransport, options: { listens?: boolean } = {}) {
     super();
+    this.listens = options.listens ?? false;
   }
 
   /** Where to send RTP (RTCP goes to port + 1), and the codec and event payload type the SDP answer chose. */
@@ -53,9 +63,28 @@ export class MediaHandle extends EventEmitter<MediaHandleEvents> {
     this.transport.post({ op: 'play', id: this.id, pcm }, movable ? [buffer] : undefined);
   }
 
-  /** Resolves on the next `playbackDone`. */
-  played(): Promise<void> {
-    return new Promise((resolve) => this.once('playbackDone', () => resolve()));
+  /** Resolves on the next `playbackDone`: how the playback ended. */
+  played(): Promise<PlaybackEnd> {
+    return new Promise((resolve) => this.once('playbackDone', resolve));
+  }
+
+  /**
+   * Barge-in: drops all queued audio at once; `playbackDone` follows with 'interrupted' (so played() resolves)
+   * when anything was queued. Queued digits still go out.
+   */
+  interrupt(): void {
+    if (this.stopping) return;
+    this.transport.post({ op: 'interrupt', id: this.id });
+  }
+
+  /**
+   * Pauses (false) or resumes (true) utterance detection; pausing drops an utterance in progress without an event.
+   * Only for a session opened with `listen`.
+   */
+  listening(on: boolean): void {
+    if (!this.listens) throw new Error('listening(): the session was opened without `listen`');
+    if (this.stopping) return;
+    this.transport.post({ op: 'listen', id: this.id, on });
   }
 
   /** Sends keys (0-9 * # A-D) as RFC 4733 events. */

@@ -1,7 +1,7 @@
 /**
  * One RTP session: an RTP socket on an even port and RTCP on the next, sending 20 ms G.711 frames and RFC 4733
- * events when its scheduler ticks, receiving audio (decoded, optionally recorded), digits and RTCP. It has no
- * clock of its own: a FrameScheduler (one for many sessions) calls tick().
+ * events when its scheduler ticks, receiving audio (decoded, optionally recorded or cut into utterances by a VAD),
+ * digits and RTCP. It has no clock of its own: a FrameScheduler (one for many sessions) calls tick().
  */
 import { createSocket, type RemoteInfo, type Socket } from 'node:dgram';
 import { randomInt } from 'node:crypto';
@@ -14,11 +14,25 @@ import { RtpReceiveStats } from './receive-stats.js';
 import { buildRtcpReport, ntpMiddle, ntpTime, parseRtcp, type ReportBlock, type RtcpCompound } from './rtcp.js';
 import { SpeechProfiler, type SpeechRun } from './speech-profiler.js';
 import { addTimestamp, decodeRtp, emptyRtpPacket, RTP_HEADER_LENGTH, timestampDelta, writeRtpHeader } from './rtp-packet.js';
+import { Vad, type VadMode } from '../audio/vad.js';
+import { UtteranceSegmenter, type UtteranceInfo, type UtteranceSegmenterOptions } from '../audio/utterance-segmenter.js';
 
 export interface RemoteAddress {
   host: string;
   port: number;
 }
+
+/**
+ * Turn-taking on the received audio: WebRTC VAD and an UtteranceSegmenter (its options: startMs, endSilenceMs,
+ * maxUtteranceMs, preRollMs), giving `speechStart` and `utterance` events.
+ */
+export interface ListenOptions extends UtteranceSegmenterOptions {
+  /** The VAD's aggressiveness, 0-3 (default 2). */
+  vadMode?: VadMode;
+}
+
+/** How a queued playback ended: played out, or dropped by interrupt() (barge-in). */
+export type PlaybackEnd = 'finished' | 'interrupted';
 
 export interface MediaSessionOptions {
   codec: G711Codec;
@@ -48,6 +62,8 @@ export interface MediaSessionOptions {
   continuous?: boolean;
   /** Profile the far end's speech over its first `windowMs` of audio (`speechProfile` event), for answering-machine detection. */
   speechProfile?: { windowMs: number };
+  /** Segment the far end's speech into utterances (VAD in this thread, on the decoded audio). */
+  listen?: ListenOptions;
 }
 
 export interface MediaSessionStats {
@@ -77,9 +93,13 @@ export type DigitSource = 'rfc4733' | 'inband';
 
 export interface MediaSessionEvents {
   digit: [digit: string, source: DigitSource];
-  playbackDone: [];
+  playbackDone: [end: PlaybackEnd];
   rtpTimeout: [];
   speechProfile: [runs: SpeechRun[]];
+  /** The far end started speaking, `atMs` into its audio (ListenOptions). */
+  speechStart: [atMs: number];
+  /** The far end's utterance: its audio (a fresh copy, 8 kHz) and timings (ListenOptions). */
+  utterance: [pcm: Int16Array, info: UtteranceInfo];
   rtcp: [report: RtcpCompound];
   error: [error: Error];
 }
@@ -87,6 +107,12 @@ export interface MediaSessionEvents {
 const SEND_RING = 8;
 const MAX_PAYLOAD = 1500;
 const NS_PER_TIMESTAMP_UNIT = 1e9 / SAMPLE_RATE;
+/**
+ * A far end that sends nothing in silence (DTX, comfort noise) would hold an utterance open: after this many ticks
+ * without audio, each tick counts as a silent frame. Longer than network jitter, short against endSilenceMs.
+ */
+const DTX_GAP_TICKS = 5;
+const SILENT_FRAME = new Int16Array(FRAME_SAMPLES);
 
 /** What the SDP answer settled, given with the remote address: the codec and the telephone-event payload type. */
 export interface Negotiated {
@@ -139,6 +165,11 @@ export class MediaSession extends EventEmitter<MediaSessionEvents> {
   private recordingFirstTimestamp: number | undefined;
   private recordingFull = false;
   private remoteSsrc: number | undefined;
+  private readonly vad: Vad | null;
+  private readonly segmenter: UtteranceSegmenter | null;
+  private listening = true;
+  private heardAudio = false;
+  private ticksSinceAudio = 0;
   private packetsReceived = 0;
   private bytesReceived = 0;
   private malformed = 0;
@@ -163,8 +194,13 @@ export class MediaSession extends EventEmitter<MediaSessionEvents> {
     private readonly rtcp: Socket,
     readonly localPort: number,
     options: MediaSessionOptions,
+    vad: Vad | null,
   ) {
     super();
+    this.vad = vad;
+    this.segmenter = vad && options.listen ? new UtteranceSegmenter(vad, options.listen) : null;
+    this.segmenter?.on('speechStart', (atMs) => this.emit('speechStart', atMs));
+    this.segmenter?.on('utterance', (pcm, info) => this.emit('utterance', pcm, info));
     this.codec = options.codec;
     this.payloadType = PAYLOAD_TYPE[options.codec];
     this.dtmfPayloadType = options.dtmfPayloadType ?? DEFAULT_DTMF_PAYLOAD_TYPE;
@@ -197,6 +233,8 @@ export class MediaSession extends EventEmitter<MediaSessionEvents> {
   static async open(port: number, options: MediaSessionOptions): Promise<MediaSession> {
     const host = options.host ?? '127.0.0.1';
     const type = host.includes(':') ? 'udp6' : 'udp4';
+    // The VAD first: the first one on this thread waits (asynchronously) for its WASM module.
+    const vad = options.listen ? await Vad.create({ mode: options.listen.vadMode ?? 2 }) : null;
     const rtp = createSocket(type);
     const rtcp = createSocket(type);
     try {
@@ -205,9 +243,10 @@ export class MediaSession extends EventEmitter<MediaSessionEvents> {
     } catch (err) {
       rtp.close();
       rtcp.close();
+      vad?.close();
       throw err;
     }
-    return new MediaSession(rtp, rtcp, port, options);
+    return new MediaSession(rtp, rtcp, port, options, vad);
   }
 
   /**
@@ -232,6 +271,29 @@ export class MediaSession extends EventEmitter<MediaSessionEvents> {
     if (pcm.length === 0) return;
     this.queue.push(pcm);
     this.playing = true;
+  }
+
+  /**
+   * Barge-in: drops the queued audio at once (the next tick sends none, or silence when continuous) and emits
+   * `playbackDone` with 'interrupted', so whoever waits for the playback goes on. Queued digits still go out.
+   * Nothing happens when nothing is queued.
+   */
+  interrupt(): void {
+    if (!this.playing) return;
+    this.queue.length = 0;
+    this.queueOffset = 0;
+    this.playing = false;
+    this.emit('playbackDone', 'interrupted');
+  }
+
+  /**
+   * Pauses (false) or resumes (true) utterance segmentation (ListenOptions). Pausing drops an utterance in progress
+   * without an event; offsets keep counting the time paused. No effect on a session opened without `listen`.
+   */
+  setListening(on: boolean): void {
+    if (!this.segmenter || on === this.listening) return;
+    this.listening = on;
+    if (!on) this.segmenter.reset();
   }
 
   /** Queues keys as RFC 4733 events, sent one after another instead of audio. */
@@ -259,6 +321,7 @@ export class MediaSession extends EventEmitter<MediaSessionEvents> {
     if (this.profileStartNs !== null && !this.profiler!.finished && dueNs - this.profileStartNs >= BigInt(this.profiler!.windowMs) * 1_000_000n) {
       this.emit('speechProfile', this.profiler!.finish());
     }
+    if (this.segmenter && this.heardAudio) this.listenTick(this.segmenter);
     const remote = this.remote;
     if (remote) {
       if (this.event || this.digitQueue.length > 0) this.sendEventPacket(remote, dueNs);
@@ -268,6 +331,12 @@ export class MediaSession extends EventEmitter<MediaSessionEvents> {
       if (this.ticks % this.rtcpEveryTicks === 0) this.sendReport(remote);
     }
     this.timestamp = addTimestamp(this.timestamp, FRAME_SAMPLES);
+  }
+
+  /** The segmenter's clock while paused, and silent frames for a far end that stopped sending (DTX_GAP_TICKS). */
+  private listenTick(segmenter: UtteranceSegmenter): void {
+    if (!this.listening) segmenter.skip();
+    else if (++this.ticksSinceAudio > DTX_GAP_TICKS) segmenter.pushSilence(SILENT_FRAME);
   }
 
   /** Emits `rtpTimeout` once when nothing came in for the configured time (again after packets resume). */
@@ -290,7 +359,7 @@ export class MediaSession extends EventEmitter<MediaSessionEvents> {
     this.sentAudioLastTick = true;
     if (this.playing && this.queue.length === 0) {
       this.playing = false;
-      this.emit('playbackDone');
+      this.emit('playbackDone', 'finished');
     }
   }
 
@@ -385,6 +454,11 @@ export class MediaSession extends EventEmitter<MediaSessionEvents> {
       const runs = this.profiler.push(packet.timestamp, this.decoded, samples);
       if (runs) this.emit('speechProfile', runs);
     }
+    if (this.segmenter) {
+      this.heardAudio = true;
+      this.ticksSinceAudio = 0;
+      if (this.listening) this.segmenter.write(this.decoded, samples);
+    }
     if (this.inband) {
       const digits = this.inband.push(this.decoded, 0, samples);
       for (const digit of digits) this.reportDigit(digit, 'inband');
@@ -463,6 +537,9 @@ export class MediaSession extends EventEmitter<MediaSessionEvents> {
     if (!this.closed) {
       this.closed = true;
       await Promise.all([closeSocket(this.rtp), closeSocket(this.rtcp)]);
+      // An utterance in progress is dropped: the call is over.
+      this.segmenter?.removeAllListeners();
+      this.vad?.close();
     }
     return this.stats();
   }

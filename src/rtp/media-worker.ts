@@ -5,14 +5,18 @@
 import { isMainThread, parentPort, workerData } from 'node:worker_threads';
 import { FrameScheduler } from './frame-scheduler.js';
 import type { SpeechRun } from './speech-profiler.js';
-import { MediaSession, type DigitSource, type MediaSessionOptions, type MediaSessionStats, type Negotiated, type RemoteAddress } from './media-session.js';
+import { MediaSession, type DigitSource, type MediaSessionOptions, type MediaSessionStats, type Negotiated, type PlaybackEnd, type RemoteAddress } from './media-session.js';
 import { PortPool, type PortRange } from './port-pool.js';
+import { preloadVad } from '../audio/vad.js';
+import type { UtteranceInfo } from '../audio/utterance-segmenter.js';
 
 export interface MediaWorkerData {
   portRange: PortRange;
   host: string;
   frameMs?: number;
   spinMicros?: number;
+  /** Load the VAD's WASM module at start rather than at the first session that listens. */
+  preloadVad?: boolean;
 }
 
 export type WorkerRequest =
@@ -20,6 +24,8 @@ export type WorkerRequest =
   | { op: 'remote'; id: number; remote: RemoteAddress; negotiated?: Negotiated }
   | { op: 'play'; id: number; pcm: Int16Array }
   | { op: 'digits'; id: number; digits: string }
+  | { op: 'interrupt'; id: number }
+  | { op: 'listen'; id: number; on: boolean }
   | { op: 'stop'; id: number }
   | { op: 'close' };
 
@@ -28,9 +34,11 @@ export type WorkerReply =
   | { kind: 'opened'; id: number; localPort: number }
   | { kind: 'failed'; id: number; message: string }
   | { kind: 'digit'; id: number; digit: string; source: DigitSource }
-  | { kind: 'playbackDone'; id: number }
+  | { kind: 'playbackDone'; id: number; end: PlaybackEnd }
   | { kind: 'rtpTimeout'; id: number }
   | { kind: 'speechProfile'; id: number; runs: SpeechRun[] }
+  | { kind: 'speechStart'; id: number; atMs: number }
+  | { kind: 'utterance'; id: number; pcm: Int16Array; info: UtteranceInfo }
   | { kind: 'stopped'; id: number; stats: MediaSessionStats; recording?: Int16Array }
   | { kind: 'closed' };
 
@@ -50,6 +58,8 @@ class MediaWorker {
         if ('id' in request) this.reply({ kind: 'failed', id: request.id, message: err instanceof Error ? err.message : String(err) });
       });
     });
+    // Loading is asynchronous (the clock keeps ticking); a failure shows when a session that listens opens.
+    if (data.preloadVad) preloadVad().catch(() => undefined);
     this.reply({ kind: 'ready' });
   }
 
@@ -78,6 +88,12 @@ class MediaWorker {
       case 'digits':
         this.sessions.get(request.id)?.sendDigits(request.digits);
         return;
+      case 'interrupt':
+        this.sessions.get(request.id)?.interrupt();
+        return;
+      case 'listen':
+        this.sessions.get(request.id)?.setListening(request.on);
+        return;
       case 'stop':
         return this.stop(request.id);
       case 'close':
@@ -99,9 +115,12 @@ class MediaWorker {
         const session = await MediaSession.open(localPort, { ...options, host: this.data.host });
         this.sessions.set(id, session);
         session.on('digit', (digit, source) => this.reply({ kind: 'digit', id, digit, source }));
-        session.on('playbackDone', () => this.reply({ kind: 'playbackDone', id }));
+        session.on('playbackDone', (end) => this.reply({ kind: 'playbackDone', id, end }));
         session.on('rtpTimeout', () => this.reply({ kind: 'rtpTimeout', id }));
         session.on('speechProfile', (runs) => this.reply({ kind: 'speechProfile', id, runs }));
+        session.on('speechStart', (atMs) => this.reply({ kind: 'speechStart', id, atMs }));
+        // The segmenter's copy owns its buffer: moved, not copied.
+        session.on('utterance', (pcm, info) => this.reply({ kind: 'utterance', id, pcm, info }, [pcm.buffer as ArrayBuffer]));
         session.on('error', () => undefined); // a send to a closed port (ICMP) is the peer's problem, seen as loss
         if (this.sessions.size === 1) this.scheduler.start();
         this.reply({ kind: 'opened', id, localPort });
