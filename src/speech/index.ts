@@ -29,3 +29,23 @@ export {
   type SpeechFailureCode,
 } from './speech-errors-table.js';
 export type { SpeechErrorOptions } from './errors.js';
+export {
+  classifyTranscriptionFailure,
+  OPENAI_TRANSCRIPTION_ERRORS,
+  OpenAiTranscriptionRecognizer,
+  parseHypotheses,
+  POCKETSPHINX_DEFAULT_MODEL_DIR,
+  POCKETSPHINX_ENGINE_ID,
+  PocketsphinxRecognizer,
+  ScriptedRecognizer,
+  servesLocale,
+  transcriptionErrorRule,
+  type OpenAiTranscriptionOptions,
+  type PocketsphinxOptions,
+  type RecognitionRequest,
+  type RecognitionResult,
+  type ScriptedRecognizerOptions,
+  type SpeechRecognizer,
+  type TranscriptionFailure,
+  type TranscriptionResponseFormat,
+} from './recognition/index.js';
