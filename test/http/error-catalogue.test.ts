@@ -770,6 +770,16 @@ t.test(`every error answer is a catalogued envelope (${backendLabel})`, async (t
       },
     },
     { name: 'removing a SIP trunk that is not there', code: 'TRUNK_NOT_FOUND', run: () => adm('DELETE', '/admin/voice/trunks/nope') },
+    { name: 'an unknown voice agent', code: 'VOICE_AGENT_NOT_FOUND', run: () => api('GET', '/v1/voice/agents/agent_nope') },
+    {
+      name: 'a voice agent with both a model and a relay',
+      code: 'VOICE_AGENT_INVALID',
+      run: () =>
+        api('POST', '/v1/voice/agents', {
+          body: { name: 'cat-agent', systemPrompt: 'Be brief.', llm: { provider: 'openai-compatible', model: 'm', baseUrl: 'https://llm.example.com/v1' }, relay: { url: 'wss://relay.example.com' } },
+        }),
+      check: (t, a) => t.same(a.json.data.errors, [{ field: 'relay', message: 'give either llm (a model Ferry calls) or relay (your own model over a WebSocket), not both' }]),
+    },
     // ---- live chat (src/channels/chat/livechat): rows for test/http/error-catalogue.test.ts's `rows`, using its api/anon helpers
     { name: 'an unknown live chat inbox', code: 'CHAT_INBOX_NOT_FOUND', run: () => api('GET', '/v1/chat-sdk/inboxes/inb_nope') },
     { name: 'an unknown widget key', code: 'CHAT_WIDGET_KEY_UNKNOWN', run: () => anon('POST', '/v1/chat-sdk/widget/session', { body: { widgetKey: 'wk_nope' } }) },

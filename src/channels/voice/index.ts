@@ -9,6 +9,10 @@ import { UserAgent } from '../../sip/index.js';
 import { simAdminRoutes } from '../../sim/voice/sim-admin-routes.js';
 import { voiceSimulatorCli } from '../../sim/voice/sim-cli.js';
 import { VoiceTrunkSimulator } from '../../sim/voice/trunk-simulator.js';
+import { agentRoutes } from './agents/agent-routes.js';
+import { AGENT_MCP_TOOLS } from './agents/agent-mcp-tools.js';
+import { AgentService } from './agents/agent-service.js';
+import { AgentStore } from './agents/agent-store.js';
 import { prepareAudio } from './call-audio.js';
 import { VoicePrices } from './call-pricing.js';
 import { CallRecorder, VOICE_CALLBACK_MACHINE } from './call-recorder.js';
@@ -29,10 +33,15 @@ import { VoiceService } from './voice-service.js';
 import { VoiceSpeech } from './voice-speech.js';
 
 export type { VoiceService } from './voice-service.js';
+export type { AgentService } from './agents/agent-service.js';
+export type { AgentConfig } from './agents/agent-config.js';
+export type { LoadedAgent } from './agents/agent-store.js';
 
 /** What the module exposes (tests, the bench). */
 export interface VoiceModuleService {
   voice: VoiceService;
+  /** AI voice agents: their versions, and `load` (keys unsealed) for the call loop. */
+  agents: AgentService;
   trunks: TrunkRegistry;
   /** The embedded trunk simulator, when it runs in this process (media role). */
   simulator: () => VoiceTrunkSimulator | null;
@@ -100,11 +109,17 @@ export const voiceModule: ChannelModule<VoiceModuleService> = {
     const sweep = new OrphanSweep({ store, recorder, leaseMs, log: ctx.log });
     const guarded = ctx.http.client({ agent: { keepAlive: true, maxSockets: 32 } });
     const idempotency = new IdempotencyStore(ctx.db);
+    const agents = new AgentService({
+      store: new AgentStore({ db: ctx.db, key: ctx.deriveKey('voice-agents') }),
+      rules: { maxDurationSeconds: c.maxDurationSeconds, httpsOnly: ctx.http.resolver.policy.httpsOnly, defaultLocale: c.tts.defaultLocale },
+      resolveVoice: async (v) => (await speech.resolve({ locale: v.locale, voice: v.voiceId ?? undefined })).voice,
+    });
     return {
-      service: { voice: service, trunks, simulator: () => simulator, dialer: () => dialer },
-      mcpTools: VOICE_MCP_TOOLS,
+      service: { voice: service, agents, trunks, simulator: () => simulator, dialer: () => dialer },
+      mcpTools: [...VOICE_MCP_TOOLS, ...AGENT_MCP_TOOLS],
       async routes(app) {
         await app.register(voiceRoutes, { service, idempotency, voices: () => speech.voices(), callbackSecret: (accountId) => callbackSigningSecret(callbackKey, accountId) });
+        await app.register(agentRoutes, { agents, idempotency });
       },
       async adminRoutes(app) {
         await app.register(trunkAdminRoutes, { trunks });

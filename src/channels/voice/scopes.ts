@@ -1,11 +1,12 @@
 import type { ModuleScopes } from '../../accounts/scopes.js';
 
 /**
- * The key scope of voice calls. Accepted on keys as a planned scope before the module arrived (src/accounts/scopes.ts
- * PLANNED_SCOPES); declared here, it becomes the module's, so keys that hold it keep working.
+ * The key scopes of voice calls and AI voice agents. Accepted on keys as planned scopes before the module arrived
+ * (src/accounts/scopes.ts PLANNED_SCOPES); declared here, they become the module's, so keys that hold them keep working.
  */
 export const VOICE_SCOPES = {
   'voice:calls': 'place, list and hang up voice calls',
+  'voice:agents': 'create, read, change and delete AI voice agents',
 } as const satisfies ModuleScopes;
 
 declare module '../../accounts/scopes.js' {

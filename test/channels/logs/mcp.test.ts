@@ -51,7 +51,7 @@ t.test(`MCP server at /mcp (${backendLabel})`, async (t) => {
   t.test('tools/list differs by key scope, with annotations; ?products= narrows it', async (t) => {
     const all = await mcpClient(t, d.api, full.token);
     const names = (await all.listTools()).tools.map((x) => x.name).sort();
-    t.same(names, ['add_chat_members', 'create_chat_channel', 'create_chat_user_token', 'create_shortlink', 'get_balance', 'get_call', 'get_email_message', 'get_messenger_status', 'get_push_send', 'get_shortlink_analytics', 'get_sms_status', 'get_ussd_session', 'hangup_call', 'list_chat_channels', 'list_chat_messages', 'list_shortlinks', 'list_ussd_sessions', 'list_webhook_deliveries', 'place_call', 'register_push_device', 'request_otp', 'search_logs', 'send_bulk_sms', 'send_chat_message', 'send_email', 'send_messenger_message', 'send_push', 'send_sms', 'simulate_ussd_session']);
+    t.same(names, ['add_chat_members', 'create_chat_channel', 'create_chat_user_token', 'create_shortlink', 'create_voice_agent', 'get_balance', 'get_call', 'get_email_message', 'get_messenger_status', 'get_push_send', 'get_shortlink_analytics', 'get_sms_status', 'get_ussd_session', 'hangup_call', 'list_chat_channels', 'list_chat_messages', 'list_shortlinks', 'list_ussd_sessions', 'list_voice_agents', 'list_webhook_deliveries', 'place_call', 'register_push_device', 'request_otp', 'search_logs', 'send_bulk_sms', 'send_chat_message', 'send_email', 'send_messenger_message', 'send_push', 'send_sms', 'simulate_ussd_session']);
     const tools = (await all.listTools()).tools;
     const send = tools.find((x) => x.name === 'send_sms')!;
     t.equal(send.annotations?.readOnlyHint, false);
