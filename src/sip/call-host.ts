@@ -15,6 +15,8 @@ export interface DialogUser {
   onAck(request: SipRequest): void;
   /** Our 2xx to an INVITE got no ACK within 64*T1. */
   onAckTimeout?(): void;
+  /** Its WebSocket connection closed: nothing can be sent any more, so end at once (no BYE, no CANCEL). */
+  transportLost?(): void;
   /** UA shutdown: stop at once; returns the BYE to send best-effort when the call was answered. */
   abandon(): { request: SipRequest; target: SipTarget } | undefined;
 }

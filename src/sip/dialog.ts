@@ -61,6 +61,8 @@ export class Dialog {
 
   /** The next hop: the first route (loose routing) or the remote target. Strict routers are not supported. */
   nextHop(): SipTarget {
+    // a WebSocket peer is reached only over its connection, whatever its Contact says (RFC 7118 5)
+    if (this.transport === 'ws' || this.transport === 'wss') return this.fallback;
     const first = this.routeSet[0];
     let uri;
     try {

@@ -151,6 +151,17 @@ export class IncomingCall extends EventEmitter<IncomingCallEvents> implements Di
     this.emit('ack');
   }
 
+  /** The caller's WebSocket connection closed: an offered call is withdrawn (`cancelled`), an answered one ends. */
+  transportLost(): void {
+    if (this.state === 'offered') {
+      this.state = 'cancelled';
+      this.host.removeDialog(this.callId, this.localTag);
+      this.emit('cancelled');
+      return;
+    }
+    if (this.state === 'answered' || this.state === 'confirmed' || this.state === 'terminating') this.end({ by: 'remote', reason: 'transport closed' });
+  }
+
   onAckTimeout(): void {
     if (this.state === 'answered') this.hangUp('no ACK');
   }

@@ -1,4 +1,4 @@
-/** Ferry's SIP stack (RFC 3261): messages, digest auth, UDP/TCP transport, transactions, user agent. */
+/** Ferry's SIP stack (RFC 3261): messages, digest auth, UDP/TCP and WebSocket (RFC 7118) transport, transactions, user agent. */
 export { SipError, SipParseError, SipTimeoutError, SipTransportError } from './errors.js';
 export { MAX_MESSAGE_BYTES, MAX_HEADERS } from './limits.js';
 export { SipHeaders } from './headers.js';
@@ -12,7 +12,8 @@ export { reasonPhrase } from './reasons.js';
 export { buildResponse, type ResponseOptions } from './response.js';
 export { parseChallenge, parseAuthorization, buildAuthorization, digestResponse, type DigestAlgorithm, type DigestChallenge, type DigestAuthorization, type DigestCredentials, type AuthorizeOptions, type DigestInput } from './digest.js';
 export { DigestServer, type DigestServerOptions, type DigestVerdict } from './digest-server.js';
-export { SipTransport, type SipTarget, type TransportKind, type SipTransportOptions, type SipTransportEvents } from './transport.js';
+export { SipTransport, isReliable, type SipTarget, type TransportKind, type SipTransportOptions, type SipTransportEvents } from './transport.js';
+export { SipWsTransport, SIP_SUBPROTOCOL, type SipWsTransportOptions, type SipWsAttachOptions, type SipWsListenOptions, type SipWsTransportEvents } from './ws-transport.js';
 export { SipStreamFramer } from './stream-framer.js';
 export { DEFAULT_TIMERS, type SipTimerConfig } from './timers.js';
 export { newBranch } from './branch.js';
@@ -24,5 +25,5 @@ export type { ClientTransactionUser, SendFn, TransactionState } from './transact
 export { Dialog, type DialogInit } from './dialog.js';
 export { OutgoingCall, type OutgoingCallEvents, type OutgoingCallState, type InviteOptions, type EndInfo } from './outgoing-call.js';
 export { IncomingCall, type IncomingCallEvents, type IncomingCallState } from './incoming-call.js';
-export { UserAgent, type UserAgentOptions, type UserAgentEvents, type OptionsPingOptions } from './user-agent.js';
+export { UserAgent, type UserAgentOptions, type UserAgentEvents, type OptionsPingOptions, type IncomingRequest, type RequestHandler } from './user-agent.js';
 export { IncomingRefer, readReferNotify, type ReferAnswer, type ReferProgress } from './refer.js';

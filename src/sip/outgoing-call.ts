@@ -266,6 +266,12 @@ export class OutgoingCall extends EventEmitter<OutgoingCallEvents> implements Di
     // the ACK of a re-INVITE's 200: the transaction layer already stopped retransmitting
   }
 
+  /** The callee's WebSocket connection closed: an unanswered call fails with 503, an answered one ends. */
+  transportLost(): void {
+    if (this.state === 'calling' || this.state === 'early') return this.fail(503, 'Service Unavailable');
+    if (this.state === 'confirmed' || this.state === 'terminating') this.end({ by: 'remote', reason: 'transport closed' });
+  }
+
   /** Stops the call without signalling (UA shutdown): returns the BYE to send best-effort, if answered. */
   abandon(): { request: SipRequest; target: SipTarget } | undefined {
     const dialog = this.state === 'confirmed' ? this.dialog : undefined;

@@ -5,14 +5,23 @@ import { SipParseError, SipTransportError } from './errors.js';
 import { MAX_MESSAGE_BYTES } from './limits.js';
 import { parseMessage, serializeMessage, type SipMessage } from './message.js';
 import { SipStreamFramer } from './stream-framer.js';
+import { SipWsTransport, type SipWsListenOptions } from './ws-transport.js';
 
-export type TransportKind = 'udp' | 'tcp';
+/** ws and wss are SIP over WebSocket (RFC 7118): connections browsers open to us, reached only through them. */
+export type TransportKind = 'udp' | 'tcp' | 'ws' | 'wss';
 
 /** Where a message came from or goes to. */
 export interface SipTarget {
   transport: TransportKind;
   host: string;
   port: number;
+  /** ws/wss: the connection (flow) that reaches the peer; host and port are only its remote address, for logs. */
+  flow?: string;
+}
+
+/** Whether a transport delivers reliably (no retransmissions: RFC 3261 17). */
+export function isReliable(transport: TransportKind): boolean {
+  return transport !== 'udp';
 }
 
 export interface SipTransportOptions {
@@ -20,10 +29,15 @@ export interface SipTransportOptions {
   host?: string;
   /** Port for both UDP and TCP (default 0: one free port for both). */
   port?: number;
+  /** Default udp and tcp; ws or wss also serves WebSocket on a port of its own (see `webSocket`). */
   transports?: TransportKind[];
   maxMessageBytes?: number;
   /** Give up on an outgoing TCP connect after this long (default 10 s). */
   connectTimeoutMs?: number;
+  /** Serve SIP over WebSocket on a port of its own (WSS with `tls`); `webSocket.attach()` shares an HTTP server instead. */
+  webSocket?: SipWsListenOptions;
+  /** Ping WebSocket connections this often, closing one that missed the last ping (default 30 s; 0: never). */
+  webSocketPingIntervalMs?: number;
 }
 
 export interface SipTransportEvents {
@@ -32,6 +46,8 @@ export interface SipTransportEvents {
   invalid: [error: SipParseError, source: SipTarget];
   /** A socket-level problem, already handled (connection dropped); for logs. */
   warning: [error: Error];
+  /** A WebSocket connection closed: its peer cannot be reached until it connects again. */
+  flowClosed: [flow: SipTarget];
 }
 
 interface Connection {
@@ -39,12 +55,18 @@ interface Connection {
   ready: Promise<void>;
 }
 
-/** SIP over UDP and TCP on one port; outgoing TCP connections are reused per remote host:port. */
+/**
+ * SIP over UDP and TCP on one port; outgoing TCP connections are reused per remote host:port. WebSocket flows
+ * (`webSocket`) come in through it too, and sends to a ws/wss target go over that target's connection.
+ */
 export class SipTransport extends EventEmitter<SipTransportEvents> {
+  /** SIP over WebSocket: attach it to an HTTP server, or give `webSocket` options to serve on a port of its own. */
+  readonly webSocket: SipWsTransport;
   private udp: dgram.Socket | undefined;
   private tcp: net.Server | undefined;
   private readonly connections = new Map<string, Connection>();
-  private readonly options: Required<SipTransportOptions>;
+  private readonly options: Required<Omit<SipTransportOptions, 'webSocket' | 'webSocketPingIntervalMs'>>;
+  private readonly webSocketListen: SipWsListenOptions | undefined;
   private boundPort = 0;
   private closed = false;
 
@@ -57,6 +79,12 @@ export class SipTransport extends EventEmitter<SipTransportEvents> {
       maxMessageBytes: options.maxMessageBytes ?? MAX_MESSAGE_BYTES,
       connectTimeoutMs: options.connectTimeoutMs ?? 10_000,
     };
+    this.webSocketListen = options.webSocket;
+    this.webSocket = new SipWsTransport({ maxMessageBytes: this.options.maxMessageBytes, pingIntervalMs: options.webSocketPingIntervalMs });
+    this.webSocket.on('message', (msg, source) => this.emit('message', msg, source));
+    this.webSocket.on('invalid', (err, source) => this.emit('invalid', err, source));
+    this.webSocket.on('warning', (err) => this.emit('warning', err));
+    this.webSocket.on('flowClosed', (flow) => this.emit('flowClosed', flow));
   }
 
   get host(): string {
@@ -72,6 +100,11 @@ export class SipTransport extends EventEmitter<SipTransportEvents> {
   }
 
   async listen(): Promise<void> {
+    const kinds = this.options.transports;
+    if (kinds.includes('wss') && !this.webSocketListen?.tls) throw new SipTransportError('wss needs webSocket.tls (a certificate and key)');
+    if (this.webSocketListen || kinds.includes('ws') || kinds.includes('wss')) {
+      await this.webSocket.listen({ host: this.options.host, ...this.webSocketListen });
+    }
     const wantUdp = this.options.transports.includes('udp');
     const wantTcp = this.options.transports.includes('tcp');
     // with port 0, UDP picks and TCP must get the same number; retry a few times if TCP finds it taken
@@ -168,6 +201,7 @@ export class SipTransport extends EventEmitter<SipTransportEvents> {
     const data = Buffer.isBuffer(message) ? message : serializeMessage(message);
     if (this.closed) throw new SipTransportError('transport closed');
     if (target.transport === 'udp') return this.sendUdp(data, target);
+    if (target.transport === 'ws' || target.transport === 'wss') return this.webSocket.send(data, target);
     const conn = this.connections.get(keyOf(target.host, target.port)) ?? this.dial(target);
     await conn.ready;
     if (conn.socket.destroyed) throw new SipTransportError(`connection to ${target.host}:${target.port} closed`);
@@ -219,6 +253,7 @@ export class SipTransport extends EventEmitter<SipTransportEvents> {
     const udp = this.udp;
     const tcp = this.tcp;
     await Promise.all([
+      this.webSocket.close(),
       udp ? new Promise<void>((r) => udp.close(() => r())) : undefined,
       tcp ? new Promise<void>((r) => tcp.close(() => r())) : undefined,
     ]);

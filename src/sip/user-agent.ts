@@ -15,8 +15,9 @@ import { ServerInviteTransaction } from './server-invite-transaction.js';
 import { ServerNonInviteTransaction } from './server-non-invite-transaction.js';
 import { DEFAULT_TIMERS, type SipTimerConfig } from './timers.js';
 import type { ClientTransactionUser } from './transaction-types.js';
-import { SipTransport, type SipTarget, type SipTransportOptions, type TransportKind } from './transport.js';
+import { isReliable, SipTransport, type SipTarget, type SipTransportOptions, type TransportKind } from './transport.js';
 import { BRANCH_MAGIC } from './via.js';
+import type { SipWsTransport } from './ws-transport.js';
 
 export interface UserAgentOptions extends SipTransportOptions {
   timers?: Partial<SipTimerConfig>;
@@ -33,6 +34,22 @@ export interface UserAgentOptions extends SipTransportOptions {
 export interface UserAgentEvents {
   /** Socket problems and unparseable input, already handled; for logs. */
   warning: [error: Error];
+  /**
+   * A WebSocket connection closed. Calls through it have ended already (a transport error); a registrar drops the
+   * bindings that named this flow.
+   */
+  flowClosed: [flow: SipTarget];
+}
+
+/** Answers out-of-dialog requests of one method; an async one that rejects answers 500, like one that throws. */
+export type RequestHandler = (request: IncomingRequest) => void | Promise<void>;
+
+/** An out-of-dialog request given to an `onRequest` handler, which must answer it (once, with a final status). */
+export interface IncomingRequest {
+  readonly request: SipRequest;
+  /** Where it came from: for ws/wss the browser's connection, the only way to reach that browser. */
+  readonly source: SipTarget;
+  respond(status: number, options?: ResponseOptions): void;
 }
 
 export interface OptionsPingOptions {
@@ -42,12 +59,16 @@ export interface OptionsPingOptions {
 
 const ALLOW = 'INVITE, ACK, CANCEL, BYE, OPTIONS, UPDATE, INFO, REFER, NOTIFY';
 const KNOWN_METHODS: ReadonlySet<string> = new Set(ALLOW.split(', '));
+/** Methods the core answers itself; a handler cannot take them over. */
+const CORE_METHODS: ReadonlySet<string> = new Set(['INVITE', 'ACK', 'CANCEL', 'BYE']);
 
 type ClientTransaction = ClientInviteTransaction | ClientNonInviteTransaction;
 
 /**
- * A SIP user agent (RFC 3261) over UDP and TCP: outgoing calls (invite), incoming calls (onInvite), OPTIONS both
- * ways. It owns the transport and every transaction, and matches requests to dialogs.
+ * A SIP user agent (RFC 3261) over UDP and TCP, and WebSocket (RFC 7118) for browsers: outgoing calls (invite),
+ * incoming calls (onInvite), OPTIONS both ways, other out-of-dialog requests (REGISTER) to handlers (onRequest). It
+ * owns the transport and every transaction, and matches requests to dialogs. A call over a WebSocket flow ends
+ * (a transport error) when that connection closes.
  */
 export class UserAgent extends EventEmitter<UserAgentEvents> implements CallHost {
   readonly timers: SipTimerConfig;
@@ -63,6 +84,11 @@ export class UserAgent extends EventEmitter<UserAgentEvents> implements CallHost
   private readonly awaitingAck = new Map<string, ServerInviteTransaction>();
   private readonly offered = new Map<string, IncomingCall>(); // by INVITE transaction key, for CANCEL
   private inviteHandler: ((call: IncomingCall) => void) | undefined;
+  private readonly requestHandlers = new Map<string, RequestHandler>();
+  /** WebSocket flow id → what travels over it: dialogs (by dialog key) and client transactions (key → user). */
+  private readonly flowDialogs = new Map<string, Set<string>>();
+  private readonly dialogFlows = new Map<string, string>();
+  private readonly flowClientTxs = new Map<string, Map<string, ClientTransactionUser>>();
   private closed = false;
 
   constructor(options: UserAgentOptions = {}) {
@@ -79,6 +105,7 @@ export class UserAgent extends EventEmitter<UserAgentEvents> implements CallHost
     this.transport.on('message', (msg, source) => this.onMessage(msg, source));
     this.transport.on('invalid', (err, source) => this.onInvalid(err, source));
     this.transport.on('warning', (err) => this.emit('warning', err));
+    this.transport.on('flowClosed', (flow) => this.onFlowClosed(flow));
   }
 
   /** A listening user agent. */
@@ -100,6 +127,16 @@ export class UserAgent extends EventEmitter<UserAgentEvents> implements CallHost
     return this.advertisedHost;
   }
 
+  /**
+   * SIP over WebSocket: `ua.webSocket.attach(httpServer, { path: '/sip' })` serves browsers on an existing HTTP(S)
+   * server, `ua.webSocket.listen({ port })` (or the `webSocket` option) on a port of its own. A browser's requests
+   * arrive with a ws/wss `source` naming its connection; to call it, pass that target (a registrar keeps it per
+   * binding) to invite() with its Contact as requestUri.
+   */
+  get webSocket(): SipWsTransport {
+    return this.transport.webSocket;
+  }
+
   /** Calls out; listen for the call's events before the next tick (responses arrive asynchronously). */
   invite(options: InviteOptions): OutgoingCall {
     const call = new OutgoingCall(this, options);
@@ -107,6 +144,7 @@ export class UserAgent extends EventEmitter<UserAgentEvents> implements CallHost
       queueMicrotask(() => call.emit('failed', 503, 'Service Unavailable'));
       return call;
     }
+    this.bindFlow(options.target, call.callId, call.localTag);
     call.start();
     return call;
   }
@@ -141,6 +179,24 @@ export class UserAgent extends EventEmitter<UserAgentEvents> implements CallHost
     this.inviteHandler = handler;
   }
 
+  /**
+   * Who answers out-of-dialog requests of `method` (REGISTER for a registrar, MESSAGE, SUBSCRIBE …; undefined
+   * removes it). Methods with a handler are listed in Allow; without one, an unknown method gets 405. The handler
+   * must respond once with a final status (a handler that throws answers 500). INVITE, ACK, CANCEL and BYE stay
+   * with the core; OPTIONS is answered by the core unless a handler takes it.
+   */
+  onRequest(method: string, handler: RequestHandler | undefined): void {
+    const m = method.toUpperCase();
+    if (CORE_METHODS.has(m)) throw new SipError(`${m} is handled by the user agent core`);
+    if (handler) this.requestHandlers.set(m, handler);
+    else this.requestHandlers.delete(m);
+  }
+
+  private allow(): string {
+    const extra = [...this.requestHandlers.keys()].filter((m) => !KNOWN_METHODS.has(m));
+    return extra.length === 0 ? ALLOW : `${ALLOW}, ${extra.join(', ')}`;
+  }
+
   /** Ends everything: a best-effort BYE for answered calls, every transaction and timer stopped, sockets closed. */
   async close(): Promise<void> {
     if (this.closed) return;
@@ -157,13 +213,22 @@ export class UserAgent extends EventEmitter<UserAgentEvents> implements CallHost
     this.awaitingAck.clear();
     this.offered.clear();
     this.dialogs.clear();
+    this.flowDialogs.clear();
+    this.dialogFlows.clear();
+    this.flowClientTxs.clear();
     await this.transport.close();
   }
 
   // CallHost
 
   contact(transport: TransportKind): string {
-    return `<sip:${this.contactUser}@${this.advertisedHost}:${this.port}${transport === 'tcp' ? ';transport=tcp' : ''}>`;
+    return `<sip:${this.contactUser}@${this.advertisedHost}:${this.portFor(transport)}${transport === 'udp' ? '' : `;transport=${transport}`}>`;
+  }
+
+  /** The port written into Via and Contact: the WebSocket server's for ws/wss (no browser dials it from SIP, though). */
+  private portFor(transport: TransportKind): number {
+    if (transport === 'ws' || transport === 'wss') return this.transport.webSocket.port(transport === 'wss') || this.port;
+    return this.port;
   }
 
   startClientTransaction(request: SipRequest, target: SipTarget, user: ClientTransactionUser): void {
@@ -173,10 +238,14 @@ export class UserAgent extends EventEmitter<UserAgentEvents> implements CallHost
     }
     if (!request.headers.has('via')) request.headers.prepend('Via', this.via(target.transport, newBranch()));
     const key = `${topVia(request).branch}:${request.method}`;
-    const reliable = target.transport === 'tcp';
+    const reliable = isReliable(target.transport);
     const send = (m: SipMessage): Promise<void> => this.transport.send(m, target);
+    const flowTxs = this.flowTxsOf(target);
+    flowTxs?.set(key, user);
     const done = (): void => {
       if (this.clientTxs.get(key) === tx) this.clientTxs.delete(key);
+      flowTxs?.delete(key);
+      if (flowTxs?.size === 0 && this.flowClientTxs.get(target.flow!) === flowTxs) this.flowClientTxs.delete(target.flow!);
     };
     const tx: ClientTransaction = request.method === 'INVITE'
       ? new ClientInviteTransaction(request, send, reliable, this.timers, user, done)
@@ -209,11 +278,51 @@ export class UserAgent extends EventEmitter<UserAgentEvents> implements CallHost
   }
 
   removeDialog(callId: string, localTag: string): void {
-    this.dialogs.delete(`${callId};${localTag}`);
+    const key = `${callId};${localTag}`;
+    this.dialogs.delete(key);
+    const flow = this.dialogFlows.get(key);
+    if (flow === undefined) return;
+    this.dialogFlows.delete(key);
+    const keys = this.flowDialogs.get(flow);
+    keys?.delete(key);
+    if (keys?.size === 0) this.flowDialogs.delete(flow);
   }
 
   private via(transport: TransportKind, branch: string): string {
-    return `SIP/2.0/${transport.toUpperCase()} ${this.advertisedHost}:${this.port};branch=${branch};rport`;
+    return `SIP/2.0/${transport.toUpperCase()} ${this.advertisedHost}:${this.portFor(transport)};branch=${branch};rport`;
+  }
+
+  // WebSocket flows
+
+  /** Remembers that a call goes over a WebSocket connection, so it can be ended when that closes. */
+  private bindFlow(target: SipTarget, callId: string, localTag: string): void {
+    if (target.flow === undefined) return;
+    const key = `${callId};${localTag}`;
+    let keys = this.flowDialogs.get(target.flow);
+    if (!keys) this.flowDialogs.set(target.flow, (keys = new Set()));
+    keys.add(key);
+    this.dialogFlows.set(key, target.flow);
+  }
+
+  private flowTxsOf(target: SipTarget): Map<string, ClientTransactionUser> | undefined {
+    if (target.flow === undefined) return undefined;
+    let txs = this.flowClientTxs.get(target.flow);
+    if (!txs) this.flowClientTxs.set(target.flow, (txs = new Map()));
+    return txs;
+  }
+
+  /** Nothing more can be sent to or heard from that peer: fail what waits on it, end its calls, tell the registrar. */
+  private onFlowClosed(flow: SipTarget): void {
+    if (this.closed || flow.flow === undefined) return;
+    const lost = new SipTransportError(`WebSocket connection ${flow.host}:${flow.port} closed`);
+    for (const [key, user] of [...(this.flowClientTxs.get(flow.flow) ?? [])]) {
+      this.clientTxs.get(key)?.terminate();
+      user.onTransportError(lost);
+    }
+    this.flowClientTxs.delete(flow.flow);
+    for (const key of [...(this.flowDialogs.get(flow.flow) ?? [])]) this.dialogs.get(key)?.transportLost?.();
+    this.flowDialogs.delete(flow.flow);
+    this.emit('flowClosed', flow);
   }
 
   // Incoming
@@ -222,7 +331,7 @@ export class UserAgent extends EventEmitter<UserAgentEvents> implements CallHost
     if (this.closed) return;
     try {
       if (msg.kind === 'response') this.onResponse(msg);
-      else this.onRequest(msg, source);
+      else this.receiveRequest(msg, source);
     } catch (err) {
       // a header the message checks did not cover (e.g. a bad Contact) must not take the UA down
       this.emit('warning', err instanceof Error ? err : new SipError(String(err)));
@@ -253,7 +362,7 @@ export class UserAgent extends EventEmitter<UserAgentEvents> implements CallHost
     return `${callIdOf(req)}:${cseqOf(req).seq}:${fromOf(req).tag ?? ''}:${via.branch ?? ''}:${method}`;
   }
 
-  private onRequest(req: SipRequest, source: SipTarget): void {
+  private receiveRequest(req: SipRequest, source: SipTarget): void {
     const key = this.serverKey(req);
     if (req.method === 'ACK') return this.onAck(req, key);
     const existing = this.serverTxs.get(key);
@@ -262,30 +371,55 @@ export class UserAgent extends EventEmitter<UserAgentEvents> implements CallHost
     let owner: DialogUser | undefined; // who hears of a 2xx never ACKed
     const tx = this.newServerTransaction(req, source, key, () => owner?.onAckTimeout?.());
     if (req.method === 'CANCEL') return this.onCancel(req, tx, key);
-    if (!KNOWN_METHODS.has(req.method)) return this.respond(tx, req, 405, { headers: [['Allow', ALLOW]] });
+    const handler = this.requestHandlers.get(req.method);
+    if (!KNOWN_METHODS.has(req.method) && !handler) return this.respond(tx, req, 405, { headers: [['Allow', this.allow()]] });
     if (req.method === 'INVITE') this.respond(tx, req, 100);
 
     const toTag = toOf(req).tag;
     if (toTag !== undefined) {
       owner = this.dialogs.get(`${callIdOf(req)};${toTag}`);
-      if (!owner) return this.respond(tx, req, 481);
-      return owner.onRequest(req, tx);
+      if (owner) return owner.onRequest(req, tx);
+      if (!handler) return this.respond(tx, req, 481);
     }
+    if (handler) return this.handOver(handler, req, source, tx);
     switch (req.method) {
       case 'INVITE':
         owner = this.onNewInvite(req, tx as ServerInviteTransaction, source, key);
         return;
       case 'OPTIONS':
-        return this.respond(tx, req, 200, { headers: [['Allow', ALLOW], ['Accept', 'application/sdp']] });
+        return this.respond(tx, req, 200, { headers: [['Allow', this.allow()], ['Accept', 'application/sdp']] });
       default:
         return this.respond(tx, req, 481);
+    }
+  }
+
+  private handOver(handler: RequestHandler, request: SipRequest, source: SipTarget, tx: ServerTransaction): void {
+    let answered = false;
+    const incoming: IncomingRequest = {
+      request,
+      source,
+      respond: (status, options) => {
+        if (answered || this.closed) return;
+        if (status >= 200) answered = true;
+        this.respond(tx, request, status, options);
+      },
+    };
+    const failed = (err: unknown): void => {
+      this.emit('warning', err instanceof Error ? err : new SipError(String(err)));
+      incoming.respond(500);
+    };
+    try {
+      const pending = handler(incoming);
+      if (pending) pending.catch(failed);
+    } catch (err) {
+      failed(err);
     }
   }
 
   private newServerTransaction(req: SipRequest, source: SipTarget, key: string, onAckTimeout: () => void): ServerTransaction {
     // responses go back where the request came from (the connection, or the datagram's source as with rport)
     const send = (m: SipMessage): Promise<void> => this.transport.send(m, source);
-    const reliable = source.transport === 'tcp';
+    const reliable = isReliable(source.transport);
     const ackKey = `${callIdOf(req)}:${cseqOf(req).seq}`;
     const done = (): void => {
       if (this.serverTxs.get(key) === tx) this.serverTxs.delete(key);
@@ -344,6 +478,7 @@ export class UserAgent extends EventEmitter<UserAgentEvents> implements CallHost
     }
     const call = new IncomingCall(this, req, tx, source, randomToken(), username);
     this.addDialog(call.callId, call.localTag, call);
+    this.bindFlow(source, call.callId, call.localTag);
     this.offered.set(key, call);
     if (!this.inviteHandler) {
       call.reject(480);

@@ -1,5 +1,5 @@
 import t from 'tap';
-import type { IncomingCall, TransportKind } from '../../src/sip/index.js';
+import type { IncomingCall } from '../../src/sip/index.js';
 import { has, record, sdp, startUa, waitFor, type CallEvent } from './helpers.js';
 import { HAVE_SIPP, freePort, runSipp, type SippOptions, type SippProcess } from './sipp.js';
 
@@ -13,7 +13,7 @@ function sipp(t: { teardown(fn: () => unknown): void }, o: SippOptions): SippPro
   return p;
 }
 
-async function callSipp(t: Parameters<typeof sipp>[0], scenario: string, transport: TransportKind = 'udp', credentials?: { username: string; password: string }) {
+async function callSipp(t: Parameters<typeof sipp>[0], scenario: string, transport: 'udp' | 'tcp' = 'udp', credentials?: { username: string; password: string }) {
   const port = await freePort();
   const proc = sipp(t, { scenario, port, transport });
   await proc.ready;
@@ -25,7 +25,7 @@ async function callSipp(t: Parameters<typeof sipp>[0], scenario: string, transpo
 
 const explain = (r: { code: number | null; output: string; errors: string }): string => `sipp exit ${r.code}\n${r.errors}\n${r.output.slice(-1500)}`;
 
-for (const transport of ['udp', 'tcp'] as TransportKind[]) {
+for (const transport of ['udp', 'tcp'] as const) {
   t.test(`SIPp UAS (${transport}): answers, then hangs up itself`, { skip: SKIP }, async (t) => {
     const { proc, events } = await callSipp(t, 'uas-answer-then-bye.xml', transport);
     const result = await proc.done;
