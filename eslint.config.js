@@ -26,7 +26,7 @@ const SMPP_PROTOCOL_ONLY = {
 /** The voice libraries (SIP, RTP, audio, speech, language models) know their protocols only, like src/smpp. */
 const MEDIA_PROTOCOL_ONLY = {
   regex: '^(\\.\\./)+(ledger|dispatch|routing|receipts|billing|accounts|messaging|smpp|http|platform)/',
-  message: 'src/sip, src/rtp, src/audio, src/speech and src/llm are protocol libraries: take what they need through an interface instead of importing the gateway.',
+  message: 'src/sip, src/rtp, src/audio, src/speech, src/llm and src/webrtc are protocol libraries: take what they need through an interface instead of importing the gateway.',
 };
 
 function restrict(...patterns) {
@@ -61,6 +61,6 @@ export default tseslint.config(
   { files: ['src/**/*.ts'], ignores: ['src/channels/**'], rules: restrict(NO_PRODUCT) },
   { files: ['src/daemon.ts', 'src/cli/**/*.ts'], rules: restrict(ONLY_MODULE_LIST) },
   { files: ['src/smpp/**/*.ts'], rules: restrict(NO_PRODUCT, SMPP_PROTOCOL_ONLY) },
-  { files: ['src/sip/**/*.ts', 'src/rtp/**/*.ts', 'src/audio/**/*.ts', 'src/speech/**/*.ts', 'src/llm/**/*.ts'], rules: restrict(NO_PRODUCT, MEDIA_PROTOCOL_ONLY) },
+  { files: ['src/sip/**/*.ts', 'src/rtp/**/*.ts', 'src/audio/**/*.ts', 'src/speech/**/*.ts', 'src/llm/**/*.ts', 'src/webrtc/**/*.ts'], rules: restrict(NO_PRODUCT, MEDIA_PROTOCOL_ONLY) },
   ...PRODUCTS.map(productBoundary),
 );
