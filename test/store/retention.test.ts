@@ -175,12 +175,12 @@ t.test('the declared tables: what retention purges and maintenance vacuums, in o
     'ussd ussd_sessions',
     'shortlink shortlink_clicks',
     'shortlink shortlink_rollups',
-    'voice voice_calls +voice_call_history',
+    'voice voice_calls +voice_call_history +voice_call_transcripts',
     'logs log_sessions',
   ], 'purged in the same order');
   const vacuumed = (kind: string) => TABLES.filter((x) => x.vacuum === kind).map((x) => x.name).sort();
   t.same(vacuumed('churn'), ['chat_channels', 'chat_members', 'chat_push_outbox', 'idempotency_keys', 'otp_codes', 'otp_phones', 'outbound_jobs', 'push_sends', 'push_topics', 'queue_items', 'shortlink_rollups', 'smpp_outbox', 'upstream_kept_receipts', 'ussd_sessions', 'voice_calls', 'webhook_cursors', 'webhook_deliveries', 'webhook_ticks']);
-  t.same(vacuumed('ledger'), ['balance_holds', 'email_messages', 'log_sessions', 'message_parts', 'messages', 'messenger_messages', 'push_devices', 'request_logs', 'upstream_correlations', 'voice_call_history', 'webhook_events']);
+  t.same(vacuumed('ledger'), ['balance_holds', 'email_messages', 'log_sessions', 'message_parts', 'messages', 'messenger_messages', 'push_devices', 'request_logs', 'upstream_correlations', 'voice_call_history', 'voice_call_transcripts', 'webhook_events']);
 });
 
 t.test('a family the config names keeps its override; one it does not name uses retention.days', async (t) => {

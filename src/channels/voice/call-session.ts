@@ -8,6 +8,10 @@ import type { CallRecorder } from './call-recorder.js';
 import { isRinging, statusOfFinalResponse } from './call-status.js';
 import { buildOffer, readAnswer } from './sdp.js';
 import type { Trunk } from './trunk-registry.js';
+import { AgentConversation, type ConversationEnd, type TranscriptEntry } from './agents/agent-conversation.js';
+import type { AgentTool, TransferDestination } from './agents/agent-config.js';
+import type { PreparedAgent } from './agents/agent-runtime.js';
+import type { ToolOutcome } from './agents/agent-tools.js';
 
 /** Why an answered call ended on our side: kept as the call's error (status completed unless it is a failure). */
 type LocalEnd = { code: string; message: string; status: 'completed' | 'failed' };
@@ -24,6 +28,18 @@ export interface CallSessionDeps {
   /** Writes the digits gathered so far to the row (GET shows them while the call lasts). */
   saveDigits: (callId: string, digits: string) => Promise<void>;
 }
+
+/** A call an agent talks on: the agent made ready before dialling, and what its tools reach beyond the call. */
+export interface CallAgent {
+  prepared: PreparedAgent;
+  /** Stores a transcript line (and its event), in order. */
+  record(seq: number, entry: TranscriptEntry): Promise<void>;
+  webhook(tool: Extract<AgentTool, { type: 'webhook' }>, args: Record<string, unknown>): Promise<ToolOutcome>;
+  sendSms(tool: Extract<AgentTool, { type: 'send_sms' }>, message: string): Promise<ToolOutcome>;
+}
+
+/** How long a blind transfer may take to be reported as answered or failed before the agent hears it failed. */
+const TRANSFER_REPORT_MS = 60_000;
 
 /**
  * A SIP final that moves a call to the next trunk when nothing rang yet: the trunk failed or refused us (no answer to
@@ -54,6 +70,10 @@ export class CallSession {
   private status: Call['status'];
   /** machineDetection's guess, once the far end's first seconds were heard. */
   private answeredBy: AnsweredBy | null = null;
+  /** The trunk the call went out on (a transfer to a number goes through it too). */
+  private trunk: Trunk | null = null;
+  private transferredTo: string | null = null;
+  private transcriptSeq = 0;
   /** Settles when run() has ended the call (the dialer waits on it at shutdown). */
   done: Promise<void> = Promise.resolve();
 
@@ -62,6 +82,7 @@ export class CallSession {
     private readonly trunks: readonly Trunk[],
     private readonly audio: PreparedAudio,
     private readonly d: CallSessionDeps,
+    private readonly agent: CallAgent | null = null,
   ) {
     this.status = call.status;
   }
@@ -80,6 +101,7 @@ export class CallSession {
         inbandDtmf: true,
         continuous: true,
         ...(detect ? { speechProfile: { windowMs: DETECTION_WINDOW_MS } } : {}),
+        ...(this.agent ? { listen: {} } : {}),
       });
       if (detect) {
         this.media.once('speechProfile', (runs) => {
@@ -156,6 +178,7 @@ export class CallSession {
         credentials: trunk.username ? { username: trunk.username, password: trunk.password ?? '' } : undefined,
       });
       this.sip = sip;
+      this.trunk = trunk;
       void this.change({ status: this.status, trunk: trunk.name, trunksTried: tried, sipCallId: sip.callId, detail: { trunk: trunk.name } }, true);
       this.ringTimer = setTimeout(() => {
         this.ringTimedOut = true;
@@ -202,8 +225,135 @@ export class CallSession {
         ),
       this.call.heldSeconds * 1000,
     );
+    if (this.agent) return this.endAnswered(await this.runAgent(this.agent));
     await this.runScript();
     await this.endAnswered(null);
+  }
+
+  /** The agent's conversation until it ends; how it ended, as the call's end (null: the agent finished normally). */
+  private async runAgent(agent: CallAgent): Promise<LocalEnd | null> {
+    const { config } = agent.prepared.agent;
+    const record = (entry: TranscriptEntry) => {
+      const seq = ++this.transcriptSeq;
+      void this.inOrder(() => agent.record(seq, entry)).catch((err: Error) => this.d.log.warn({ err: err.message, callId: this.call.id }, 'voice agent: a transcript line was not stored'));
+    };
+    const maxMs = config.maxDurationSeconds * 1000;
+    const agentLimit = setTimeout(() => void this.endAnswered({ code: 'AGENT_MAX_DURATION', message: `the agent's limit of ${config.maxDurationSeconds} s was reached`, status: 'completed' }), maxMs);
+    try {
+      let conversation: AgentConversation | null = null;
+      const brain = agent.prepared.brain({
+        // The caller hears the agent's last words (e.g. "let me put you through") before the call leaves.
+        transfer: async (destination, mode, reason) => {
+          await conversation?.quiet();
+          return this.transfer(destination, mode, reason, record);
+        },
+        end: (reason) => Promise.resolve({ ok: true, result: { ending: true, reason }, stop: true }),
+        webhook: (tool, args) => agent.webhook(tool, args),
+        sendSms: (tool, message) => agent.sendSms(tool, message),
+      });
+      conversation = new AgentConversation({
+        media: this.media!,
+        brain,
+        recognizer: agent.prepared.recognizer,
+        speak: agent.prepared.speak,
+        config,
+        setup: {
+          callId: this.call.id,
+          accountId: this.call.accountId,
+          agentId: agent.prepared.agent.agentId,
+          agentVersion: agent.prepared.agent.version,
+          from: '+' + this.call.from,
+          to: '+' + this.call.to,
+          direction: 'outbound',
+          variables: agent.prepared.variables,
+          language: config.language,
+        },
+        firstMessage: agent.prepared.firstMessage,
+        record,
+        signal: this.abort.signal,
+      });
+      const end = await conversation.run();
+      if (this.transferredTo) return { code: 'TRANSFERRED', message: `transferred to ${this.transferredTo}`, status: 'completed' };
+      return this.afterConversation(end, record);
+    } finally {
+      clearTimeout(agentLimit);
+    }
+  }
+
+  private async afterConversation(end: ConversationEnd, record: (entry: TranscriptEntry) => void): Promise<LocalEnd | null> {
+    record({ role: 'event', event: 'end', detail: { ...end } });
+    switch (end.reason) {
+      case 'agent-ended': {
+        // A relay customer hands the caller over by ending with {transfer: <destination name>}.
+        const wanted = end.detail?.transfer;
+        const destination = typeof wanted === 'string' ? this.destinations().find((d) => d.name === wanted) : undefined;
+        if (destination && (await this.transfer(destination, 'blind', 'handed over by the relay', record)).ok) {
+          return { code: 'TRANSFERRED', message: `transferred to ${destination.name}`, status: 'completed' };
+        }
+        return null;
+      }
+      case 'end-phrase':
+      case 'caller-hangup':
+        return null;
+      case 'silence':
+        return { code: 'AGENT_SILENCE_TIMEOUT', message: 'the caller said nothing for the agent\'s silence timeout', status: 'completed' };
+      case 'failed': {
+        const then = this.agent!.prepared.agent.config.failure.then;
+        if (then !== 'hangup') {
+          const destination = this.destinations().find((d) => d.name === then.transfer);
+          if (destination && (await this.transfer(destination, 'blind', `the agent failed: ${end.code}`, record)).ok) {
+            return { code: 'TRANSFERRED', message: `transferred to ${destination.name} after the agent failed (${end.code})`, status: 'completed' };
+          }
+        }
+        return { code: end.code, message: end.message, status: 'completed' };
+      }
+    }
+  }
+
+  /** The transfer destinations the agent was configured with (a relay or the failure rule names one of them). */
+  private destinations(): TransferDestination[] {
+    return (this.agent?.prepared.agent.config.tools ?? []).flatMap((t) => (t.type === 'transfer' ? t.destinations : []));
+  }
+
+  /**
+   * Blind transfer by REFER to a configured destination: a number goes through the trunk the call took. The far end
+   * reports the new call's progress; once it is answered this leg is hung up. A refused REFER or a failed transfer is
+   * an answer the model hears (it can apologise or try another destination).
+   */
+  private async transfer(destination: TransferDestination, mode: 'blind' | 'warm', reason: string | null, record: (entry: TranscriptEntry) => void): Promise<ToolOutcome> {
+    const trunk = this.trunk;
+    const sip = this.sip;
+    const outcome = (ok: boolean, result: Record<string, unknown>): ToolOutcome => {
+      record({ role: 'event', event: 'transfer', detail: { destination: destination.name, mode, reason, ok, ...result } });
+      return ok ? { ok, result, stop: true } : { ok, result };
+    };
+    if (mode === 'warm') return outcome(false, { error: 'a warm transfer cannot be made on this server yet; say so, or use a blind transfer' });
+    if (!sip || !trunk) return outcome(false, { error: 'the call is not connected' });
+    const target = destination.target.startsWith('sip') ? destination.target : `sip:${destination.target}@${trunk.host}:${trunk.port}`;
+    const progress = new Promise<{ status: number; reason: string }>((resolve) => {
+      const timer = setTimeout(() => resolve({ status: 408, reason: 'no report of the transfer' }), TRANSFER_REPORT_MS);
+      const onProgress = (p: { status: number; reason: string; final: boolean }) => {
+        if (!p.final) return;
+        clearTimeout(timer);
+        sip.off('referProgress', onProgress);
+        resolve(p);
+      };
+      sip.on('referProgress', onProgress);
+      this.abort.signal.addEventListener('abort', () => {
+        clearTimeout(timer);
+        resolve({ status: 487, reason: 'the call ended' });
+      }, { once: true });
+    });
+    const answer = await sip.refer(target);
+    if (answer.status !== 202 && answer.status !== 200) {
+      return outcome(false, { error: `the transfer was refused by the network (${answer.status} ${answer.reason})`, sipCode: answer.status });
+    }
+    const final = await progress;
+    if (final.status >= 200 && final.status < 300) {
+      this.transferredTo = destination.name;
+      return outcome(true, { transferred: true, to: destination.name });
+    }
+    return outcome(false, { error: `${destination.name} could not be reached (${final.status} ${final.reason})`, sipCode: final.status });
   }
 
   /** The script, step by step, until its end, a hangup step, or the call ending. */

@@ -6,7 +6,7 @@ import { LIVE_STATUSES, type CallStatus } from './call-status.js';
 const COLUMNS = `id, account_id, to_number, from_number, status, script, status_callback, callback_events, ring_timeout_s,
   time_limit_s, machine_detection, reference, owner, hangup_requested, trunk, trunks_tried, sip_call_id, sip_code, sip_reason,
   error_code, error_reason, digits, answered_by, price_per_minute_micros, held_seconds, billable_s, cost_micros, created_at,
-  initiated_at, ringing_at, answered_at, ended_at`;
+  initiated_at, ringing_at, answered_at, ended_at, agent_id, agent_version, agent_variables`;
 
 interface CallRow {
   id: string;
@@ -41,6 +41,9 @@ interface CallRow {
   ringing_at: Date | string | null;
   answered_at: Date | string | null;
   ended_at: Date | string | null;
+  agent_id: string | null;
+  agent_version: number | null;
+  agent_variables: Record<string, string> | string | null;
 }
 
 const date = (v: Date | string | null): Date | null => (v === null ? null : v instanceof Date ? v : new Date(v));
@@ -79,6 +82,11 @@ function toCall(r: CallRow): Call {
     ringingAt: date(r.ringing_at),
     answeredAt: date(r.answered_at),
     endedAt: date(r.ended_at),
+    agent: r.agent_id === null ? null : {
+      id: r.agent_id,
+      version: r.agent_version!,
+      variables: typeof r.agent_variables === 'string' ? (JSON.parse(r.agent_variables) as Record<string, string>) : (r.agent_variables ?? {}),
+    },
   };
 }
 
@@ -96,6 +104,7 @@ export interface NewCall {
   reference: string | null;
   pricePerMinuteMicros: number;
   heldSeconds: number;
+  agent?: Call['agent'];
 }
 
 const LIVE = `(${LIVE_STATUSES.map((s) => `'${s}'`).join(', ')})`;
@@ -107,9 +116,13 @@ export class CallStore {
   async insert(q: Queryable, c: NewCall): Promise<Call> {
     const { rows } = await q.query<CallRow>(
       `INSERT INTO voice_calls (id, account_id, to_number, from_number, script, status_callback, callback_events, ring_timeout_s,
-         time_limit_s, machine_detection, reference, price_per_minute_micros, held_seconds)
-       VALUES ($1, $2, $3, $4, $5::jsonb, $6, $7::text[], $8, $9, $10, $11, $12, $13) RETURNING ${COLUMNS}`,
-      [c.id, c.accountId, c.to, c.from, JSON.stringify(c.steps), c.statusCallback, c.statusCallbackEvents, c.ringTimeoutSeconds, c.timeLimitSeconds, c.machineDetection, c.reference, c.pricePerMinuteMicros, c.heldSeconds],
+         time_limit_s, machine_detection, reference, price_per_minute_micros, held_seconds, agent_id, agent_version, agent_variables)
+       VALUES ($1, $2, $3, $4, $5::jsonb, $6, $7::text[], $8, $9, $10, $11, $12, $13, $14, $15, $16::jsonb) RETURNING ${COLUMNS}`,
+      [
+        c.id, c.accountId, c.to, c.from, JSON.stringify(c.steps), c.statusCallback, c.statusCallbackEvents, c.ringTimeoutSeconds, c.timeLimitSeconds,
+        c.machineDetection, c.reference, c.pricePerMinuteMicros, c.heldSeconds,
+        c.agent?.id ?? null, c.agent?.version ?? null, c.agent ? JSON.stringify(c.agent.variables) : null,
+      ],
     );
     await q.query(`INSERT INTO voice_call_history (call_id, status, detail) VALUES ($1, 'queued', '{}'::jsonb)`, [c.id]);
     return toCall(rows[0]);

@@ -31,6 +31,8 @@ export function callView(c: Call) {
     billableSeconds: c.billableSeconds,
     pricePerMinute: fromMicros(c.pricePerMinuteMicros),
     cost: c.costMicros === null ? null : fromMicros(c.costMicros),
+    agentId: c.agent?.id ?? null,
+    agentVersion: c.agent?.version ?? null,
   };
 }
 
@@ -40,6 +42,8 @@ export type CallView = ReturnType<typeof callView>;
 export const callViewSchema = {
   type: 'object',
   properties: {
+    agentId: { type: ['string', 'null'], description: 'the AI voice agent talking on the call (prefix agent_), or null for a scripted call' },
+    agentVersion: { type: ['integer', 'null'], description: 'the version of the agent the call talks with (fixed when the call was placed)' },
     callId: { type: 'string', description: 'prefix call_' },
     status: { type: 'string', enum: ['queued', 'initiated', 'ringing', 'in-progress', 'completed', 'busy', 'no-answer', 'failed', 'canceled'] },
     direction: { type: 'string', enum: ['outbound-api'] },

@@ -35,6 +35,8 @@ export interface Call {
   ringingAt: Date | null;
   answeredAt: Date | null;
   endedAt: Date | null;
+  /** The agent version the call talks with, and the call's variables (null: a scripted call). */
+  agent: { id: string; version: number; variables: Record<string, string> } | null;
 }
 
 /** A status change as the owner records it: the new status and what it learnt with it. */

@@ -6,7 +6,8 @@ import { WakeableSleep } from '../../util/wakeable-sleep.js';
 import type { Call } from './call.js';
 import { CallAudioError, prepareAudio, type PreparedAudio } from './call-audio.js';
 import type { CallRecorder } from './call-recorder.js';
-import { CallSession, type CallSessionDeps } from './call-session.js';
+import { CallSession, type CallAgent, type CallSessionDeps } from './call-session.js';
+import { AgentPreparationError } from './agents/agent-runtime.js';
 import type { CallStore } from './call-store.js';
 import type { VoiceConfig } from './config.js';
 import type { Trunk, TrunkRegistry } from './trunk-registry.js';
@@ -27,6 +28,8 @@ export interface DialerDeps {
   mediaHost: string;
   log: Logger;
   prepare: (steps: Call['steps']) => Promise<PreparedAudio>;
+  /** Makes a call's agent ready (first message synthesised, brain and recogniser chosen); rejects with AgentPreparationError. */
+  agent: (call: Call) => Promise<CallAgent>;
 }
 
 const POLL_MS = 250;
@@ -126,10 +129,12 @@ export class Dialer {
     }
     if (!first) return this.d.store.postpone(call.id, 200);
     let audio: PreparedAudio;
+    let agent: CallAgent | null = null;
     try {
       audio = await this.d.prepare(call.steps);
+      if (call.agent) agent = await this.d.agent(call);
     } catch (err) {
-      if (!(err instanceof CallAudioError)) throw err;
+      if (!(err instanceof CallAudioError) && !(err instanceof AgentPreparationError)) throw err;
       await this.d.recorder.apply(call.id, { status: 'failed', errorCode: err.code, errorReason: err.message, detail: { before: 'dialling' } });
       return;
     }
@@ -165,7 +170,7 @@ export class Dialer {
       log: this.d.log,
       saveDigits: (id, digits) => this.d.store.saveDigits(id, digits),
     };
-    const session = new CallSession(initiated, order, audio, deps);
+    const session = new CallSession(initiated, order, audio, deps, agent);
     this.sessions.set(call.id, session);
     session.done = session.run().finally(() => this.sessions.delete(call.id));
   }

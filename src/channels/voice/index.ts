@@ -3,6 +3,7 @@ import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { swapLeaseHolder } from '../../platform/job-lease.js';
 import type { ChannelModule } from '../../platform/channel-module.js';
+import type { SmsGatewayService } from '../../messaging/sms-gateway-service.js';
 import { IdempotencyStore } from '../../http/idempotency.js';
 import { MediaEngine } from '../../rtp/index.js';
 import { UserAgent } from '../../sip/index.js';
@@ -13,6 +14,9 @@ import { agentRoutes } from './agents/agent-routes.js';
 import { AGENT_MCP_TOOLS } from './agents/agent-mcp-tools.js';
 import { AgentService } from './agents/agent-service.js';
 import { AgentStore } from './agents/agent-store.js';
+import { AgentRuntime } from './agents/agent-runtime.js';
+import { TranscriptStore } from './agents/transcript-store.js';
+import { RelayBrain, relayTargetCheck } from './agents/relay/index.js';
 import { prepareAudio } from './call-audio.js';
 import { VoicePrices } from './call-pricing.js';
 import { CallRecorder, VOICE_CALLBACK_MACHINE } from './call-recorder.js';
@@ -64,7 +68,7 @@ export const voiceModule: ChannelModule<VoiceModuleService> = {
   scopes: VOICE_SCOPES,
   config: { key: 'voice', schema: voiceConfigSchema },
   errors: VOICE_ERRORS,
-  dependsOn: ['webhooks'],
+  dependsOn: ['webhooks', 'sms'],
   events: VOICE_EVENTS,
   ...voiceStorage,
   async create(ctx) {
@@ -86,6 +90,12 @@ export const voiceModule: ChannelModule<VoiceModuleService> = {
     let engine: MediaEngine | null = null;
     const unsubscribe: Array<() => Promise<void>> = [];
     const instanceId = `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
+    const agents = new AgentService({
+      store: new AgentStore({ db: ctx.db, key: ctx.deriveKey('voice-agents') }),
+      rules: { maxDurationSeconds: c.maxDurationSeconds, httpsOnly: ctx.http.resolver.policy.httpsOnly, defaultLocale: c.tts.defaultLocale },
+      resolveVoice: async (v) => (await speech.resolve({ locale: v.locale, voice: v.voiceId ?? undefined })).voice,
+    });
+    const transcripts = new TranscriptStore({ db: ctx.db, events: ctx.events });
     const service = new VoiceService({
       db: ctx.db,
       store,
@@ -104,21 +114,33 @@ export const voiceModule: ChannelModule<VoiceModuleService> = {
         dialer?.hangup(id);
         void ctx.pubsub.publish('hangup', id).catch(() => undefined);
       },
+      agentVersion: async (accountId, agentId) => (await agents.get(accountId, agentId)).currentVersion,
     });
     const leaseMs = c.ownerLeaseSeconds * 1000;
     const sweep = new OrphanSweep({ store, recorder, leaseMs, log: ctx.log });
     const guarded = ctx.http.client({ agent: { keepAlive: true, maxSockets: 32 } });
     const idempotency = new IdempotencyStore(ctx.db);
-    const agents = new AgentService({
-      store: new AgentStore({ db: ctx.db, key: ctx.deriveKey('voice-agents') }),
-      rules: { maxDurationSeconds: c.maxDurationSeconds, httpsOnly: ctx.http.resolver.policy.httpsOnly, defaultLocale: c.tts.defaultLocale },
-      resolveVoice: async (v) => (await speech.resolve({ locale: v.locale, voice: v.voiceId ?? undefined })).voice,
+    const runtime = new AgentRuntime({
+      agents,
+      speak: (say) => speech.synthesize(say),
+      guard: ctx.http,
+      http: guarded,
+      signingSecret: (accountId) => callbackSigningSecret(callbackKey, accountId),
+      relayBrain: (agent) =>
+        new RelayBrain({
+          url: agent.config.relay!.url,
+          signingSecrets: [callbackSigningSecret(callbackKey, agent.accountId)],
+          checkTarget: relayTargetCheck(ctx.http.resolver),
+          allowPlainHttp: !ctx.http.resolver.policy.httpsOnly,
+          log: ctx.log,
+        }),
     });
+    const sms = ctx.use<SmsGatewayService>('sms');
     return {
       service: { voice: service, agents, trunks, simulator: () => simulator, dialer: () => dialer },
       mcpTools: [...VOICE_MCP_TOOLS, ...AGENT_MCP_TOOLS],
       async routes(app) {
-        await app.register(voiceRoutes, { service, idempotency, voices: () => speech.voices(), callbackSecret: (accountId) => callbackSigningSecret(callbackKey, accountId) });
+        await app.register(voiceRoutes, { service, idempotency, voices: () => speech.voices(), callbackSecret: (accountId) => callbackSigningSecret(callbackKey, accountId), transcript: (id) => transcripts.list(id) });
         await app.register(agentRoutes, { agents, idempotency });
       },
       async adminRoutes(app) {
@@ -163,6 +185,15 @@ export const voiceModule: ChannelModule<VoiceModuleService> = {
           mediaHost: c.sip.advertisedHost ?? c.sip.host,
           log: ctx.log,
           prepare: (steps) => prepareAudio(steps, { speech: (say) => speech.synthesize(say), http: guarded, maxBytes: c.playback.maxBytes, maxSeconds: c.playback.maxSeconds, timeoutMs: 15_000 }),
+          agent: async (call) => ({
+            prepared: await runtime.prepare(call),
+            record: (seq, entry) => transcripts.append(call, seq, entry),
+            webhook: (tool, args) => runtime.webhook(call.accountId, call.id, tool, args),
+            sendSms: async (tool, message) => {
+              const accepted = await sms.gateway.sms.submit({ accountId: call.accountId, ingress: 'rest', source: tool.from ?? '+' + call.from, destination: call.to, destTon: 1, text: message, reference: call.id });
+              return { ok: true, result: { sent: true, messageId: accepted.messageId } };
+            },
+          }),
         });
         // An earlier life of this daemon (same data folder) left its calls behind: end them now, not a lease later, at
         // its last renewal (moving their claims to lapse now instead would lose that time: it is the claim less a lease).

@@ -8,6 +8,7 @@ import { MAX_SAY_CHARS, MAX_SCRIPT_STEPS } from './call-script.js';
 import { CALL_STATUSES, type CallStatus } from './call-status.js';
 import { callView, callViewSchema } from './call-view.js';
 import type { PlaceCallInput, VoiceService } from './voice-service.js';
+import type { TranscriptLine } from './agents/transcript-store.js';
 
 const TAG = ['voice'];
 const err = (description: string) => ({ description, $ref: 'ErrorEnvelope#' });
@@ -78,7 +79,13 @@ const voiceSchema = {
 /** POST/GET /v1/voice/calls, GET /v1/voice/calls/:callId, POST /v1/voice/calls/:callId/hangup, GET /v1/voice/voices. */
 export async function voiceRoutes(
   app: FastifyInstance,
-  deps: { service: VoiceService; idempotency: IdempotencyStore; voices: () => Promise<SpeechVoice[]>; callbackSecret: (accountId: string) => string },
+  deps: {
+    service: VoiceService;
+    idempotency: IdempotencyStore;
+    voices: () => Promise<SpeechVoice[]>;
+    callbackSecret: (accountId: string) => string;
+    transcript: (callId: string) => Promise<TranscriptLine[]>;
+  },
 ): Promise<void> {
   const { service } = deps;
   app.post<{ Body: PlaceCallInput }>(
@@ -115,11 +122,21 @@ export async function voiceRoutes(
             timeLimit: { type: 'integer', minimum: 10, maximum: 86_400, description: 'the longest the call may last once answered, in seconds' },
             machineDetection: { type: 'string', enum: ['off', 'detect'], description: 'best effort: answeredBy is human, machine or unknown' },
             reference: { type: 'string', maxLength: 200 },
+            agentId: { type: 'string', pattern: '^agent_[0-9a-z]{26}$', description: 'an AI voice agent talks on the call (docs/voice-agents.md) instead of say, play or script; the call keeps its current version' },
+            variables: {
+              type: 'object',
+              maxProperties: 32,
+              propertyNames: { pattern: '^[A-Za-z_][A-Za-z0-9_]{0,63}$' },
+              additionalProperties: { type: 'string', maxLength: 500 },
+              description: "values for the agent's {{placeholders}} in its system prompt and first message, over the agent's own",
+              'x-ferry-redact': 'personal',
+            },
           },
         },
         response: {
           202: envelopeSchema(callViewSchema, 'Accepted (code CALL_QUEUED)'),
           400: err('VALIDATION_ERROR, VOICE_NOT_AVAILABLE'),
+          404: err('VOICE_AGENT_NOT_FOUND'),
           402: err('INSUFFICIENT_CREDIT'),
           403: err('CALLER_ID_NOT_ALLOWED, INSUFFICIENT_SCOPE, ACCOUNT_SUSPENDED'),
           401: COMMON_ERRORS[401],
@@ -190,6 +207,58 @@ export async function voiceRoutes(
       const call = await service.get(req.auth.accountId, req.params.callId);
       const history = (await service.history(call.id)).map((h) => ({ status: h.status, at: h.at.toISOString(), detail: h.detail }));
       return ok(req, 'CALL', { ...callView(call), history });
+    },
+  );
+
+  app.get<{ Params: { callId: string } }>(
+    '/v1/voice/calls/:callId/transcript',
+    {
+      config: { scope: 'voice:calls' },
+      schema: {
+        tags: TAG,
+        summary: "A call's transcript with an agent: what each side said, the tools the agent ran and their results, and each turn's latency",
+        description:
+          'Lines in order, stored as the conversation goes (readable while the call lasts). `role` is `agent` (spoken; `interrupted` when the caller cut in; ' +
+          '`latency` on the first sentence of an answer: speech-to-text, model, synthesis and total milliseconds from the end of the caller\'s speech), `caller` ' +
+          '(`source` speech or dtmf), `tool` (name, arguments, result, ok, ms) or `event` (transfer, failure, end …). A call without an agent has none.',
+        params: { type: 'object', required: ['callId'], properties: { callId: { type: 'string', minLength: 1, maxLength: 100 } } },
+        response: {
+          200: envelopeSchema({
+            type: 'object',
+            properties: {
+              callId: { type: 'string' },
+              agentId: { type: ['string', 'null'] },
+              agentVersion: { type: ['integer', 'null'] },
+              lines: {
+                type: 'array',
+                items: {
+                  type: 'object',
+                  properties: {
+                    seq: { type: 'integer' },
+                    at: { type: 'string', format: 'date-time' },
+                    role: { type: 'string', enum: ['agent', 'caller', 'tool', 'event'] },
+                    text: { type: 'string', 'x-ferry-redact': 'personal' },
+                    interrupted: { type: 'boolean' },
+                    source: { type: 'string' },
+                    sttMs: { type: 'integer' },
+                    latency: { type: 'object', properties: { sttMs: { type: 'integer' }, brainMs: { type: 'integer' }, ttsMs: { type: 'integer' }, totalMs: { type: 'integer' } } },
+                    tool: { type: 'object', additionalProperties: true, 'x-ferry-redact': 'personal' },
+                    event: { type: 'string' },
+                    detail: { type: 'object', additionalProperties: true },
+                  },
+                },
+              },
+            },
+          }),
+          404: err('CALL_NOT_FOUND'),
+          ...COMMON_ERRORS,
+        },
+      },
+    },
+    async (req) => {
+      const call = await service.get(req.auth.accountId, req.params.callId);
+      const lines = (await deps.transcript(call.id)).map((l) => ({ seq: l.seq, at: l.at.toISOString(), ...l.entry }));
+      return ok(req, 'CALL_TRANSCRIPT', { callId: call.id, agentId: call.agent?.id ?? null, agentVersion: call.agent?.version ?? null, lines });
     },
   );
 

@@ -26,6 +26,10 @@ export interface PlaceCallInput {
   timeLimit?: number;
   machineDetection?: 'off' | 'detect';
   reference?: string;
+  /** An AI voice agent talks on the call instead of a script (its current version, fixed now). */
+  agentId?: string;
+  /** Values for the agent's {{placeholders}}, over its own defaults. */
+  variables?: Record<string, string>;
 }
 
 const invalid = (field: string, message: string) => new ApiError('VALIDATION_ERROR', { data: { errors: [{ field, message }] } });
@@ -51,6 +55,8 @@ export class VoiceService {
       wakeDialer: () => void;
       /** Tells the call's owner to hang up now (it also sees the flag when it renews its claim). */
       notifyHangup: (callId: string) => void;
+      /** The current version of the account's agent (throws VOICE_AGENT_NOT_FOUND). */
+      agentVersion: (accountId: string, agentId: string) => Promise<number>;
     },
   ) {}
 
@@ -62,7 +68,12 @@ export class VoiceService {
     if (!from) throw invalid('from', 'an E.164 number (+ and country code)');
     const owned = await this.o.accounts.numbers(accountId);
     if (!owned.includes(from)) throw new ApiError('CALLER_ID_NOT_ALLOWED', { data: { from: '+' + from } });
-    const script = scriptOf(input);
+    let agent: { id: string; version: number; variables: Record<string, string> } | undefined;
+    if (input.agentId !== undefined) {
+      if (input.say || input.play || input.script) throw invalid('agentId', 'an agent talks on the call: give no say, play or script with it');
+      agent = { id: input.agentId, version: await this.o.agentVersion(accountId, input.agentId), variables: input.variables ?? {} };
+    } else if (input.variables) throw invalid('variables', 'variables go with an agentId');
+    const script = agent ? { steps: [] as CallStep[] } : scriptOf(input);
     if ('error' in script) throw invalid(script.field, script.error);
     for (const url of urlsOf(script.steps)) {
       const checked = await this.o.guard.check(url);
@@ -107,6 +118,7 @@ export class VoiceService {
         reference: input.reference ?? null,
         pricePerMinuteMicros: perMinute,
         heldSeconds,
+        ...(agent ? { agent } : {}),
       });
       return call;
     }).then((call) => {

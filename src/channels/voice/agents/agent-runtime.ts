@@ -1,0 +1,141 @@
+/**
+ * What a call with an agent needs before it rings anyone: the agent version it was placed with (keys unsealed), its
+ * first message already synthesised (so the caller hears it the moment they answer), a recogniser for its language,
+ * and a brain. Failing here fails the call before dialling, with the reason, as a script's bad audio does.
+ */
+import { randomUUID } from 'node:crypto';
+import { OpenAiChatModel, type ChatModel } from '../../../llm/index.js';
+import { GuardedHttpError, type GuardedHttp } from '../../../security/guarded-http.js';
+import { signatureHeader } from '../../../security/standard-webhooks-signature.js';
+import type { TargetGuard } from '../../../security/target-guard.js';
+import { OpenAiTranscriptionRecognizer, PocketsphinxRecognizer, type SpeechRecognizer } from '../../../speech/index.js';
+import type { Call } from '../call.js';
+import type { AgentBrain } from './agent-brain.js';
+import type { AgentConfig, AgentTool, SttConfig } from './agent-config.js';
+import type { AgentService } from './agent-service.js';
+import type { LoadedAgent } from './agent-store.js';
+import { fillVariables, type AgentCallActions, type ToolOutcome } from './agent-tools.js';
+import { LlmBrain } from './llm-brain.js';
+
+export interface PreparedAgent {
+  agent: LoadedAgent;
+  variables: Record<string, string>;
+  firstMessage: Int16Array | null;
+  recognizer: SpeechRecognizer;
+  speak(text: string): Promise<Int16Array>;
+  /** The brain for this call; tools act on the call through `actions`. */
+  brain(actions: AgentCallActions): AgentBrain;
+}
+
+export class AgentPreparationError extends Error {
+  constructor(readonly code: string, message: string) {
+    super(message);
+  }
+}
+
+export interface AgentRuntimeOptions {
+  agents: AgentService;
+  speak: (say: { text: string; locale: string; voice?: string }) => Promise<Int16Array>;
+  guard: TargetGuard;
+  /** The guarded client webhook tools post through. */
+  http: GuardedHttp;
+  /** The account's signing secret for webhook tools (the voice callback secret: one secret per account for voice). */
+  signingSecret: (accountId: string) => string;
+  /** Builds the relay brain (the customer's own model over a WebSocket); null while this instance cannot. */
+  relayBrain?: (agent: LoadedAgent, actions: AgentCallActions) => AgentBrain;
+}
+
+const MAX_WEBHOOK_ANSWER_BYTES = 16 * 1024;
+
+export class AgentRuntime {
+  // One offline recogniser per process: it bounds its own concurrency.
+  private pocketsphinx: PocketsphinxRecognizer | null = null;
+
+  constructor(private readonly o: AgentRuntimeOptions) {}
+
+  async prepare(call: Call): Promise<PreparedAgent> {
+    const ref = call.agent!;
+    const agent = await this.o.agents.load(call.accountId, ref.id, ref.version).catch(() => {
+      throw new AgentPreparationError('AGENT_NOT_FOUND', `agent ${ref.id} version ${ref.version} is gone`);
+    });
+    const config = agent.config;
+    const variables = { ...config.variables, ...ref.variables };
+    const voice = { locale: config.voice.locale, ...(config.voice.voiceId ? { voice: config.voice.voiceId } : {}) };
+    const speak = (text: string) => this.o.speak({ text, ...voice });
+    const recognizer = this.recognizer(config.stt);
+    if (!(await recognizer.available())) throw new AgentPreparationError('STT_UNAVAILABLE', `speech-to-text (${config.stt.provider}) cannot run on this server`);
+    if (config.llm) {
+      const checked = await this.o.guard.check(config.llm.baseUrl);
+      if (!checked.ok) throw new AgentPreparationError('LLM_URL_REFUSED', `llm.baseUrl: ${checked.reason}`);
+      // The model's SDK loads now, while the call rings, not on the caller's first turn (~0.1–0.4 s of CPU once).
+      await import('openai');
+    } else if (!this.o.relayBrain) throw new AgentPreparationError('RELAY_UNAVAILABLE', 'agents with a relay cannot run on this server yet');
+    let firstMessage: Int16Array | null = null;
+    if (config.firstMessage) {
+      try {
+        firstMessage = await speak(fillVariables(config.firstMessage, variables));
+      } catch (err) {
+        throw new AgentPreparationError('TTS_FAILED', `the first message cannot be spoken: ${(err as Error).message}`);
+      }
+    }
+    return {
+      agent,
+      variables,
+      firstMessage,
+      recognizer,
+      speak,
+      brain: (actions) => (config.llm ? new LlmBrain({ model: this.model(config), config, actions }) : this.o.relayBrain!(agent, actions)),
+    };
+  }
+
+  private recognizer(stt: SttConfig): SpeechRecognizer {
+    if (stt.provider === 'openai-compatible') {
+      return new OpenAiTranscriptionRecognizer({ id: 'stt', baseUrl: stt.baseUrl ?? '', apiKey: stt.apiKey ?? '', model: stt.model ?? 'whisper-1', locales: [] });
+    }
+    this.pocketsphinx ??= new PocketsphinxRecognizer();
+    return this.pocketsphinx;
+  }
+
+  private model(config: AgentConfig): ChatModel {
+    const llm = config.llm!;
+    return new OpenAiChatModel({
+      baseUrl: llm.baseUrl,
+      apiKey: llm.apiKey ?? '',
+      model: llm.model,
+      ...(llm.temperature === null ? {} : { temperature: llm.temperature }),
+      ...(llm.maxTokens === null ? {} : { maxTokens: llm.maxTokens }),
+    });
+  }
+
+  /**
+   * A webhook tool: the model's arguments POSTed to the customer's URL (SSRF guard, signed like webhooks, bounded in
+   * time and size); the answer's JSON (or text) goes back to the model. Failures are answers the model can speak about.
+   */
+  async webhook(accountId: string, callId: string, tool: Extract<AgentTool, { type: 'webhook' }>, args: Record<string, unknown>): Promise<ToolOutcome> {
+    const id = `tool_${randomUUID()}`;
+    const timestamp = Math.floor(Date.now() / 1000);
+    const body = JSON.stringify({ type: 'voice.agent.tool', tool: tool.name, callId, arguments: args });
+    const headers = {
+      'content-type': 'application/json',
+      'user-agent': 'Ferry-Voice',
+      'webhook-id': id,
+      'webhook-timestamp': String(timestamp),
+      'webhook-signature': signatureHeader([this.o.signingSecret(accountId)], id, timestamp, body),
+    };
+    try {
+      const res = await this.o.http.request(tool.url, { method: 'POST', headers, body, timeoutMs: tool.timeoutMs, maxBytes: MAX_WEBHOOK_ANSWER_BYTES });
+      const text = res.body.toString('utf8');
+      let answer: unknown = text;
+      try {
+        answer = JSON.parse(text);
+      } catch {
+        // plain text is a fine answer for a model
+      }
+      if (res.status >= 200 && res.status < 300) return { ok: true, result: answer };
+      return { ok: false, result: { error: `the tool's server answered ${res.status}`, answer } };
+    } catch (err) {
+      if (err instanceof GuardedHttpError) return { ok: false, result: { error: err.kind === 'TIMEOUT' ? `no answer within ${tool.timeoutMs} ms` : `the tool could not be reached (${err.kind})` } };
+      throw err;
+    }
+  }
+}

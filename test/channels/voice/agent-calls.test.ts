@@ -1,0 +1,184 @@
+// AI voice agents on real calls through a whole daemon and its embedded SIP trunk simulator, on both backends: the
+// first message is spoken at answer; the caller's side is synthetic speech (espeak-ng saying "I want to talk to a
+// person") recognised by pocketsphinx; the model (a local OpenAI-compatible stand-in answering by script) calls the
+// transfer tool; the call is transferred by REFER to the configured destination. Also: a transfer the trunk refuses,
+// a model that times out (the apology is spoken), and the transcript with latencies.
+import { spawnSync } from 'node:child_process';
+import t from 'tap';
+import type { VoiceModuleService } from '../../../src/channels/voice/index.js';
+import { OpenAiChatSimulator } from '../../../src/sim/llm/openai-chat-simulator.js';
+import { RelayCustomer } from '../../../src/sim/voice/relay-customer.js';
+import { EspeakSynthesizer } from '../../../src/speech/espeak-synthesizer.js';
+import { accountWithKey, call, startDaemon } from '../../helpers/daemon.js';
+import { backendLabel } from '../../helpers/env.js';
+import { until } from '../../helpers/wait.js';
+
+t.setTimeout(240_000);
+
+const installed = (program: string, arg = '--version') => spawnSync(program, [arg]).error === undefined;
+const ESPEAK = installed('espeak-ng');
+const POCKETSPHINX = installed('pocketsphinx_continuous', '-h');
+const FROM = '+233200000101';
+
+t.test(`agents talk on calls through the trunk simulator (${backendLabel})`, { skip: ESPEAK && POCKETSPHINX ? false : 'needs espeak-ng, pocketsphinx and pocketsphinx-en-us (Debian packages)' }, async (t) => {
+  const model = new OpenAiChatSimulator({
+    rules: [
+      { match: /talk to|person|human|agent/i, reply: { text: 'Of course. Let me put you through.', toolCalls: [{ name: 'transfer', arguments: { destination: 'front-desk', reason: 'asked for a person' } }], followUp: { text: 'Transferring you now.' } } },
+    ],
+    defaultReply: { text: 'Sorry, I did not catch that. How can I help?' },
+  });
+  await model.start();
+  t.teardown(() => model.stop());
+
+  const d = await startDaemon({
+    FERRY_WEBHOOKS_ALLOW_PRIVATE_TARGETS: 'true',
+    FERRY_VOICE_SIMULATOR: 'on',
+    FERRY_VOICE_MEDIA_PORT_MIN: '47000',
+    FERRY_VOICE_MEDIA_PORT_MAX: '47399',
+    FERRY_VOICE_PRICES_DEFAULT_PER_MINUTE: '0.06',
+  });
+  t.teardown(() => d.stop());
+  const { account, token } = await accountWithKey(d, 'voice-agents', ['voice:calls', 'voice:agents']);
+  await d.adminCall('POST', `/admin/accounts/${account.id}/numbers`, { number: FROM });
+  await d.adminCall('POST', `/admin/accounts/${account.id}/credit`, { amount: '10' });
+  const voice = d.daemon.modules.service<VoiceModuleService>('voice');
+
+  const agentBody = (overrides: Record<string, unknown> = {}) => ({
+    name: 'Front desk',
+    systemPrompt: 'You answer calls for {{company}}. Transfer the caller when they ask for a person.',
+    firstMessage: 'Hello, this is {{company}}. How can I help?',
+    voice: { locale: 'en-US' },
+    language: 'en-US',
+    llm: { provider: 'openai-compatible', model: 'test-model', baseUrl: model.baseUrl, apiKey: 'sk-test-not-a-real-key' },
+    stt: { provider: 'pocketsphinx' },
+    tools: [{ type: 'transfer', name: 'transfer', description: 'Hands the caller to a person.', mode: 'blind', destinations: [{ name: 'front-desk', description: 'the front desk, staffed 9 to 5', target: '+233207777001' }] }],
+    variables: { company: 'Acme' },
+    silenceTimeoutSeconds: 20,
+    ...overrides,
+  });
+  const created = await call(d.api, 'POST', '/v1/voice/agents', { token, body: agentBody() });
+  t.equal(created.status, 201, created.text);
+  const agentId = created.json.data.agentId as string;
+  const caller = await new EspeakSynthesizer().synthesize({ text: 'I want to talk to a person', voice: 'en-US', rate: 120 });
+
+  const get = async (id: string) => (await call(d.api, 'GET', `/v1/voice/calls/${id}`, { token })).json.data;
+  const final = (id: string, ms = 60_000) => until(() => get(id), (c) => ['completed', 'busy', 'no-answer', 'failed', 'canceled'].includes(c.status), ms);
+  const simCall = (to: string) => until(async () => voice.simulator()?.calls().find((c) => c.to.endsWith(to)), (c) => c !== undefined && c.state === 'answered', 20_000);
+  const transcript = async (id: string) => (await call(d.api, 'GET', `/v1/voice/calls/${id}/transcript`, { token })).json.data;
+
+  await t.test('the first message at answer, the caller asks for a person, the model transfers by REFER', async (t) => {
+    const placed = await call(d.api, 'POST', '/v1/voice/calls', { token, body: { to: '+14155550123', from: FROM, agentId, variables: { company: 'Acme Travel' } } });
+    t.equal(placed.status, 202, placed.text);
+    t.match(placed.json.data, { agentId, agentVersion: 1 });
+    const id = placed.json.data.callId as string;
+    const sim = await simCall('14155550123');
+    // The caller speaks once the greeting is over (a turn, not barge-in).
+    await until(() => transcript(id), (tr) => tr.lines.some((l: { role: string }) => l.role === 'agent'), 20_000);
+    t.ok(voice.simulator()!.play(sim!.id, caller), 'the caller says its line');
+    const ended = await final(id);
+    t.equal(ended.status, 'completed', JSON.stringify(ended.error));
+    t.match(ended.error, { code: 'TRANSFERRED' }, 'ended by the transfer');
+    const record = voice.simulator()!.calls().find((c) => c.id === sim!.id)!;
+    t.same(record.transfer, { to: '+233207777001', status: 200 }, 'the trunk was asked to call the configured destination');
+    const tr = await transcript(id);
+    const roles = tr.lines.map((l: { role: string }) => l.role);
+    t.equal(tr.lines[0].role, 'agent', 'the first message came first');
+    t.match(tr.lines[0].text, /Hello, this is Acme Travel/, 'with the call variable filled in');
+    const heard = tr.lines.find((l: { role: string }) => l.role === 'caller');
+    t.match(heard?.text, /talk/, `pocketsphinx heard the caller: "${heard?.text}"`);
+    const tool = tr.lines.find((l: { role: string }) => l.role === 'tool');
+    t.match(tool?.tool, { name: 'transfer', arguments: { destination: 'front-desk' }, ok: true });
+    t.ok(roles.includes('event'), 'the transfer is an event of the transcript');
+    const turn = tr.lines.find((l: { latency?: unknown }) => l.latency);
+    t.ok(turn, 'a turn with its latencies');
+    t.ok(turn.latency.totalMs >= turn.latency.sttMs, `end of speech to first audio: ${JSON.stringify(turn.latency)}`);
+    t.comment(`transcript: ${JSON.stringify(tr.lines)}`);
+    const sent = model.requests.at(-1)!;
+    t.match(sent.systemPrompt, /Acme Travel/, 'the model got the system prompt with the variables');
+    t.ok(sent.tools?.some((tool: { function?: { name?: string } }) => tool.function?.name === 'transfer'), 'and the transfer tool');
+  });
+
+  await t.test('a trunk that refuses REFER: the model hears the transfer failed and says so', async (t) => {
+    const placed = await call(d.api, 'POST', '/v1/voice/calls', { token, body: { to: '+14155550144', from: FROM, agentId } });
+    const id = placed.json.data.callId as string;
+    const sim = await simCall('14155550144');
+    await until(() => transcript(id), (tr) => tr.lines.some((l: { role: string }) => l.role === 'agent'), 20_000);
+    voice.simulator()!.play(sim!.id, caller);
+    const failedTool = await until(() => transcript(id), (tr) => tr.lines.some((l: { role: string; tool?: { ok: boolean } }) => l.role === 'tool' && !l.tool!.ok), 30_000);
+    const tool = failedTool.lines.find((l: { role: string }) => l.role === 'tool');
+    t.match(tool.tool.result, { error: /refused/ }, 'the refusal reached the model');
+    t.equal((await call(d.api, 'POST', `/v1/voice/calls/${id}/hangup`, { token })).status, 202);
+    const ended = await final(id);
+    t.equal(ended.status, 'completed');
+  });
+
+  await t.test('a model that does not answer in time: the apology is spoken and the call ends', async (t) => {
+    model.rules.unshift({ match: /talk to|person/i, reply: { delayMs: 15_000, text: 'too late' } });
+    t.teardown(() => void model.rules.shift());
+    const placed = await call(d.api, 'POST', '/v1/voice/calls', { token, body: { to: '+14155550155', from: FROM, agentId } });
+    const id = placed.json.data.callId as string;
+    const sim = await simCall('14155550155');
+    await until(() => transcript(id), (tr) => tr.lines.some((l: { role: string }) => l.role === 'agent'), 20_000);
+    voice.simulator()!.play(sim!.id, caller);
+    const ended = await final(id);
+    t.equal(ended.status, 'completed');
+    t.match(ended.error, { code: 'LLM_TIMEOUT' }, 'the failure is the call\'s reason');
+    const tr = await transcript(id);
+    t.ok(tr.lines.some((l: { role: string; text?: string }) => l.role === 'agent' && /trouble/.test(l.text ?? '')), 'the apology was spoken');
+  });
+
+  await t.test('the caller speaking over the agent stops its playback (barge-in)', async (t) => {
+    const long = await call(d.api, 'POST', '/v1/voice/agents', {
+      token,
+      body: agentBody({ name: 'Talkative', firstMessage: 'Hello, this is {{company}}. We have many offers today, on flights, on hotels, on cars and on whole holidays, and I would like to tell you about every one of them in turn.' }),
+    });
+    const placed = await call(d.api, 'POST', '/v1/voice/calls', { token, body: { to: '+14155550166', from: FROM, agentId: long.json.data.agentId } });
+    const id = placed.json.data.callId as string;
+    const sim = await simCall('14155550166');
+    // The greeting lasts seconds: the caller cuts in one second after the answer.
+    await new Promise((r) => setTimeout(r, 1000));
+    voice.simulator()!.play(sim!.id, caller);
+    const tr = await until(() => transcript(id), (x) => x.lines.some((l: { role: string }) => l.role === 'tool'), 30_000);
+    const greeting = tr.lines[0];
+    t.equal(greeting.role, 'agent');
+    t.equal(greeting.interrupted, true, 'the greeting was cut off');
+    t.ok(tr.lines.some((l: { role: string }) => l.role === 'caller'), 'and the caller was heard');
+    await final(id);
+  });
+
+  await t.test('a relay customer runs the conversation over a WebSocket and hands the caller over', async (t) => {
+    const customer = new RelayCustomer({
+      rules: [{ prompt: /talk|person/i, reply: [{ say: 'Sure, one moment please.' }, { end: { transfer: 'front-desk' } }] }],
+      fallback: [{ say: 'Could you say that again?' }],
+    });
+    const url = await customer.start();
+    t.teardown(() => customer.stop());
+    const relayAgent = await call(d.api, 'POST', '/v1/voice/agents', { token, body: agentBody({ name: 'Relay desk', llm: undefined, systemPrompt: undefined, relay: { url } }) });
+    t.equal(relayAgent.status, 201, relayAgent.text);
+    const placed = await call(d.api, 'POST', '/v1/voice/calls', { token, body: { to: '+14155550177', from: FROM, agentId: relayAgent.json.data.agentId, variables: { company: 'Relay Co' } } });
+    const id = placed.json.data.callId as string;
+    const sim = await simCall('14155550177');
+    await until(() => transcript(id), (x) => x.lines.some((l: { role: string }) => l.role === 'agent'), 20_000);
+    voice.simulator()!.play(sim!.id, caller);
+    const ended = await final(id);
+    t.match(ended.error, { code: 'TRANSFERRED' }, 'the relay handed the caller to the front desk');
+    const connection = customer.connections[0];
+    t.ok(connection, 'Ferry connected to the relay');
+    const setup = connection.received.find((f) => f.type === 'setup');
+    t.match(setup, { callId: id, direction: 'outbound', variables: { company: 'Relay Co' } }, 'and sent setup');
+    t.match(connection.received.find((f) => f.type === 'prompt'), { voicePrompt: /talk/ }, 'then what the caller said');
+    const tr = await transcript(id);
+    t.ok(tr.lines.some((l: { role: string; text?: string }) => l.role === 'agent' && /one moment/.test(l.text ?? '')), "the relay's words were spoken");
+  });
+
+  await t.test('an agent call is refused up front for an unknown agent, and a transcript is the account\'s own', async (t) => {
+    const r = await call(d.api, 'POST', '/v1/voice/calls', { token, body: { to: '+14155550123', from: FROM, agentId: 'agent_00000000000000000000000000' } });
+    t.equal(r.status, 404);
+    t.equal(r.json.code, 'VOICE_AGENT_NOT_FOUND');
+    const both = await call(d.api, 'POST', '/v1/voice/calls', { token, body: { to: '+14155550123', from: FROM, agentId, say: { text: 'hi' } } });
+    t.equal(both.status, 400, 'an agent or a script, not both');
+    const other = await accountWithKey(d, 'voice-agents-other', ['voice:calls']);
+    const placed = (await call(d.api, 'GET', '/v1/voice/calls?limit=1', { token })).json.data.calls[0].callId as string;
+    t.equal((await call(d.api, 'GET', `/v1/voice/calls/${placed}/transcript`, { token: other.token })).status, 404, "another account's call is not found");
+  });
+});
