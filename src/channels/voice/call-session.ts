@@ -273,6 +273,7 @@ export class CallSession {
         signal: this.abort.signal,
       });
       const end = await conversation.run();
+      record({ role: 'event', event: 'end', detail: { ...end } });
       if (this.transferredTo) return { code: 'TRANSFERRED', message: `transferred to ${this.transferredTo}`, status: 'completed' };
       return this.afterConversation(end, record);
     } finally {
@@ -281,7 +282,6 @@ export class CallSession {
   }
 
   private async afterConversation(end: ConversationEnd, record: (entry: TranscriptEntry) => void): Promise<LocalEnd | null> {
-    record({ role: 'event', event: 'end', detail: { ...end } });
     switch (end.reason) {
       case 'agent-ended': {
         // A relay customer hands the caller over by ending with {transfer: <destination name>}.

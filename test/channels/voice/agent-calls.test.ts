@@ -12,6 +12,7 @@ import { EspeakSynthesizer } from '../../../src/speech/espeak-synthesizer.js';
 import { accountWithKey, call, startDaemon } from '../../helpers/daemon.js';
 import { backendLabel } from '../../helpers/env.js';
 import { until } from '../../helpers/wait.js';
+import { WebhookReceiver } from '../../helpers/webhook-receiver.js';
 
 t.setTimeout(240_000);
 
@@ -23,7 +24,7 @@ const FROM = '+233200000101';
 t.test(`agents talk on calls through the trunk simulator (${backendLabel})`, { skip: ESPEAK && POCKETSPHINX ? false : 'needs espeak-ng, pocketsphinx and pocketsphinx-en-us (Debian packages)' }, async (t) => {
   const model = new OpenAiChatSimulator({
     rules: [
-      { match: /talk to|person|human|agent/i, reply: { text: 'Of course. Let me put you through.', toolCalls: [{ name: 'transfer', arguments: { destination: 'front-desk', reason: 'asked for a person' } }], followUp: { text: 'Transferring you now.' } } },
+      { match: /talk to|person|human|agent|pressed the key 0/i, reply: { text: 'Of course. Let me put you through.', toolCalls: [{ name: 'transfer', arguments: { destination: 'front-desk', reason: 'asked for a person' } }], followUp: { text: 'Transferring you now.' } } },
     ],
     defaultReply: { text: 'Sorry, I did not catch that. How can I help?' },
   });
@@ -89,6 +90,7 @@ t.test(`agents talk on calls through the trunk simulator (${backendLabel})`, { s
     const tool = tr.lines.find((l: { role: string }) => l.role === 'tool');
     t.match(tool?.tool, { name: 'transfer', arguments: { destination: 'front-desk' }, ok: true });
     t.ok(roles.includes('event'), 'the transfer is an event of the transcript');
+    t.match(tr.lines.find((l: { event?: string }) => l.event === 'end'), { detail: { reason: 'agent-ended', detail: { tool: 'transfer' } } }, 'the conversation ended with the transfer, not by silence');
     const turn = tr.lines.find((l: { latency?: unknown }) => l.latency);
     t.ok(turn, 'a turn with its latencies');
     t.ok(turn.latency.totalMs >= turn.latency.sttMs, `end of speech to first audio: ${JSON.stringify(turn.latency)}`);
@@ -103,7 +105,8 @@ t.test(`agents talk on calls through the trunk simulator (${backendLabel})`, { s
     const id = placed.json.data.callId as string;
     const sim = await simCall('14155550144');
     await until(() => transcript(id), (tr) => tr.lines.some((l: { role: string }) => l.role === 'agent'), 20_000);
-    voice.simulator()!.play(sim!.id, caller);
+    // From here on the caller presses keys (they reach the model as text): the turns do not hang on recognition.
+    voice.simulator()!.sendDigits(sim!.id, '0');
     const failedTool = await until(() => transcript(id), (tr) => tr.lines.some((l: { role: string; tool?: { ok: boolean } }) => l.role === 'tool' && !l.tool!.ok), 30_000);
     const tool = failedTool.lines.find((l: { role: string }) => l.role === 'tool');
     t.match(tool.tool.result, { error: /refused/ }, 'the refusal reached the model');
@@ -113,13 +116,13 @@ t.test(`agents talk on calls through the trunk simulator (${backendLabel})`, { s
   });
 
   await t.test('a model that does not answer in time: the apology is spoken and the call ends', async (t) => {
-    model.rules.unshift({ match: /talk to|person/i, reply: { delayMs: 15_000, text: 'too late' } });
+    model.rules.unshift({ match: /pressed the key 0/i, reply: { delayMs: 15_000, text: 'too late' } });
     t.teardown(() => void model.rules.shift());
     const placed = await call(d.api, 'POST', '/v1/voice/calls', { token, body: { to: '+14155550155', from: FROM, agentId } });
     const id = placed.json.data.callId as string;
     const sim = await simCall('14155550155');
     await until(() => transcript(id), (tr) => tr.lines.some((l: { role: string }) => l.role === 'agent'), 20_000);
-    voice.simulator()!.play(sim!.id, caller);
+    voice.simulator()!.sendDigits(sim!.id, '0');
     const ended = await final(id);
     t.equal(ended.status, 'completed');
     t.match(ended.error, { code: 'LLM_TIMEOUT' }, 'the failure is the call\'s reason');
@@ -127,46 +130,85 @@ t.test(`agents talk on calls through the trunk simulator (${backendLabel})`, { s
     t.ok(tr.lines.some((l: { role: string; text?: string }) => l.role === 'agent' && /trouble/.test(l.text ?? '')), 'the apology was spoken');
   });
 
+  await t.test("webhook and send_sms tools: the customer's endpoint is called signed, the caller gets a text, end_call ends it", async (t) => {
+    const hook = await WebhookReceiver.start();
+    t.teardown(() => hook.close());
+    const tools = [
+      { type: 'webhook', name: 'lookup_order', description: 'Looks an order up.', url: hook.url, parameters: { type: 'object', properties: { order: { type: 'string' } }, required: ['order'] }, timeoutMs: 5000 },
+      { type: 'send_sms', name: 'text_me', description: 'Texts the caller.' },
+      { type: 'end_call', name: 'end_call', description: 'Ends the call.' },
+    ];
+    const toolAgent = await call(d.api, 'POST', '/v1/voice/agents', { token, body: agentBody({ name: 'Orders', tools }) });
+    t.equal(toolAgent.status, 201, toolAgent.text);
+    model.rules.unshift({
+      match: /pressed the key 5/i,
+      reply: {
+        toolCalls: [{ name: 'lookup_order', arguments: { order: '42' } }, { name: 'text_me', arguments: { message: 'Your order 42 ships today.' } }],
+        followUp: { text: 'I sent you the details. Goodbye.', toolCalls: [{ name: 'end_call', arguments: { reason: 'done' } }] },
+      },
+    });
+    t.teardown(() => void model.rules.shift());
+    const placed = await call(d.api, 'POST', '/v1/voice/calls', { token, body: { to: '+14155550182', from: FROM, agentId: toolAgent.json.data.agentId } });
+    const id = placed.json.data.callId as string;
+    const sim = await simCall('14155550182');
+    await until(() => transcript(id), (x) => x.lines.some((l: { role: string }) => l.role === 'agent'), 20_000);
+    voice.simulator()!.sendDigits(sim!.id, '5');
+    const ended = await final(id);
+    t.equal(ended.status, 'completed');
+    t.equal(ended.error, null, 'ended by the agent, no error');
+    t.equal(hook.received.length, 1, 'the webhook tool was called once');
+    t.match(hook.received[0].json, { type: 'voice.agent.tool', tool: 'lookup_order', callId: id, arguments: { order: '42' } });
+    t.match(hook.received[0].headers['webhook-signature'], /^v1,/, 'signed like webhooks');
+    const tr = await transcript(id);
+    const sms = tr.lines.find((l: { role: string; tool?: { name: string } }) => l.role === 'tool' && l.tool!.name === 'text_me');
+    t.match(sms?.tool, { ok: true, result: { sent: true } });
+    const admin = await d.adminCall('POST', '/admin/keys', { account: 'voice-agents', scopes: 'all' });
+    const status = await call(d.api, 'GET', `/v1/sms/status/${sms.tool.result.messageId}`, { token: admin.token as string });
+    t.equal(status.status, 200, 'the text is a message of the account');
+    t.ok(tr.lines.some((l: { role: string; text?: string }) => l.role === 'agent' && /Goodbye/.test(l.text ?? '')), 'the last words were spoken before it ended');
+  });
+
   await t.test('the caller speaking over the agent stops its playback (barge-in)', async (t) => {
     const long = await call(d.api, 'POST', '/v1/voice/agents', {
       token,
       body: agentBody({ name: 'Talkative', firstMessage: 'Hello, this is {{company}}. We have many offers today, on flights, on hotels, on cars and on whole holidays, and I would like to tell you about every one of them in turn.' }),
     });
-    const placed = await call(d.api, 'POST', '/v1/voice/calls', { token, body: { to: '+14155550166', from: FROM, agentId: long.json.data.agentId } });
+    const placed = await call(d.api, 'POST', '/v1/voice/calls', { token, body: { to: '+14155550162', from: FROM, agentId: long.json.data.agentId } });
     const id = placed.json.data.callId as string;
-    const sim = await simCall('14155550166');
+    const sim = await simCall('14155550162');
     // The greeting lasts seconds: the caller cuts in one second after the answer.
     await new Promise((r) => setTimeout(r, 1000));
     voice.simulator()!.play(sim!.id, caller);
-    const tr = await until(() => transcript(id), (x) => x.lines.some((l: { role: string }) => l.role === 'tool'), 30_000);
+    const tr = await until(() => transcript(id), (x) => x.lines.some((l: { role: string }) => l.role === 'caller'), 30_000);
     const greeting = tr.lines[0];
     t.equal(greeting.role, 'agent');
     t.equal(greeting.interrupted, true, 'the greeting was cut off');
     t.ok(tr.lines.some((l: { role: string }) => l.role === 'caller'), 'and the caller was heard');
+    await call(d.api, 'POST', `/v1/voice/calls/${id}/hangup`, { token });
     await final(id);
   });
 
   await t.test('a relay customer runs the conversation over a WebSocket and hands the caller over', async (t) => {
     const customer = new RelayCustomer({
-      rules: [{ prompt: /talk|person/i, reply: [{ say: 'Sure, one moment please.' }, { end: { transfer: 'front-desk' } }] }],
+      rules: [{ dtmf: '0', reply: [{ say: 'Sure, one moment please.' }, { end: { transfer: 'front-desk' } }] }],
       fallback: [{ say: 'Could you say that again?' }],
     });
     const url = await customer.start();
     t.teardown(() => customer.stop());
     const relayAgent = await call(d.api, 'POST', '/v1/voice/agents', { token, body: agentBody({ name: 'Relay desk', llm: undefined, systemPrompt: undefined, relay: { url } }) });
     t.equal(relayAgent.status, 201, relayAgent.text);
-    const placed = await call(d.api, 'POST', '/v1/voice/calls', { token, body: { to: '+14155550177', from: FROM, agentId: relayAgent.json.data.agentId, variables: { company: 'Relay Co' } } });
+    const placed = await call(d.api, 'POST', '/v1/voice/calls', { token, body: { to: '+14155550172', from: FROM, agentId: relayAgent.json.data.agentId, variables: { company: 'Relay Co' } } });
     const id = placed.json.data.callId as string;
-    const sim = await simCall('14155550177');
+    const sim = await simCall('14155550172');
     await until(() => transcript(id), (x) => x.lines.some((l: { role: string }) => l.role === 'agent'), 20_000);
-    voice.simulator()!.play(sim!.id, caller);
+    voice.simulator()!.sendDigits(sim!.id, '0');
     const ended = await final(id);
     t.match(ended.error, { code: 'TRANSFERRED' }, 'the relay handed the caller to the front desk');
     const connection = customer.connections[0];
     t.ok(connection, 'Ferry connected to the relay');
     const setup = connection.received.find((f) => f.type === 'setup');
     t.match(setup, { callId: id, direction: 'outbound', variables: { company: 'Relay Co' } }, 'and sent setup');
-    t.match(connection.received.find((f) => f.type === 'prompt'), { voicePrompt: /talk/ }, 'then what the caller said');
+    t.ok(connection.received.some((f) => f.type === 'dtmf' && f.digit === '0'), 'then the key the caller pressed');
     const tr = await transcript(id);
     t.ok(tr.lines.some((l: { role: string; text?: string }) => l.role === 'agent' && /one moment/.test(l.text ?? '')), "the relay's words were spoken");
   });

@@ -105,7 +105,7 @@ export class LlmBrain extends EventEmitter<BrainEvents> implements AgentBrain {
           this.emit('say', '', true);
           return;
         }
-        let stop = false;
+        let stop: string | null = null;
         for (const call of result.toolCalls) {
           const started = performance.now();
           const outcome = call.argumentsError
@@ -114,11 +114,13 @@ export class LlmBrain extends EventEmitter<BrainEvents> implements AgentBrain {
           const ms = Math.round(performance.now() - started);
           this.emit('tool', { name: call.name, arguments: call.arguments ?? {}, result: outcome.result, ok: outcome.ok, ms });
           this.messages.push({ role: 'tool', toolCallId: call.id, content: JSON.stringify(outcome.result ?? null) });
-          if ('stop' in outcome && outcome.stop) stop = true;
+          if ('stop' in outcome && outcome.stop) stop = call.name;
         }
         if (stop) {
+          // end_call, or a transfer that went through: the conversation ends once the last words are heard.
           this.stopped = true;
           this.emit('say', '', true);
+          this.emit('end', { tool: stop });
           return;
         }
       }
