@@ -10,8 +10,8 @@ export const VOICE_MCP_TOOLS: readonly McpTool[] = [
     scope: 'voice:calls',
     title: 'Place a voice call',
     description:
-      'Calls a phone number from a number the account owns and, once answered, says a text (say), plays a WAV file (play) or runs a short script ' +
-      'of say, play, pause, gather (DTMF keys) and hangup steps (POST /v1/voice/calls). Answers at once with callId and status queued: follow ' +
+      'Calls a phone number from a number the account owns and, once answered, says a text (say), plays a WAV file (play), runs a short script ' +
+      'of say, play, pause, gather (DTMF keys) and hangup steps, or lets an AI voice agent talk (agentId, with its variables) (POST /v1/voice/calls). Answers at once with callId and status queued: follow ' +
       'it with get_call. Credit for the longest duration is held and settled at hang-up. Give idempotencyKey so a retry does not call twice.',
     inputSchema: {
       type: 'object',
@@ -26,6 +26,8 @@ export const VOICE_MCP_TOOLS: readonly McpTool[] = [
         timeoutSeconds: { type: 'integer', minimum: 5, maximum: 600 },
         timeLimit: { type: 'integer', minimum: 10, maximum: 86_400 },
         reference: { type: 'string', maxLength: 200 },
+        agentId: { type: 'string', pattern: '^agent_[0-9a-z]{26}$', description: 'an AI voice agent (create_voice_agent) talks on the call instead of say, play or script' },
+        variables: { type: 'object', maxProperties: 32, additionalProperties: { type: 'string', maxLength: 500 }, description: "values for the agent's {{placeholders}}" },
         idempotencyKey: idempotencyKeyArg,
       },
     },
