@@ -18,6 +18,7 @@ import type {
 } from './chat-model.js';
 import { ChunkAssembler, MalformedAnswerError } from './chunk-assembler.js';
 import { LlmBadRequestError, type LlmError } from './errors.js';
+import { boundedErrorAnswer, loadOpenAiSdk, PROVIDER_HEADERS, providerHeaders, retryAfterMs } from '../util/openai-compatible.js';
 import { classifyLlmFailure, type LlmFailureAction, type LlmFailureKind } from './llm-errors-table.js';
 
 export interface OpenAiChatModelOptions {
@@ -53,16 +54,6 @@ export interface OpenAiChatModelOptions {
 type Sdk = typeof OpenAiSdk;
 type Client = OpenAiSdk.OpenAI;
 
-let sdkLoading: Promise<Sdk> | undefined;
-/** The SDK is large: loaded on first use, once, so processes that never talk to a model never pay for it. */
-function loadSdk(): Promise<Sdk> {
-  sdkLoading ??= import('openai');
-  return sdkLoading;
-}
-
-const SENT_HEADERS = ['accept', 'authorization', 'content-type', 'user-agent'];
-/** Error answers are short JSON; more than this is not read. */
-const MAX_ERROR_BODY_BYTES = 16 * 1024;
 const TOOL_NAME = /^[a-zA-Z0-9_-]{1,64}$/;
 
 /** Why a generation's requests were cut: the caller (barge-in) or one of the two deadlines. */
@@ -214,7 +205,7 @@ export class OpenAiChatModel implements ChatModel {
   }
 
   private connect(): Promise<{ sdk: Sdk; client: Client }> {
-    this.#client ??= loadSdk().then(
+    this.#client ??= loadOpenAiSdk().then(
       (sdk) =>
         new sdk.OpenAI({
           // The SDK insists on a key; a keyless local server gets none on the wire (see chatFetch).
@@ -234,7 +225,7 @@ export class OpenAiChatModel implements ChatModel {
         }),
     );
     const client = this.#client;
-    return Promise.all([loadSdk(), client]).then(([sdk, c]) => ({ sdk, client: c }));
+    return Promise.all([loadOpenAiSdk(), client]).then(([sdk, c]) => ({ sdk, client: c }));
   }
 
   private requestBody(request: ChatRequest): ChatCompletionCreateParamsStreaming {
@@ -397,17 +388,6 @@ function networkCode(err: unknown): string {
   return (err as Error | undefined)?.name ?? 'unknown';
 }
 
-/** Retry-After(-Ms) in milliseconds: seconds or an HTTP date; undefined when absent or unreadable. */
-function retryAfterMs(headers: Headers): number | undefined {
-  const ms = Number(headers.get('retry-after-ms') ?? NaN);
-  if (Number.isFinite(ms) && ms >= 0) return Math.ceil(ms);
-  const value = headers.get('retry-after');
-  if (value === null || value.trim() === '') return undefined;
-  const seconds = Number(value);
-  if (Number.isFinite(seconds) && seconds >= 0) return Math.ceil(seconds * 1000);
-  const date = Date.parse(value);
-  return Number.isNaN(date) ? undefined : Math.max(0, date - Date.now());
-}
 
 /**
  * The fetch the SDK uses. It sends only the headers the API needs (the SDK adds X-Stainless-* telemetry and whatever
@@ -417,13 +397,7 @@ function retryAfterMs(headers: Headers): number | undefined {
  */
 function chatFetch(sendKey: boolean, maxAnswerBytes: number): typeof fetch {
   return async (input, init) => {
-    const given = new Headers(init?.headers);
-    const headers = new Headers();
-    for (const name of SENT_HEADERS) {
-      const value = given.get(name);
-      if (value !== null && (sendKey || name !== 'authorization')) headers.set(name, value);
-    }
-    const response = await fetch(input, { ...init, headers });
+    const response = await fetch(input, { ...init, headers: providerHeaders(init, PROVIDER_HEADERS, sendKey) });
     if (!response.body) return response;
     if (response.status >= 400) return boundedErrorAnswer(response);
     if (response.status >= 300) return response;
@@ -446,39 +420,4 @@ function chatFetch(sendKey: boolean, maxAnswerBytes: number): typeof fetch {
   };
 }
 
-async function boundedErrorAnswer(response: Response): Promise<Response> {
-  const reader = response.body!.getReader();
-  const chunks: Uint8Array[] = [];
-  let total = 0;
-  // Each read adds at least one byte or ends the stream; the cap bounds the loop.
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    chunks.push(value);
-    total += value.byteLength;
-    if (total >= MAX_ERROR_BODY_BYTES) {
-      await reader.cancel().catch(() => undefined);
-      break;
-    }
-  }
-  const text = Buffer.concat(chunks, total).subarray(0, MAX_ERROR_BODY_BYTES).toString('utf8');
-  const answered = new Headers(response.headers);
-  answered.delete('content-length');
-  answered.delete('content-encoding');
-  return new Response(normaliseErrorBody(text), { status: response.status, statusText: response.statusText, headers: answered });
-}
 
-function normaliseErrorBody(text: string): string {
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(text);
-  } catch {
-    return text;
-  }
-  if (typeof parsed !== 'object' || parsed === null) return text;
-  const { error, detail, message } = parsed as { error?: unknown; detail?: unknown; message?: unknown };
-  if (typeof error === 'string') return JSON.stringify({ error: { message: error } });
-  if (error !== undefined) return text;
-  const said = typeof detail === 'string' ? detail : typeof message === 'string' ? message : JSON.stringify(detail ?? parsed);
-  return JSON.stringify({ error: { message: said } });
-}

@@ -5,7 +5,7 @@ import { wavToTelephonyPcm } from '../audio/telephony-audio.js';
 import { SpeechBusyError, SpeechError, SpeechInputError, SpeechUnavailableError } from './errors.js';
 import type { SpeechEngine, SpeechVoice, SynthesisRequest, VoiceGender, VoiceQuality } from './speech-engine.js';
 import { classifySpeechFailure, type SpeechFailureCode } from './speech-errors-table.js';
-import { loadOpenAiSdk, type OpenAiSdk } from './openai-sdk.js';
+import { boundedErrorAnswer, loadOpenAiSdk, providerHeaders, retryAfterMs, type OpenAiSdk } from '../util/openai-compatible.js';
 import { findVoice, toBcp47 } from './voices.js';
 
 /** One voice of the provider and the locale it speaks, as the operator configures it. */
@@ -56,9 +56,7 @@ type FailureInput = { code: SpeechFailureCode; detail?: string; retryAfterMs?: n
 
 /** Wait before retrying an answer that gave no Retry-After. */
 const DEFAULT_RETRY_WAIT_MS = 500;
-const SENT_HEADERS = ['accept', 'authorization', 'content-type', 'user-agent'];
 /** Error answers are short JSON; more than this is not read. */
-const MAX_ERROR_BODY_BYTES = 16 * 1024;
 // eslint-disable-next-line no-control-regex -- finding control characters is the point
 const CONTROL_CHARACTERS = /[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f]/g;
 
@@ -265,17 +263,6 @@ function failureCode(err: unknown, sdk: OpenAiSdk): SpeechFailureCode {
   return 'connection';
 }
 
-/** Retry-After(-Ms) in milliseconds: seconds or an HTTP date; undefined when absent or unreadable. */
-function retryAfterMs(headers: Headers): number | undefined {
-  const ms = Number(headers.get('retry-after-ms') ?? NaN);
-  if (Number.isFinite(ms) && ms >= 0) return Math.ceil(ms);
-  const value = headers.get('retry-after');
-  if (value === null || value.trim() === '') return undefined;
-  const seconds = Number(value);
-  if (Number.isFinite(seconds) && seconds >= 0) return Math.ceil(seconds * 1000);
-  const date = Date.parse(value);
-  return Number.isNaN(date) ? undefined : Math.max(0, date - Date.now());
-}
 
 class AudioTooLarge extends Error {}
 
@@ -317,46 +304,8 @@ async function readCapped(response: Response, cap: number, signal: AbortSignal):
  * the error.
  */
 async function providerFetch(input: string | URL | Request, init?: RequestInit): Promise<Response> {
-  const given = new Headers(init?.headers);
-  const headers = new Headers();
-  for (const name of SENT_HEADERS) {
-    const value = given.get(name);
-    if (value !== null) headers.set(name, value);
-  }
-  const response = await fetch(input, { ...init, headers });
+  const response = await fetch(input, { ...init, headers: providerHeaders(init) });
   // Under 400 (a redirect not followed) there is no error body to bound, and some such statuses may carry none.
-  if (response.status < 400 || !response.body) return response;
-  const reader = response.body.getReader();
-  const chunks: Uint8Array[] = [];
-  let total = 0;
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    chunks.push(value);
-    total += value.byteLength;
-    if (total >= MAX_ERROR_BODY_BYTES) {
-      await reader.cancel().catch(() => undefined);
-      break;
-    }
-  }
-  const text = Buffer.concat(chunks, total).subarray(0, MAX_ERROR_BODY_BYTES).toString('utf8');
-  const answered = new Headers(response.headers);
-  answered.delete('content-length');
-  answered.delete('content-encoding');
-  return new Response(normaliseErrorBody(text), { status: response.status, statusText: response.statusText, headers: answered });
+  return response.status < 400 ? response : boundedErrorAnswer(response);
 }
 
-function normaliseErrorBody(text: string): string {
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(text);
-  } catch {
-    return text;
-  }
-  if (typeof parsed !== 'object' || parsed === null) return text;
-  const { error, detail, message } = parsed as { error?: unknown; detail?: unknown; message?: unknown };
-  if (typeof error === 'string') return JSON.stringify({ error: { message: error } });
-  if (error !== undefined) return text;
-  const said = typeof detail === 'string' ? detail : typeof message === 'string' ? message : JSON.stringify(detail ?? parsed);
-  return JSON.stringify({ error: { message: said } });
-}

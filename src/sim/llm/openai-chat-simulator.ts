@@ -1,4 +1,5 @@
-import { randomBytes, timingSafeEqual } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
+import { bearerMatches, readCappedBody } from '../openai-http.js';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 
@@ -428,30 +429,14 @@ export class OpenAiChatSimulator {
   }
 
   private authorized(header: string | undefined): boolean {
-    if (this.apiKey === undefined) return true;
-    if (header === undefined) return false;
-    const given = Buffer.from(header);
-    return given.length === this.apiKey.length && timingSafeEqual(given, this.apiKey);
+    return this.apiKey === undefined || bearerMatches(header, this.apiKey);
   }
 
-  /** The body, or null once it passes maxBodyBytes (the rest is not read). */
+
   private readBody(req: IncomingMessage): Promise<Buffer | null> {
-    return new Promise((resolve, reject) => {
-      const chunks: Buffer[] = [];
-      let size = 0;
-      req.on('data', (chunk: Buffer) => {
-        size += chunk.length;
-        if (size > this.maxBodyBytes) {
-          req.pause();
-          resolve(null);
-          return;
-        }
-        chunks.push(chunk);
-      });
-      req.on('end', () => resolve(Buffer.concat(chunks, size)));
-      req.on('error', reject);
-    });
+    return readCappedBody(req, this.maxBodyBytes);
   }
+
 
   private scriptedError(res: ServerResponse, entry: SimChatRequest, reply: ChatSimReply): void {
     const status = reply.status!;

@@ -1,5 +1,5 @@
-import { timingSafeEqual } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { bearerMatches, readCappedBody } from '../openai-http.js';
 import type { AddressInfo } from 'node:net';
 import { encodeWav } from '../../audio/wav.js';
 import { speechTones } from './speech-tones.js';
@@ -274,29 +274,14 @@ export class OpenAiSpeechSimulator {
   }
 
   private authorized(header: string | undefined): boolean {
-    if (header === undefined) return false;
-    const given = Buffer.from(header);
-    return given.length === this.apiKey.length && timingSafeEqual(given, this.apiKey);
+    return bearerMatches(header, this.apiKey);
   }
 
-  /** The body, or null once it passes maxBodyBytes (the rest is not read). */
+
   private readBody(req: IncomingMessage): Promise<Buffer | null> {
-    return new Promise((resolve, reject) => {
-      const chunks: Buffer[] = [];
-      let size = 0;
-      req.on('data', (chunk: Buffer) => {
-        size += chunk.length;
-        if (size > this.maxBodyBytes) {
-          req.pause();
-          resolve(null);
-          return;
-        }
-        chunks.push(chunk);
-      });
-      req.on('end', () => resolve(Buffer.concat(chunks, size)));
-      req.on('error', reject);
-    });
+    return readCappedBody(req, this.maxBodyBytes);
   }
+
 
   private error(res: ServerResponse, entry: SimSpeechRequest, status: number, message: string, type: string, code: string | null = null, param: string | null = null): void {
     entry.status = status;

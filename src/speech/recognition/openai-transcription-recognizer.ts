@@ -8,6 +8,7 @@ import { toBcp47 } from '../voices.js';
 import type { RecognitionRequest, RecognitionResult, SpeechRecognizer } from './speech-recognizer.js';
 import { servesLocale } from './speech-recognizer.js';
 import { classifyTranscriptionFailure } from './transcription-errors-table.js';
+import { boundedErrorAnswer, loadOpenAiSdk, PROVIDER_HEADERS, providerHeaders, retryAfterMs, type OpenAiSdk } from '../../util/openai-compatible.js';
 
 export type TranscriptionResponseFormat = 'json' | 'text' | 'verbose_json';
 
@@ -36,24 +37,14 @@ export interface OpenAiTranscriptionOptions {
 
 /** Wait before retrying an answer that gave no Retry-After. */
 const DEFAULT_RETRY_WAIT_MS = 250;
-const SENT_HEADERS = ['accept', 'authorization', 'content-type', 'content-length', 'user-agent'];
+const SENT_HEADERS = [...PROVIDER_HEADERS, 'content-length'];
 /** Error answers are short JSON; more than this is not read. */
-const MAX_ERROR_BODY_BYTES = 16 * 1024;
 /** The prompt is a hint, not a document: OpenAI reads only its last 224 tokens. */
 const MAX_PROMPT_LENGTH = 800;
 
-type OpenAiModule = typeof import('openai');
+type OpenAiModule = OpenAiSdk;
 type Outcome = { ok: true; text: string; confidence?: number } | { ok: false; code: SpeechFailureCode; error: SpeechError };
 
-/** The SDK, loaded on first use: it costs ~100 ms to import, which processes that never transcribe should not pay. */
-let sdk: Promise<OpenAiModule> | undefined;
-function loadSdk(): Promise<OpenAiModule> {
-  sdk ??= import('openai').catch((err: unknown) => {
-    sdk = undefined;
-    throw err;
-  });
-  return sdk;
-}
 
 /**
  * Speech-to-text over an OpenAI-compatible `POST /audio/transcriptions` (OpenAI's Whisper and gpt-4o transcribe
@@ -120,7 +111,7 @@ export class OpenAiTranscriptionRecognizer implements SpeechRecognizer {
   }
 
   private client(): Promise<OpenAI> {
-    this.#client ??= loadSdk().then(
+    this.#client ??= loadOpenAiSdk().then(
       ({ default: OpenAIClient }) =>
         new OpenAIClient({
           apiKey: this.#apiKey,
@@ -140,7 +131,7 @@ export class OpenAiTranscriptionRecognizer implements SpeechRecognizer {
   }
 
   private async requestWithRetries(wav: Buffer, language: string, prompt: string | undefined): Promise<{ text: string; confidence?: number }> {
-    const [module, client] = await Promise.all([loadSdk(), this.client()]);
+    const [module, client] = await Promise.all([loadOpenAiSdk(), this.client()]);
     for (let attempt = 0; ; attempt++) {
       const outcome = await this.attempt(module, client, wav, language, prompt);
       if (outcome.ok) return outcome;
@@ -222,17 +213,6 @@ function failureCode(module: OpenAiModule, err: unknown): SpeechFailureCode {
   return 'connection';
 }
 
-/** Retry-After(-Ms) in milliseconds: seconds or an HTTP date; undefined when absent or unreadable. */
-function retryAfterMs(headers: Headers): number | undefined {
-  const ms = Number(headers.get('retry-after-ms') ?? NaN);
-  if (Number.isFinite(ms) && ms >= 0) return Math.ceil(ms);
-  const value = headers.get('retry-after');
-  if (value === null || value.trim() === '') return undefined;
-  const seconds = Number(value);
-  if (Number.isFinite(seconds) && seconds >= 0) return Math.ceil(seconds * 1000);
-  const date = Date.parse(value);
-  return Number.isNaN(date) ? undefined : Math.max(0, date - Date.now());
-}
 
 /**
  * The fetch the SDK uses: only the headers the API needs (no X-Stainless-* telemetry, no OPENAI_CUSTOM_HEADERS), and
@@ -240,43 +220,7 @@ function retryAfterMs(headers: Headers): number | undefined {
  * shape, so the provider's words reach the error.
  */
 async function providerFetch(input: string | URL | Request, init?: RequestInit): Promise<Response> {
-  const given = new Headers(init?.headers);
-  const headers = new Headers();
-  for (const name of SENT_HEADERS) {
-    const value = given.get(name);
-    if (value !== null) headers.set(name, value);
-  }
-  const response = await fetch(input, { ...init, headers });
-  if (response.status < 400 || !response.body) return response;
-  const reader = response.body.getReader();
-  const chunks: Uint8Array[] = [];
-  let total = 0;
-  // Each read ends the stream or adds bytes; the cap ends the loop.
-  while (total < MAX_ERROR_BODY_BYTES) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    chunks.push(value);
-    total += value.byteLength;
-  }
-  await reader.cancel().catch(() => undefined);
-  const text = Buffer.concat(chunks, total).subarray(0, MAX_ERROR_BODY_BYTES).toString('utf8');
-  const answered = new Headers(response.headers);
-  answered.delete('content-length');
-  answered.delete('content-encoding');
-  return new Response(normaliseErrorBody(text), { status: response.status, statusText: response.statusText, headers: answered });
+  const response = await fetch(input, { ...init, headers: providerHeaders(init, SENT_HEADERS) });
+  return response.status < 400 ? response : boundedErrorAnswer(response, 'wrap');
 }
 
-function normaliseErrorBody(text: string): string {
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(text);
-  } catch {
-    return JSON.stringify({ error: { message: text } });
-  }
-  if (typeof parsed !== 'object' || parsed === null) return text;
-  const { error, detail, message } = parsed as { error?: unknown; detail?: unknown; message?: unknown };
-  if (typeof error === 'string') return JSON.stringify({ error: { message: error } });
-  if (error !== undefined) return text;
-  const said = typeof detail === 'string' ? detail : typeof message === 'string' ? message : JSON.stringify(detail ?? parsed);
-  return JSON.stringify({ error: { message: said } });
-}

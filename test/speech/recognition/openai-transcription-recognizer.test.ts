@@ -136,7 +136,10 @@ t.test('the recognizer does not show the key when printed', async (t) => {
 t.test('the SDK is imported on first use only', async (t) => {
   const source = readFileSync(new URL('../../../src/speech/recognition/openai-transcription-recognizer.ts', import.meta.url), 'utf8');
   t.notMatch(source, /^import (?!type )[^;]*from 'openai'/m, 'no value import of openai at the top');
-  t.match(source, /import\('openai'\)/);
+  t.match(source, /loadOpenAiSdk\(\)/, 'the SDK comes from the shared loader, on first use');
+  const loader = readFileSync(new URL('../../../src/util/openai-compatible.ts', import.meta.url), 'utf8');
+  t.notMatch(loader, /^import (?!type )[^;]*from 'openai'/m, 'which has no value import of openai at the top either');
+  t.match(loader, /import\('openai'\)/);
 });
 
 t.test('the error table, row by row', async (t) => {
