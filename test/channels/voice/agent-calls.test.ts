@@ -8,6 +8,7 @@ import t from 'tap';
 import type { VoiceModuleService } from '../../../src/channels/voice/index.js';
 import { OpenAiChatSimulator } from '../../../src/sim/llm/openai-chat-simulator.js';
 import { RelayCustomer } from '../../../src/sim/voice/relay-customer.js';
+import { OpenAiTranscriptionSimulator } from '../../../src/sim/speech/openai-transcription-simulator.js';
 import { EspeakSynthesizer } from '../../../src/speech/espeak-synthesizer.js';
 import { accountWithKey, call, startDaemon } from '../../helpers/daemon.js';
 import { backendLabel } from '../../helpers/env.js';
@@ -211,6 +212,28 @@ t.test(`agents talk on calls through the trunk simulator (${backendLabel})`, { s
     t.ok(connection.received.some((f) => f.type === 'dtmf' && f.digit === '0'), 'then the key the caller pressed');
     const tr = await transcript(id);
     t.ok(tr.lines.some((l: { role: string; text?: string }) => l.role === 'agent' && /one moment/.test(l.text ?? '')), "the relay's words were spoken");
+  });
+
+  await t.test('speech-to-text from an OpenAI-compatible provider: what it hears goes to the model', async (t) => {
+    const stt = new OpenAiTranscriptionSimulator();
+    await stt.start({ apiKey: 'stt-test-not-a-real-key' });
+    t.teardown(() => stt.stop());
+    stt.script('I would like to talk to a person please');
+    const sttAgent = await call(d.api, 'POST', '/v1/voice/agents', {
+      token,
+      body: agentBody({ name: 'Cloud ears', stt: { provider: 'openai-compatible', model: 'whisper-1', baseUrl: stt.baseUrl, apiKey: 'stt-test-not-a-real-key' } }),
+    });
+    t.equal(sttAgent.status, 201, sttAgent.text);
+    const placed = await call(d.api, 'POST', '/v1/voice/calls', { token, body: { to: '+14155550191', from: FROM, agentId: sttAgent.json.data.agentId } });
+    const id = placed.json.data.callId as string;
+    const sim = await simCall('14155550191');
+    await until(() => transcript(id), (x) => x.lines.some((l: { role: string }) => l.role === 'agent'), 20_000);
+    voice.simulator()!.play(sim!.id, caller);
+    const ended = await final(id);
+    t.match(ended.error, { code: 'TRANSFERRED' });
+    const heard = (await transcript(id)).lines.find((l: { role: string }) => l.role === 'caller');
+    t.equal(heard?.text, 'I would like to talk to a person please', "the provider's transcript, as it gave it");
+    t.ok(stt.requests.length >= 1 && stt.requests.every((r) => r.authorized), 'the provider got the audio with its key');
   });
 
   await t.test('an agent call is refused up front for an unknown agent, and a transcript is the account\'s own', async (t) => {

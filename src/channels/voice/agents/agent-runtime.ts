@@ -62,8 +62,12 @@ export class AgentRuntime {
     const variables = { ...config.variables, ...ref.variables };
     const voice = { locale: config.voice.locale, ...(config.voice.voiceId ? { voice: config.voice.voiceId } : {}) };
     const speak = (text: string) => this.o.speak({ text, ...voice });
-    const recognizer = this.recognizer(config.stt);
+    const recognizer = this.recognizer(config.stt, config.language);
     if (!(await recognizer.available())) throw new AgentPreparationError('STT_UNAVAILABLE', `speech-to-text (${config.stt.provider}) cannot run on this server`);
+    if (config.stt.provider === 'openai-compatible') {
+      const checked = await this.o.guard.check(config.stt.baseUrl ?? '');
+      if (!checked.ok) throw new AgentPreparationError('STT_URL_REFUSED', `stt.baseUrl: ${checked.reason}`);
+    }
     if (config.llm) {
       const checked = await this.o.guard.check(config.llm.baseUrl);
       if (!checked.ok) throw new AgentPreparationError('LLM_URL_REFUSED', `llm.baseUrl: ${checked.reason}`);
@@ -88,9 +92,10 @@ export class AgentRuntime {
     };
   }
 
-  private recognizer(stt: SttConfig): SpeechRecognizer {
+  private recognizer(stt: SttConfig, language: string): SpeechRecognizer {
     if (stt.provider === 'openai-compatible') {
-      return new OpenAiTranscriptionRecognizer({ id: 'stt', baseUrl: stt.baseUrl ?? '', apiKey: stt.apiKey ?? '', model: stt.model ?? 'whisper-1', locales: [] });
+      // The agent's own provider: it hears the agent's language (the operator's catalogue does not apply to it).
+      return new OpenAiTranscriptionRecognizer({ id: 'stt', baseUrl: stt.baseUrl ?? '', apiKey: stt.apiKey ?? '', model: stt.model ?? 'whisper-1', locales: [language] });
     }
     this.pocketsphinx ??= new PocketsphinxRecognizer();
     return this.pocketsphinx;
