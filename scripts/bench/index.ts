@@ -24,6 +24,14 @@ const SCENARIOS: Record<string, { script: string; about: string }> = {
   requestlogs: { script: 'requestlogs.ts', about: 'REST req/s, latency and daemon CPU with request logging on vs off, in one run; every request written' },
 };
 
+const NESTED_SCENARIOS: Record<string, string> = { 'voice-agent': 'voice/agents/bench.ts' };
+
+/** A scenario's first line comment: what the usage prints. */
+function aboutOf(path: string): string {
+  const first = /^\/\*\*?\s*\n?\s*\*?\s*(.+)$/m.exec(readFileSync(path, 'utf8'))?.[1] ?? '';
+  return first.replace(/\s*\*\/\s*$/, '');
+}
+
 /**
  * A product's own scenario: `src/channels/<product>/bench.ts`, named after the product (a product is its folder, so its
  * bench lives there too); its first line comment is what the usage prints.
@@ -34,8 +42,13 @@ function productScenarios(): Record<string, { path: string; about: string }> {
   for (const name of existsSync(channels) ? readdirSync(channels) : []) {
     const path = join(channels, name, 'bench.ts');
     if (!existsSync(path)) continue;
-    const first = /^\/\*\*?\s*\n?\s*\*?\s*(.+)$/m.exec(readFileSync(path, 'utf8'))?.[1] ?? '';
-    found[name] = { path, about: first.replace(/\s*\*\/\s*$/, '') };
+    found[name] = { path, about: aboutOf(path) };
+  }
+  // A second scenario of a product lives in a folder of its own: src/channels/voice/agents/bench.ts is voice-agent.
+  for (const [scenario, path] of Object.entries(NESTED_SCENARIOS)) {
+    const full = join(channels, path);
+    if (!existsSync(full)) continue;
+    found[scenario] = { path: full, about: aboutOf(full) };
   }
   return found;
 }
