@@ -30,7 +30,7 @@ export interface CallHost {
   startClientTransaction(request: SipRequest, target: SipTarget, user: ClientTransactionUser): void;
   /** Sends a request outside any transaction (the ACK for a 2xx, a BYE during shutdown): adds a Via. */
   sendStateless(request: SipRequest, target: SipTarget): void;
-  respond(tx: ServerTransaction, request: SipRequest, status: number, extra?: { reason?: string; toTag?: string; body?: string; headers?: Array<[string, string]> }): void;
+  respond(tx: ServerTransaction, request: SipRequest, status: number, extra?: { reason?: string; toTag?: string; body?: string; headers?: ReadonlyArray<[string, string]> }): void;
   addDialog(callId: string, localTag: string, user: DialogUser): void;
   removeDialog(callId: string, localTag: string): void;
 }

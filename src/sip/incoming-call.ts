@@ -57,18 +57,21 @@ export class IncomingCall extends EventEmitter<IncomingCallEvents> implements Di
     this.username = username;
   }
 
-  /** Sends a provisional (180 Ringing or 183 Session Progress, optionally with early-media SDP). */
-  ring(code: 180 | 183 = 180, sdp?: string): void {
+  /**
+   * Sends a provisional (180 Ringing or 183 Session Progress, optionally with early-media SDP); `headers` are added
+   * (an application's own, e.g. the id it gave the call).
+   */
+  ring(code: 180 | 183 = 180, sdp?: string, headers: ReadonlyArray<[string, string]> = []): void {
     if (this.state !== 'offered') return;
-    this.host.respond(this.tx, this.request, code, { toTag: this.localTag, body: sdp, headers: [['Contact', this.host.contact(this.source.transport)]] });
+    this.host.respond(this.tx, this.request, code, { toTag: this.localTag, body: sdp, headers: [['Contact', this.host.contact(this.source.transport)], ...headers] });
   }
 
-  answer(sdp: string): void {
+  answer(sdp: string, headers: ReadonlyArray<[string, string]> = []): void {
     if (this.state !== 'offered') return;
     this.state = 'answered';
     this.localSdp = sdp;
     this.dialog = this.makeDialog();
-    this.host.respond(this.tx, this.request, 200, { toTag: this.localTag, body: sdp, headers: [['Contact', this.host.contact(this.source.transport)]] });
+    this.host.respond(this.tx, this.request, 200, { toTag: this.localTag, body: sdp, headers: [['Contact', this.host.contact(this.source.transport)], ...headers] });
   }
 
   reject(code: number, reason?: string): void {
