@@ -95,3 +95,20 @@ export function codecOfPayloadType(payloadType: number): G711Codec | undefined {
 export function silenceOctet(codec: G711Codec): number {
   return ENCODE[codec][0];
 }
+
+/** Octet → octet between the two laws, through linear (decode, then encode): a 256-entry look-up per direction. */
+const TRANSCODE: Record<G711Codec, Record<G711Codec, Uint8Array | null>> = {
+  PCMU: { PCMU: null, PCMA: transcodeTable('PCMU', 'PCMA') },
+  PCMA: { PCMU: transcodeTable('PCMA', 'PCMU'), PCMA: null },
+};
+
+function transcodeTable(from: G711Codec, to: G711Codec): Uint8Array {
+  const table = new Uint8Array(256);
+  for (let i = 0; i < 256; i++) table[i] = ENCODE[to][DECODE[from][i] & 0xffff];
+  return table;
+}
+
+/** The table that maps `from` octets to `to` octets; null when the codecs are the same (copy as is). */
+export function transcodingTable(from: G711Codec, to: G711Codec): Uint8Array | null {
+  return TRANSCODE[from][to];
+}

@@ -1,6 +1,6 @@
 /** Ferry's media plane: RTP/RTCP, G.711, RFC 4733 and in-band DTMF, sessions on worker threads. */
 export { RTP_VERSION, RTP_HEADER_LENGTH, encodeRtp, decodeRtp, emptyRtpPacket, writeRtpHeader, rtpPayload, sequenceDelta, timestampDelta, nextSequence, addTimestamp, type RtpHeader, type RtpPacket } from './rtp-packet.js';
-export { PAYLOAD_TYPE, SAMPLE_RATE, FRAME_SAMPLES, encodeG711, decodeG711, codecOfPayloadType, silenceOctet, type G711Codec } from './g711.js';
+export { PAYLOAD_TYPE, SAMPLE_RATE, FRAME_SAMPLES, encodeG711, decodeG711, codecOfPayloadType, silenceOctet, transcodingTable, type G711Codec } from './g711.js';
 export {
   DEFAULT_DTMF_PAYLOAD_TYPE,
   DTMF_DIGITS,
@@ -27,3 +27,5 @@ export { MediaHandle, type MediaHandleEvents, type MediaStopResult, type PlayOpt
 export { measurePacing, type PacingProbeOptions, type PacingProbeResult } from './pacing-probe.js';
 export { SpeechProfiler, type SpeechRun } from './speech-profiler.js';
 export type { ListenOptions, PlaybackEnd } from './media-session.js';
+export type { UnbridgeReason } from './media-worker.js';
+export { RelayBuffer } from './relay-buffer.js';

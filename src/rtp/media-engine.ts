@@ -1,6 +1,11 @@
 /**
  * The media plane, off the main event loop: worker threads each hosting many RTP sessions on their own 20 ms
  * clock. The main thread opens sessions and gets MediaHandles; audio, digits and stats cross by message.
+ *
+ * Bridging (MediaHandle.bridge): two sessions of one worker forward each other's received audio and RFC 4733 keys
+ * to their far ends, on that worker's clock. A session to be bridged with an existing one is opened next to it:
+ * `open({ near: handle })` puts it in that handle's worker (otherwise a session goes to the least loaded worker,
+ * and bridge() refuses a pair in two workers).
  */
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
@@ -46,7 +51,13 @@ export interface OpenOptions {
   speechProfile?: { windowMs: number };
   /** Voice activity detection on the far end's audio: `speechStart` and `utterance` events (MediaSessionOptions.listen). */
   listen?: ListenOptions;
+  /** Open in the worker of this (open) session, so the two can be bridged (MediaHandle.bridge). */
+  near?: MediaHandle;
 }
+
+/** A request the worker answers with `done`; the link numbers it. */
+type SequencedRequest = Extract<WorkerRequest, { seq: number }>;
+type Unsequenced<R> = R extends { seq: number } ? Omit<R, 'seq'> : never;
 
 interface Pending {
   resolve: (value: never) => void;
@@ -92,6 +103,9 @@ class WorkerLink {
   readonly handles = new Map<number, MediaHandle>();
   private readonly opening = new Map<number, Pending>();
   private readonly stopping = new Map<number, Pending>();
+  /** Bridge requests, by their `seq`. */
+  private readonly requests = new Map<number, Pending>();
+  private nextSeq = 1;
   /** Sessions the worker stopped without being asked (engine.close()): kept for a later handle.stop(). */
   private readonly unclaimed = new Map<number, MediaStopResult>();
   private closing: Pending | undefined;
@@ -102,8 +116,10 @@ class WorkerLink {
     worker.on('message', (reply: WorkerReply) => this.onReply(reply));
     worker.on('error', (err) => this.fail(err));
     worker.on('exit', (code) => {
-      if (this.closing) this.closing.resolve(undefined as never);
-      else this.fail(new Error(`media worker exited (code ${code})`));
+      if (this.closing) {
+        this.closing.resolve(undefined as never);
+        this.rejectRequests(new Error('media engine is closed'));
+      } else this.fail(new Error(`media worker exited (code ${code})`));
     });
   }
 
@@ -145,6 +161,17 @@ class WorkerLink {
     });
   }
 
+  /** Sends a request the worker answers with `done`: resolves then, or rejects with the worker's reason. */
+  request(request: Unsequenced<SequencedRequest>): Promise<void> {
+    if (this.dead) return Promise.reject(this.dead);
+    if (this.closed) return Promise.reject(new Error('media engine is closed'));
+    const seq = this.nextSeq++;
+    return new Promise<void>((resolve, reject) => {
+      this.requests.set(seq, { resolve: resolve as (v: never) => void, reject });
+      this.post({ ...request, seq } as SequencedRequest);
+    });
+  }
+
   close(): Promise<void> {
     if (this.dead) return Promise.resolve();
     this.closed ??= new Promise<void>((resolve, reject) => {
@@ -182,6 +209,21 @@ class WorkerLink {
       case 'rtpTimeout':
         this.handles.get(reply.id)?.emit('rtpTimeout');
         return;
+      case 'bridged': {
+        const peer = this.handles.get(reply.peer);
+        if (peer) this.handles.get(reply.id)?.emit('bridged', peer);
+        return;
+      }
+      case 'unbridged':
+        this.handles.get(reply.id)?.emit('unbridged', reply.reason);
+        return;
+      case 'done': {
+        const pending = this.requests.get(reply.seq);
+        this.requests.delete(reply.seq);
+        if (reply.message === undefined) pending?.resolve(undefined as never);
+        else pending?.reject(new Error(reply.message));
+        return;
+      }
       case 'speechProfile':
         this.handles.get(reply.id)?.emit('speechProfile', reply.runs);
         return;
@@ -209,7 +251,13 @@ class WorkerLink {
     for (const pending of [...this.opening.values(), ...this.stopping.values()]) pending.reject(err);
     this.opening.clear();
     this.stopping.clear();
+    this.rejectRequests(err);
     this.closing?.reject(err);
+  }
+
+  private rejectRequests(err: Error): void {
+    for (const pending of this.requests.values()) pending.reject(err);
+    this.requests.clear();
   }
 }
 
@@ -253,23 +301,35 @@ export class MediaEngine {
     return new MediaEngine(links, options);
   }
 
-  /** Opens a session on the least loaded worker: bound and ready when this resolves. */
+  /** Opens a session on the least loaded worker, or on `near`'s: bound and ready when this resolves. */
   async open(options: OpenOptions): Promise<MediaHandle> {
     if (this.closed) throw new Error('media engine is closed');
-    const link = this.links.reduce((a, b) => (b.load < a.load ? b : a));
+    const { near, ...sessionOptions } = options;
+    const link = near ? this.linkOf(near) : this.links.reduce((a, b) => (b.load < a.load ? b : a));
+    if (!link) throw new Error('open(): `near` is not a session open in this engine');
     const id = this.nextId++;
-    const localPort = await link.open(id, { rtpTimeoutMs: this.options.rtpTimeoutMs, ...options });
+    const localPort = await link.open(id, { rtpTimeoutMs: this.options.rtpTimeoutMs, ...sessionOptions });
     const handle = new MediaHandle(
       id,
       localPort,
       {
         post: (request, transfer) => link.post(request, transfer),
         stop: (sessionId) => link.stop(sessionId),
+        bridge: (sessionId, other) =>
+          link.handles.get(other.id) === other
+            ? link.request({ op: 'bridge', id: sessionId, peer: other.id })
+            : Promise.reject(new Error('bridge(): the sessions are not in the same media worker (open the second with `near`)')),
+        unbridge: (sessionId) => link.request({ op: 'unbridge', id: sessionId }),
       },
       { listens: options.listen !== undefined },
     );
     link.handles.set(id, handle);
     return handle;
+  }
+
+  /** The worker link hosting `handle`, if it is open in this engine. */
+  private linkOf(handle: MediaHandle): WorkerLink | undefined {
+    return this.links.find((link) => link.handles.get(handle.id) === handle);
   }
 
   /** Sessions open now, over all workers. */

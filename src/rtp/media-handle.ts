@@ -1,8 +1,11 @@
-/** The main thread's side of one session hosted in a media worker: commands go over, events come back. */
+/**
+ * The main thread's side of one session hosted in a media worker: commands go over, events come back. Two handles
+ * of one worker can be bridged (bridge(), unbridge()): each far end then hears the other.
+ */
 import { EventEmitter } from 'node:events';
 import { dtmfEventCode } from './dtmf.js';
 import type { DigitSource, MediaSessionStats, Negotiated, PlaybackEnd, RemoteAddress } from './media-session.js';
-import type { WorkerRequest } from './media-worker.js';
+import type { UnbridgeReason, WorkerRequest } from './media-worker.js';
 import type { SpeechRun } from './speech-profiler.js';
 import type { UtteranceInfo } from '../audio/utterance-segmenter.js';
 
@@ -17,6 +20,10 @@ export interface MediaHandleEvents {
   speechStart: [atMs: number];
   /** An utterance of the far end: its 8 kHz audio (from the pre-roll to the end of speech) and timings (OpenOptions.listen). */
   utterance: [pcm: Int16Array, info: UtteranceInfo];
+  /** Bridged to `peer` (on both handles, before bridge() resolves). */
+  bridged: [peer: MediaHandle];
+  /** The bridge ended (on both handles); the session goes on alone. */
+  unbridged: [reason: UnbridgeReason];
 }
 
 export interface MediaStopResult {
@@ -29,6 +36,8 @@ export interface MediaStopResult {
 export interface HandleTransport {
   post(request: WorkerRequest, transfer?: ArrayBuffer[]): void;
   stop(id: number): Promise<MediaStopResult>;
+  bridge(id: number, other: MediaHandle): Promise<void>;
+  unbridge(id: number): Promise<void>;
 }
 
 export interface PlayOptions {
@@ -38,6 +47,7 @@ export interface PlayOptions {
 
 export class MediaHandle extends EventEmitter<MediaHandleEvents> {
   private stopping: Promise<MediaStopResult> | undefined;
+  private peer: MediaHandle | undefined;
 
   /** Whether the session was opened with `listen` (voice activity detection). */
   readonly listens: boolean;
@@ -45,6 +55,13 @@ export class MediaHandle extends EventEmitter<MediaHandleEvents> {
   constructor(readonly id: number, readonly localPort: number, private readonly transport: HandleTransport, options: { listens?: boolean } = {}) {
     super();
     this.listens = options.listens ?? false;
+    this.on('bridged', (peer) => (this.peer = peer));
+    this.on('unbridged', () => (this.peer = undefined));
+  }
+
+  /** The handle this session is bridged to, if any. */
+  get bridgedWith(): MediaHandle | undefined {
+    return this.peer;
   }
 
   /** Where to send RTP (RTCP goes to port + 1), and the codec and event payload type the SDP answer chose. */
@@ -92,6 +109,27 @@ export class MediaHandle extends EventEmitter<MediaHandleEvents> {
     for (const digit of digits) if (dtmfEventCode(digit) < 0) throw new RangeError(`not a DTMF key: ${JSON.stringify(digit)}`);
     if (this.stopping) return;
     this.transport.post({ op: 'digits', id: this.id, digits });
+  }
+
+  /**
+   * Bridges this session and `other` (opened with `near: this`, or this with `near: other`: one worker hosts both).
+   * Each far end then hears the other's audio frame by frame on its own stream (same SSRC, sequence and timestamp
+   * clock as before; payload copied for the same codec, PCMU and PCMA transcoded), silence while the other sends
+   * none; keys received as RFC 4733 events are reported here as `digit` as before and sent on to the other far end
+   * as events of its payload type. Playback in progress on either stops ('interrupted'); play() while bridged is
+   * mixed over the bridged audio. Ends with unbridge(), or when either session stops or times out (`unbridged`).
+   * Rejects when either is stopped, the two are in different workers, or either is bridged to a third.
+   */
+  bridge(other: MediaHandle): Promise<void> {
+    if (other === this) return Promise.reject(new Error('bridge(): a session cannot be bridged to itself'));
+    if (this.stopping || other.stopping) return Promise.reject(new Error('bridge(): the session is stopped'));
+    return this.transport.bridge(this.id, other);
+  }
+
+  /** Ends this session's bridge (`unbridged` 'requested' on both handles first); nothing when there is none. */
+  unbridge(): Promise<void> {
+    if (this.stopping) return Promise.resolve();
+    return this.transport.unbridge(this.id);
   }
 
   /** Closes the session: its final stats and recording. Idempotent. */

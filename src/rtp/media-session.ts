@@ -2,15 +2,17 @@
  * One RTP session: an RTP socket on an even port and RTCP on the next, sending 20 ms G.711 frames and RFC 4733
  * events when its scheduler ticks, receiving audio (decoded, optionally recorded or cut into utterances by a VAD),
  * digits and RTCP. It has no clock of its own: a FrameScheduler (one for many sessions) calls tick().
+ * Two sessions of one thread can be bridged (bridgeWith): each sends on what the other receives.
  */
 import { createSocket, type RemoteInfo, type Socket } from 'node:dgram';
 import { randomInt } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import { DEFAULT_DTMF_PAYLOAD_TYPE, DtmfReceiver, dtmfEventCode, telephoneEventPackets, writeTelephoneEvent, type TelephoneEventPacket } from './dtmf.js';
 import { InbandDtmfDetector } from './dtmf-detector.js';
-import { codecOfPayloadType, decodeG711, encodeG711, FRAME_SAMPLES, PAYLOAD_TYPE, SAMPLE_RATE, type G711Codec } from './g711.js';
+import { codecOfPayloadType, decodeG711, encodeG711, FRAME_SAMPLES, PAYLOAD_TYPE, SAMPLE_RATE, silenceOctet, transcodingTable, type G711Codec } from './g711.js';
 import { PacingHistogram, type PacingSummary } from './pacing-histogram.js';
 import { RtpReceiveStats } from './receive-stats.js';
+import { RelayBuffer } from './relay-buffer.js';
 import { buildRtcpReport, ntpMiddle, ntpTime, parseRtcp, type ReportBlock, type RtcpCompound } from './rtcp.js';
 import { SpeechProfiler, type SpeechRun } from './speech-profiler.js';
 import { addTimestamp, decodeRtp, emptyRtpPacket, RTP_HEADER_LENGTH, timestampDelta, writeRtpHeader } from './rtp-packet.js';
@@ -150,6 +152,10 @@ export class MediaSession extends EventEmitter<MediaSessionEvents> {
   private event: { packets: TelephoneEventPacket[]; next: number; timestamp: number } | undefined;
   private readonly digitMs: number;
   private readonly pacing = new PacingHistogram();
+  // Bridging: the session whose far end hears ours, and the audio it handed us to send (both set by bridgeWith).
+  private bridgePeer: MediaSession | null = null;
+  private relay: RelayBuffer | null = null;
+  private mixScratch: Int16Array | null = null;
   private packetsSent = 0;
   private bytesSent = 0;
   private digitsSent = 0;
@@ -256,6 +262,8 @@ export class MediaSession extends EventEmitter<MediaSessionEvents> {
   setRemote(remote: RemoteAddress, negotiated: Negotiated = {}): void {
     if (!this.latched) this.remote = remote;
     if (negotiated.codec) {
+      // Bridged audio waiting in the old law would play as noise in the new one.
+      if (negotiated.codec !== this.codec) this.relay?.clear();
       this.codec = negotiated.codec;
       this.payloadType = PAYLOAD_TYPE[negotiated.codec];
     }
@@ -304,6 +312,42 @@ export class MediaSession extends EventEmitter<MediaSessionEvents> {
     }
   }
 
+  /**
+   * Bridges this session to `peer` (the worker calls it on both sessions): the audio received here goes out from the
+   * peer, in the peer's codec (copied when the codecs match, transcoded otherwise), and keys received as RFC 4733
+   * events are sent on by the peer as its own events (its payload type, its digitMs). While bridged, each tick sends
+   * a frame (the peer's audio, or silence while none has arrived), on the same SSRC, sequence and timestamp clock as
+   * before; audio played meanwhile is mixed over it. A playback in progress stops (`playbackDone` 'interrupted').
+   * null ends the bridge: the session goes back to what it did before (playback, continuous silence or nothing).
+   */
+  bridgeWith(peer: MediaSession | null): void {
+    if (peer === this) throw new Error('a session cannot be bridged to itself');
+    if (peer === this.bridgePeer) return;
+    if (peer) {
+      this.relay ??= new RelayBuffer();
+      this.interrupt();
+    }
+    this.relay?.clear();
+    this.bridgePeer = peer;
+  }
+
+  /** The session this one is bridged to, if any. */
+  get bridgedWith(): MediaSession | null {
+    return this.bridgePeer;
+  }
+
+  /** The peer's received audio (`count` octets of `codec` in `bytes` from `offset`), queued to send in our codec. */
+  private relayAudio(codec: G711Codec, bytes: Uint8Array, offset: number, count: number): void {
+    if (this.bridgePeer === null || this.closed) return;
+    this.relay!.write(bytes, offset, count, transcodingTable(codec, this.codec));
+  }
+
+  /** A key the peer received as an RFC 4733 event, sent on as ours. */
+  private relayDigit(digit: string): void {
+    if (this.bridgePeer === null || this.closed) return;
+    this.digitQueue.push(digit);
+  }
+
   /** Samples still queued for playback. */
   get queuedSamples(): number {
     let total = -this.queueOffset;
@@ -325,11 +369,12 @@ export class MediaSession extends EventEmitter<MediaSessionEvents> {
     const remote = this.remote;
     if (remote) {
       if (this.event || this.digitQueue.length > 0) this.sendEventPacket(remote, dueNs);
+      else if (this.bridgePeer) this.sendBridgedFrame(remote, dueNs);
       else if (this.playing) this.sendAudioFrame(remote, dueNs);
       else if (this.continuous) this.sendAudioFrame(remote, dueNs);
       else this.sentAudioLastTick = false;
       if (this.ticks % this.rtcpEveryTicks === 0) this.sendReport(remote);
-    }
+    } else if (this.bridgePeer) this.relay!.skipFrame();
     this.timestamp = addTimestamp(this.timestamp, FRAME_SAMPLES);
   }
 
@@ -357,6 +402,35 @@ export class MediaSession extends EventEmitter<MediaSessionEvents> {
     this.send(packet, remote, dueNs);
     this.bytesSent += FRAME_SAMPLES;
     this.sentAudioLastTick = true;
+    this.endPlaybackIfDrained();
+  }
+
+  /** A bridged slot: the peer's next frame, or silence when none has arrived (the stream never pauses), with any queued playback mixed in. */
+  private sendBridgedFrame(remote: RemoteAddress, dueNs: bigint): void {
+    const packet = this.sendRing[this.ringNext];
+    this.ringNext = (this.ringNext + 1) % SEND_RING;
+    if (!this.relay!.read(packet, RTP_HEADER_LENGTH)) packet.fill(silenceOctet(this.codec), RTP_HEADER_LENGTH, RTP_HEADER_LENGTH + FRAME_SAMPLES);
+    if (this.playing) this.mixPlayback(packet);
+    writeRtpHeader(packet, 0, !this.sentAudioLastTick, this.payloadType, this.sequence, this.timestamp, this.ssrc);
+    this.send(packet, remote, dueNs);
+    this.bytesSent += FRAME_SAMPLES;
+    this.sentAudioLastTick = true;
+    this.endPlaybackIfDrained();
+  }
+
+  /** Adds the next frame of the queue to the G.711 frame in `packet` (through linear, clipped). */
+  private mixPlayback(packet: Buffer): void {
+    const mixed = (this.mixScratch ??= new Int16Array(FRAME_SAMPLES));
+    decodeG711(this.codec, packet, mixed, RTP_HEADER_LENGTH, FRAME_SAMPLES);
+    this.takeFrame();
+    for (let i = 0; i < FRAME_SAMPLES; i++) {
+      const sum = mixed[i] + this.frame[i];
+      mixed[i] = sum > 32767 ? 32767 : sum < -32768 ? -32768 : sum;
+    }
+    encodeG711(this.codec, mixed, packet, RTP_HEADER_LENGTH);
+  }
+
+  private endPlaybackIfDrained(): void {
     if (this.playing && this.queue.length === 0) {
       this.playing = false;
       this.emit('playbackDone', 'finished');
@@ -377,6 +451,8 @@ export class MediaSession extends EventEmitter<MediaSessionEvents> {
     writeTelephoneEvent(packet, RTP_HEADER_LENGTH, fields);
     this.send(packet, remote, dueNs);
     this.bytesSent += 4;
+    // The slot carried the event: the bridged audio of it is dropped, not delayed.
+    if (this.bridgePeer) this.relay!.skipFrame();
     if (event.next === event.packets.length) this.event = undefined;
     // Audio after the event starts a new talkspurt.
     this.sentAudioLastTick = false;
@@ -442,11 +518,15 @@ export class MediaSession extends EventEmitter<MediaSessionEvents> {
     this.receiveStats.update(packet.sequence, packet.timestamp, arrival, !isEvent);
     if (isEvent) {
       const digit = this.dtmfReceiver.push(packet.timestamp, message, packet.payloadOffset, packet.payloadLength);
-      if (digit) this.reportDigit(digit, 'rfc4733');
+      if (digit) {
+        this.reportDigit(digit, 'rfc4733');
+        this.bridgePeer?.relayDigit(digit);
+      }
       return;
     }
     const codec = codecOfPayloadType(packet.payloadType);
     if (!codec) return;
+    this.bridgePeer?.relayAudio(codec, message, packet.payloadOffset, packet.payloadLength);
     const samples = decodeG711(codec, message, this.decoded, packet.payloadOffset, packet.payloadLength);
     if (this.recording && !this.recordingFull) this.record(packet.timestamp, samples);
     if (this.profiler && !this.profiler.finished) {
@@ -536,6 +616,10 @@ export class MediaSession extends EventEmitter<MediaSessionEvents> {
   async close(): Promise<MediaSessionStats> {
     if (!this.closed) {
       this.closed = true;
+      // A bridge outlives neither session: the peer goes on alone.
+      const peer = this.bridgePeer;
+      this.bridgeWith(null);
+      if (peer?.bridgePeer === this) peer.bridgeWith(null);
       await Promise.all([closeSocket(this.rtp), closeSocket(this.rtcp)]);
       // An utterance in progress is dropped: the call is over.
       this.segmenter?.removeAllListeners();

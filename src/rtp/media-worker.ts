@@ -1,6 +1,7 @@
 /**
  * The media plane's thread: hosts many MediaSessions and drives them all from one FrameScheduler, so audio
- * pacing never waits on the main event loop. Spoken to only by MediaEngine (the messages below).
+ * pacing never waits on the main event loop. Spoken to only by MediaEngine (the messages below). It also keeps
+ * the bridges between its sessions (a bridge joins two sessions of one worker, never across threads).
  */
 import { isMainThread, parentPort, workerData } from 'node:worker_threads';
 import { FrameScheduler } from './frame-scheduler.js';
@@ -19,6 +20,12 @@ export interface MediaWorkerData {
   preloadVad?: boolean;
 }
 
+/**
+ * Why a bridge ended, as the session on each side sees it: unbridge() was called on either handle ('requested'), this
+ * session stopped or timed out, or the peer did ('peerStopped', 'peerRtpTimeout').
+ */
+export type UnbridgeReason = 'requested' | 'stopped' | 'rtpTimeout' | 'peerStopped' | 'peerRtpTimeout';
+
 export type WorkerRequest =
   | { op: 'open'; id: number; options: MediaSessionOptions }
   | { op: 'remote'; id: number; remote: RemoteAddress; negotiated?: Negotiated }
@@ -26,6 +33,9 @@ export type WorkerRequest =
   | { op: 'digits'; id: number; digits: string }
   | { op: 'interrupt'; id: number }
   | { op: 'listen'; id: number; on: boolean }
+  /** Requests answered by `done` with their `seq` (an error as `message`). */
+  | { op: 'bridge'; id: number; peer: number; seq: number }
+  | { op: 'unbridge'; id: number; seq: number }
   | { op: 'stop'; id: number }
   | { op: 'close' };
 
@@ -36,6 +46,9 @@ export type WorkerReply =
   | { kind: 'digit'; id: number; digit: string; source: DigitSource }
   | { kind: 'playbackDone'; id: number; end: PlaybackEnd }
   | { kind: 'rtpTimeout'; id: number }
+  | { kind: 'bridged'; id: number; peer: number }
+  | { kind: 'unbridged'; id: number; reason: UnbridgeReason }
+  | { kind: 'done'; seq: number; message?: string }
   | { kind: 'speechProfile'; id: number; runs: SpeechRun[] }
   | { kind: 'speechStart'; id: number; atMs: number }
   | { kind: 'utterance'; id: number; pcm: Int16Array; info: UtteranceInfo }
@@ -94,6 +107,13 @@ class MediaWorker {
       case 'listen':
         this.sessions.get(request.id)?.setListening(request.on);
         return;
+      case 'bridge':
+        this.reply({ kind: 'done', seq: request.seq, message: this.bridge(request.id, request.peer) });
+        return;
+      case 'unbridge':
+        this.unbridge(request.id, 'requested', 'requested');
+        this.reply({ kind: 'done', seq: request.seq });
+        return;
       case 'stop':
         return this.stop(request.id);
       case 'close':
@@ -116,7 +136,11 @@ class MediaWorker {
         this.sessions.set(id, session);
         session.on('digit', (digit, source) => this.reply({ kind: 'digit', id, digit, source }));
         session.on('playbackDone', (end) => this.reply({ kind: 'playbackDone', id, end }));
-        session.on('rtpTimeout', () => this.reply({ kind: 'rtpTimeout', id }));
+        session.on('rtpTimeout', () => {
+          this.reply({ kind: 'rtpTimeout', id });
+          // The leg whose far end went quiet leaves the bridge; the other goes on alone.
+          this.unbridge(id, 'rtpTimeout', 'peerRtpTimeout');
+        });
         session.on('speechProfile', (runs) => this.reply({ kind: 'speechProfile', id, runs }));
         session.on('speechStart', (atMs) => this.reply({ kind: 'speechStart', id, atMs }));
         // The segmenter's copy owns its buffer: moved, not copied.
@@ -133,9 +157,36 @@ class MediaWorker {
     throw lastError;
   }
 
+  /** Bridges two of this worker's sessions; the reason it cannot, or undefined. Bridging a pair again changes nothing. */
+  private bridge(id: number, peerId: number): string | undefined {
+    const session = this.sessions.get(id);
+    const peer = this.sessions.get(peerId);
+    if (!session || !peer) return 'bridge(): both sessions must be open, in the same media worker';
+    if (session === peer) return 'bridge(): a session cannot be bridged to itself';
+    if (session.bridgedWith === peer) return undefined;
+    if (session.bridgedWith || peer.bridgedWith) return 'bridge(): a session is already bridged to another: unbridge() it first';
+    session.bridgeWith(peer);
+    peer.bridgeWith(session);
+    this.reply({ kind: 'bridged', id, peer: peerId });
+    this.reply({ kind: 'bridged', id: peerId, peer: id });
+    return undefined;
+  }
+
+  /** Ends the bridge of session `id`, if it has one: `own` is why for it, `forPeer` why for the other side. */
+  private unbridge(id: number, own: UnbridgeReason, forPeer: UnbridgeReason): void {
+    const session = this.sessions.get(id);
+    const peer = session?.bridgedWith;
+    if (!session || !peer) return;
+    session.bridgeWith(null);
+    peer.bridgeWith(null);
+    this.reply({ kind: 'unbridged', id, reason: own });
+    for (const [peerId, s] of this.sessions) if (s === peer) this.reply({ kind: 'unbridged', id: peerId, reason: forPeer });
+  }
+
   private async stop(id: number): Promise<void> {
     const session = this.sessions.get(id);
     if (!session) return;
+    this.unbridge(id, 'stopped', 'peerStopped');
     this.sessions.delete(id);
     if (this.sessions.size === 0) this.scheduler.stop();
     const stats = await session.close();
