@@ -18,6 +18,7 @@ import type {
 } from './chat-model.js';
 import { ChunkAssembler, MalformedAnswerError } from './chunk-assembler.js';
 import { LlmBadRequestError, type LlmError } from './errors.js';
+import { GuardedHttpError } from '../security/guarded-http.js';
 import { boundedErrorAnswer, loadOpenAiSdk, PROVIDER_HEADERS, providerHeaders, retryAfterMs } from '../util/openai-compatible.js';
 import { classifyLlmFailure, type LlmFailureAction, type LlmFailureKind } from './llm-errors-table.js';
 
@@ -49,6 +50,11 @@ export interface OpenAiChatModelOptions {
   includeUsage?: boolean;
   /** Cap on the bytes of one streamed answer; reading stops past it. Default 1 MB. */
   maxAnswerBytes?: number;
+  /**
+   * What requests go through; default the global fetch. A customer's endpoint gets guardedFetch(…) (SSRF guard at
+   * each request, connections only to checked addresses).
+   */
+  fetch?: typeof fetch;
 }
 
 type Sdk = typeof OpenAiSdk;
@@ -87,6 +93,7 @@ export class OpenAiChatModel implements ChatModel {
   private readonly maxRetryWaitMs: number;
   private readonly includeUsage: boolean;
   private readonly maxAnswerBytes: number;
+  private readonly send: typeof fetch;
 
   constructor(options: OpenAiChatModelOptions) {
     this.model = options.model;
@@ -106,6 +113,7 @@ export class OpenAiChatModel implements ChatModel {
     this.maxRetryWaitMs = options.maxRetryWaitMs ?? 2_000;
     this.includeUsage = options.includeUsage ?? true;
     this.maxAnswerBytes = options.maxAnswerBytes ?? 1024 * 1024;
+    this.send = options.fetch ?? ((input, init) => fetch(input, init));
   }
 
   stream(request: ChatRequest, options: ChatCallOptions = {}): AsyncIterable<ChatEvent> {
@@ -193,6 +201,9 @@ export class OpenAiChatModel implements ChatModel {
     if (err instanceof sdk.APIUserAbortError) return failure('aborted');
     if (err instanceof sdk.APIConnectionError || !(err instanceof sdk.APIError)) {
       if (err instanceof SyntaxError) return failure('malformed', 'a stream event is not valid JSON');
+      // The SSRF guard's refusal (a name now pointing inside, say) or its own finding: Ferry's words, safe to show.
+      const guarded = findCause(err, GuardedHttpError);
+      if (guarded) return failure('connection', `cannot reach the provider: ${guarded.message}`, { cause: { code: guarded.kind } });
       const code = networkCode(err);
       return failure('connection', `cannot reach the provider, or it broke off (${code})`, { cause: { code } });
     }
@@ -221,7 +232,7 @@ export class OpenAiChatModel implements ChatModel {
           webhookSecret: null,
           // Ferry logs for itself; the SDK's debug level would print requests.
           logLevel: 'off',
-          fetch: chatFetch(this.#apiKey !== '', this.maxAnswerBytes),
+          fetch: chatFetch(this.send, this.#apiKey !== '', this.maxAnswerBytes),
         }),
     );
     const client = this.#client;
@@ -395,9 +406,9 @@ function networkCode(err: unknown): string {
  * no key. An error answer's body is read to at most 16 kB and put in OpenAI's {"error": {"message"}} shape when it
  * came in another common one; a successful answer must be an event stream, and is cut off past `maxAnswerBytes`.
  */
-function chatFetch(sendKey: boolean, maxAnswerBytes: number): typeof fetch {
+function chatFetch(send: typeof fetch, sendKey: boolean, maxAnswerBytes: number): typeof fetch {
   return async (input, init) => {
-    const response = await fetch(input, { ...init, headers: providerHeaders(init, PROVIDER_HEADERS, sendKey) });
+    const response = await send(input, { ...init, headers: providerHeaders(init, PROVIDER_HEADERS, sendKey) });
     if (!response.body) return response;
     if (response.status >= 400) return boundedErrorAnswer(response);
     if (response.status >= 300) return response;

@@ -233,6 +233,8 @@ export interface GuardedRequest {
   connectTimeoutMs?: number;
   /** Bytes of the answer's body read at most, counted as they arrive whatever Content-Length says. */
   maxBytes: number;
+  /** Ends the exchange early, at any point: it fails (or the body's reading throws) with the signal's reason. */
+  signal?: AbortSignal;
 }
 
 export interface GuardedResponse {
@@ -250,7 +252,10 @@ export interface GuardedResponse {
 export interface GuardedStream {
   status: number;
   headers: IncomingHttpHeaders;
-  /** The body, bounded: throws GuardedHttpError TOO_LARGE past maxBytes, TIMEOUT past the deadline; closes at the end. */
+  /**
+   * The body, bounded: throws GuardedHttpError TOO_LARGE past maxBytes, TIMEOUT past the deadline (the signal's reason
+   * once it fired); closes at the end.
+   */
   chunks(): AsyncGenerator<Buffer>;
   /** Stops reading (the connection is not reused) and ends the deadline. */
   close(): void;
@@ -286,20 +291,45 @@ function asGuardedError(err: unknown): GuardedHttpError {
   return new GuardedHttpError('CONNECTION_FAILED', e?.message ?? String(err), { cause: err });
 }
 
-/** One timer for a whole exchange; what it ends changes as the exchange goes on (lookup, request, response). */
+/**
+ * One timer for a whole exchange, and the caller's signal; what they end changes as the exchange goes on (lookup,
+ * request, response).
+ */
 class Deadline {
   expired = false;
-  private onExpire: (err: GuardedHttpError) => void = () => undefined;
+  /** The caller's signal fired: its reason is the exchange's error. */
+  private aborted: { reason: unknown } | null = null;
+  private onExpire: (err: Error) => void = () => undefined;
   private readonly timer: NodeJS.Timeout;
 
-  constructor(private readonly ms: number) {
+  constructor(
+    private readonly ms: number,
+    private readonly signal?: AbortSignal,
+  ) {
     this.timer = setTimeout(() => {
       this.expired = true;
       this.onExpire(new GuardedHttpError('TIMEOUT', `timed out after ${this.ms} ms`));
     }, ms);
+    signal?.addEventListener('abort', this.onAbort, { once: true });
   }
 
-  whenExpired(onExpire: (err: GuardedHttpError) => void): void {
+  private readonly onAbort = (): void => {
+    this.aborted = { reason: this.signal?.reason };
+    this.onExpire(this.failure());
+  };
+
+  get stopped(): boolean {
+    return this.expired || this.aborted !== null;
+  }
+
+  /** What the exchange fails with: the signal's reason, the timeout, or `err` as a GuardedHttpError. */
+  failure(err?: unknown): Error {
+    if (this.aborted) return this.aborted.reason as Error;
+    if (this.expired) return new GuardedHttpError('TIMEOUT', `timed out after ${this.ms} ms`);
+    return asGuardedError(err);
+  }
+
+  whenExpired(onExpire: (err: Error) => void): void {
     this.onExpire = onExpire;
   }
 
@@ -312,6 +342,7 @@ class Deadline {
 
   clear(): void {
     clearTimeout(this.timer);
+    this.signal?.removeEventListener('abort', this.onAbort);
     this.onExpire = () => undefined;
   }
 }
@@ -341,7 +372,8 @@ export class GuardedHttp {
 
   /** The answer's status and headers, with the request's deadline still running (cleared here if it never came). */
   private async started(target: string | URL, r: GuardedRequest): Promise<{ res: IncomingMessage; deadline: Deadline }> {
-    const deadline = new Deadline(r.timeoutMs);
+    r.signal?.throwIfAborted();
+    const deadline = new Deadline(r.timeoutMs, r.signal);
     try {
       return { res: await this.open0(target, r, deadline), deadline };
     } catch (err) {
@@ -370,13 +402,15 @@ export class GuardedHttp {
       const fail = (err: unknown): void => {
         if (done) return;
         done = true;
+        const failure = deadline.failure(err);
         deadline.clear();
         res.destroy();
-        reject(asGuardedError(err));
+        reject(failure);
       };
-      // A body cut short (too long, or closed by the peer) still carried its status in 'cut' mode; a timeout never answers.
+      // A body cut short (too long, or closed by the peer) still carried its status in 'cut' mode; a timeout or an
+      // abort never answers.
       const ended = (err?: unknown): void => {
-        if (deadline.expired || !cut) fail(deadline.expired ? new GuardedHttpError('TIMEOUT', `timed out after ${r.timeoutMs} ms`) : (err ?? new GuardedHttpError('CONNECTION_FAILED', 'the answer was cut short')));
+        if (deadline.stopped || !cut) fail(err ?? new GuardedHttpError('CONNECTION_FAILED', 'the answer was cut short'));
         else finish(false);
       };
       if (!cut && Number(res.headers['content-length']) > r.maxBytes) return fail(new GuardedHttpError('TOO_LARGE', `the answer is over ${r.maxBytes} bytes`));
@@ -421,7 +455,7 @@ export class GuardedHttp {
             yield chunk;
           }
         } catch (err) {
-          throw deadline.expired ? new GuardedHttpError('TIMEOUT', `timed out after ${r.timeoutMs} ms`) : asGuardedError(err);
+          throw deadline.failure(err);
         } finally {
           close();
         }
@@ -459,7 +493,7 @@ export class GuardedHttp {
       req.on('error', (err) => {
         if (settled) return;
         settled = true;
-        reject(deadline.expired ? new GuardedHttpError('TIMEOUT', `timed out after ${r.timeoutMs} ms`) : asGuardedError(err));
+        reject(deadline.failure(err));
       });
       deadline.whenExpired((err) => req.destroy(err));
       const connectMs = Math.min(r.connectTimeoutMs ?? r.timeoutMs, r.timeoutMs);

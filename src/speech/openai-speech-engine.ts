@@ -45,6 +45,11 @@ export interface OpenAiSpeechEngineOptions {
   retries?: number;
   /** A Retry-After longer than this is not waited for: the error goes to the caller with its retryAfterMs. Default 2 s. */
   maxRetryWaitMs?: number;
+  /**
+   * What requests go through; default the global fetch. A customer's endpoint would get guardedFetch(…) (SSRF guard
+   * at each request, connections only to checked addresses); the operator's own provider needs none.
+   */
+  fetch?: typeof fetch;
 }
 
 /** Words per minute that map to the API's `speed` 1.0. */
@@ -87,6 +92,7 @@ export class OpenAiSpeechEngine implements SpeechEngine {
   private readonly maxRetryWaitMs: number;
   private readonly pool: PQueue;
   private readonly baseURL: string;
+  private readonly send: typeof fetch;
 
   constructor(options: OpenAiSpeechEngineOptions) {
     this.id = options.id;
@@ -103,6 +109,7 @@ export class OpenAiSpeechEngine implements SpeechEngine {
     this.#secrets = [options.apiKey];
     this.#apiKey = options.apiKey;
     this.baseURL = new URL(options.baseUrl).toString().replace(/\/$/, '');
+    this.send = options.fetch ?? ((input, init) => fetch(input, init));
   }
 
   /** The SDK client, made on the first request (the SDK is loaded then, not when the gateway starts). */
@@ -121,7 +128,7 @@ export class OpenAiSpeechEngine implements SpeechEngine {
         webhookSecret: null,
         // Ferry logs for itself; the SDK's debug level would print requests.
         logLevel: 'off',
-        fetch: providerFetch,
+        fetch: providerFetch(this.send),
       }),
     }));
     return this.#client;
@@ -303,9 +310,11 @@ async function readCapped(response: Response, cap: number, signal: AbortSignal):
  * shape ({"detail": …}, {"error": "…"}) is rewritten as OpenAI's {"error": {"message"}} so the provider's words reach
  * the error.
  */
-async function providerFetch(input: string | URL | Request, init?: RequestInit): Promise<Response> {
-  const response = await fetch(input, { ...init, headers: providerHeaders(init) });
-  // Under 400 (a redirect not followed) there is no error body to bound, and some such statuses may carry none.
-  return response.status < 400 ? response : boundedErrorAnswer(response);
+function providerFetch(send: typeof fetch): typeof fetch {
+  return async (input, init) => {
+    const response = await send(input, { ...init, headers: providerHeaders(init) });
+    // Under 400 (a redirect not followed) there is no error body to bound, and some such statuses may carry none.
+    return response.status < 400 ? response : boundedErrorAnswer(response);
+  };
 }
 

@@ -8,6 +8,7 @@ import { toBcp47 } from '../voices.js';
 import type { RecognitionRequest, RecognitionResult, SpeechRecognizer } from './speech-recognizer.js';
 import { servesLocale } from './speech-recognizer.js';
 import { classifyTranscriptionFailure } from './transcription-errors-table.js';
+import { GuardedHttpError } from '../../security/guarded-http.js';
 import { boundedErrorAnswer, loadOpenAiSdk, PROVIDER_HEADERS, providerHeaders, retryAfterMs, type OpenAiSdk } from '../../util/openai-compatible.js';
 
 export type TranscriptionResponseFormat = 'json' | 'text' | 'verbose_json';
@@ -33,6 +34,11 @@ export interface OpenAiTranscriptionOptions {
   retries?: number;
   /** A Retry-After longer than this is not waited for: the error goes to the caller with its retryAfterMs. Default 1 s. */
   maxRetryWaitMs?: number;
+  /**
+   * What requests go through; default the global fetch. A customer's endpoint gets guardedFetch(…) (SSRF guard at
+   * each request, connections only to checked addresses).
+   */
+  fetch?: typeof fetch;
 }
 
 /** Wait before retrying an answer that gave no Retry-After. */
@@ -65,6 +71,7 @@ export class OpenAiTranscriptionRecognizer implements SpeechRecognizer {
   private readonly maxSeconds: number;
   private readonly retries: number;
   private readonly maxRetryWaitMs: number;
+  private readonly send: typeof fetch;
 
   constructor(options: OpenAiTranscriptionOptions) {
     this.id = options.id;
@@ -77,6 +84,7 @@ export class OpenAiTranscriptionRecognizer implements SpeechRecognizer {
     this.maxSeconds = options.maxSeconds ?? 60;
     this.retries = options.retries ?? 1;
     this.maxRetryWaitMs = options.maxRetryWaitMs ?? 1_000;
+    this.send = options.fetch ?? ((input, init) => fetch(input, init));
   }
 
   /** True when configured with a key and a locale; the provider is not asked. */
@@ -124,7 +132,7 @@ export class OpenAiTranscriptionRecognizer implements SpeechRecognizer {
           adminAPIKey: null,
           webhookSecret: null,
           logLevel: 'off',
-          fetch: providerFetch,
+          fetch: providerFetch(this.send),
         }),
     );
     return this.#client;
@@ -171,6 +179,9 @@ export class OpenAiTranscriptionRecognizer implements SpeechRecognizer {
       return typeof body?.message === 'string' ? body.message : err.message.replace(/^\d{3} /, '');
     }
     const cause = (err as { cause?: { code?: unknown; cause?: { code?: unknown } } } | undefined)?.cause;
+    // The SSRF guard's refusal (a name now pointing inside, say): Ferry's words, safe to show.
+    const guarded = cause?.cause;
+    if (guarded instanceof GuardedHttpError) return `cannot reach the provider: ${guarded.message} (${guarded.kind})`;
     const reason = cause?.code ?? cause?.cause?.code ?? (err as Error | undefined)?.name ?? 'unknown';
     return `cannot reach the provider (${String(reason)})`;
   }
@@ -219,8 +230,10 @@ function failureCode(module: OpenAiModule, err: unknown): SpeechFailureCode {
  * an error body read to at most 16 kB, rewritten to OpenAI's {"error": {"message"}} when it came in another common
  * shape, so the provider's words reach the error.
  */
-async function providerFetch(input: string | URL | Request, init?: RequestInit): Promise<Response> {
-  const response = await fetch(input, { ...init, headers: providerHeaders(init, SENT_HEADERS) });
-  return response.status < 400 ? response : boundedErrorAnswer(response, 'wrap');
+function providerFetch(send: typeof fetch): typeof fetch {
+  return async (input, init) => {
+    const response = await send(input, { ...init, headers: providerHeaders(init, SENT_HEADERS) });
+    return response.status < 400 ? response : boundedErrorAnswer(response, 'wrap');
+  };
 }
 
