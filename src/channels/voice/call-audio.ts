@@ -45,27 +45,9 @@ export async function prepareAudio(
   const fetchAudio = async (url: string) => {
     const known = fetched.get(url);
     if (known) return known;
-    let body: Buffer;
-    try {
-      const res = await o.http.request(url, { method: 'GET', timeoutMs: o.timeoutMs, maxBytes: o.maxBytes, headers: { accept: 'audio/wav, audio/x-wav, audio/*' } });
-      if (res.status < 200 || res.status >= 300) throw new CallAudioError('PLAYBACK_FAILED', `${url}: the server answered ${res.status}`);
-      body = res.body;
-    } catch (err) {
-      if (err instanceof CallAudioError) throw err;
-      if (err instanceof GuardedHttpError) {
-        const why = err.kind === 'TOO_LARGE' ? `larger than ${o.maxBytes} bytes (voice.playback.maxBytes)` : err.message;
-        throw new CallAudioError('PLAYBACK_FAILED', `${url}: ${why}`);
-      }
-      throw err;
-    }
-    try {
-      const pcm = wavToTelephonyPcm(body, { maxBytes: o.maxBytes, maxDurationSeconds: o.maxSeconds });
-      fetched.set(url, pcm);
-      return pcm;
-    } catch (err) {
-      if (err instanceof AudioFormatError) throw new CallAudioError('PLAYBACK_FAILED', `${url}: ${err.message}`);
-      throw err;
-    }
+    const pcm = await fetchPlayableAudio(url, o);
+    fetched.set(url, pcm);
+    return pcm;
   };
   for (let i = 0; i < steps.length; i++) {
     const step = steps[i];
@@ -77,6 +59,32 @@ export async function prepareAudio(
     }
   }
   return out;
+}
+
+/**
+ * One audio file as 8 kHz audio: fetched through the guarded client (SSRF guard, checked address, size cap, no
+ * redirects) and decoded; rejects with CallAudioError PLAYBACK_FAILED saying why. Also what an agent's relay `play` uses.
+ */
+export async function fetchPlayableAudio(url: string, o: { http: GuardedHttp; maxBytes: number; maxSeconds: number; timeoutMs: number; signal?: AbortSignal }): Promise<Int16Array> {
+  let body: Buffer;
+  try {
+    const res = await o.http.request(url, { method: 'GET', timeoutMs: o.timeoutMs, maxBytes: o.maxBytes, headers: { accept: 'audio/wav, audio/x-wav, audio/*' }, ...(o.signal ? { signal: o.signal } : {}) });
+    if (res.status < 200 || res.status >= 300) throw new CallAudioError('PLAYBACK_FAILED', `${url}: the server answered ${res.status}`);
+    body = res.body;
+  } catch (err) {
+    if (err instanceof CallAudioError) throw err;
+    if (err instanceof GuardedHttpError) {
+      const why = err.kind === 'TOO_LARGE' ? `larger than ${o.maxBytes} bytes (voice.playback.maxBytes)` : err.message;
+      throw new CallAudioError('PLAYBACK_FAILED', `${url}: ${why}`);
+    }
+    throw err;
+  }
+  try {
+    return wavToTelephonyPcm(body, { maxBytes: o.maxBytes, maxDurationSeconds: o.maxSeconds });
+  } catch (err) {
+    if (err instanceof AudioFormatError) throw new CallAudioError('PLAYBACK_FAILED', `${url}: ${err.message}`);
+    throw err;
+  }
 }
 
 export type { SpeechEngine };

@@ -269,6 +269,7 @@ export class CallSession {
           language: config.language,
         },
         firstMessage: agent.prepared.firstMessage,
+        fetchPlay: agent.prepared.fetchPlay,
         record,
         signal: this.abort.signal,
       });

@@ -125,6 +125,7 @@ export const voiceModule: ChannelModule<VoiceModuleService> = {
       speak: (say) => speech.synthesize(say),
       guard: ctx.http,
       http: guarded,
+      playback: c.playback,
       signingSecret: (accountId) => callbackSigningSecret(callbackKey, accountId),
       relayBrain: (agent) =>
         new RelayBrain({

@@ -1,8 +1,9 @@
 /**
  * One agent's conversation on an answered call: the first message at once, then turn by turn: the caller's
  * utterance (cut by voice activity detection in the media worker) is recognised, handed to the brain, and what the
- * brain says is synthesised and played sentence by sentence. The caller speaking over the agent stops the playback
- * (barge-in). Silence, the time limit, an end phrase, a tool or a failure ends it; the call session then hangs up.
+ * brain says is synthesised and played sentence by sentence, in turn with the audio a relay asks to play (fetched
+ * through the SSRF guard). The caller speaking over the agent stops the playback (barge-in). Silence, the time
+ * limit, an end phrase, a tool or a failure ends it; the call session then hangs up.
  */
 import type { MediaHandle } from '../../../rtp/index.js';
 import type { SpeechRecognizer } from '../../../speech/index.js';
@@ -33,6 +34,9 @@ export type ConversationEnd =
   | { reason: 'agent-ended' | 'end-phrase' | 'silence' | 'caller-hangup'; detail?: Record<string, unknown> }
   | { reason: 'failed'; code: string; message: string };
 
+/** Fetches and decodes a `play` source to 8 kHz audio (through the SSRF-guarded client); rejects saying why. */
+export type PlayFetcher = (url: string, signal: AbortSignal) => Promise<Int16Array>;
+
 export interface ConversationOptions {
   media: MediaHandle;
   brain: AgentBrain;
@@ -46,11 +50,16 @@ export interface ConversationOptions {
   record: (entry: TranscriptEntry) => void;
   /** The call ends (hang-up either way, time limit): the conversation stops. */
   signal: AbortSignal;
+  /** How `play` sources are fetched; without it they are recorded as ignored, not played. */
+  fetchPlay?: PlayFetcher;
 }
 
 interface Spoken {
+  /** What is said; empty for audio played from a URL. */
   text: string;
   audio: Promise<Int16Array | null>;
+  /** The URL of audio played (a relay's `play`). */
+  source?: string;
 }
 
 export class AgentConversation {
@@ -69,6 +78,8 @@ export class AgentConversation {
   private recognising = 0;
 
   private quietWaiters: Array<() => void> = [];
+  /** The last `play` source fetched: a loop (the same URL N times over) is fetched once; only one file is held. */
+  private lastPlay: { url: string; audio: Promise<Int16Array | null> } | null = null;
 
   constructor(private readonly o: ConversationOptions) {}
 
@@ -91,7 +102,7 @@ export class AgentConversation {
     const onAbort = () => this.finish({ reason: 'caller-hangup' });
     signal.addEventListener('abort', onAbort, { once: true });
     brain.on('say', (text, last) => this.onSay(text, last));
-    brain.on('play', () => this.o.record({ role: 'event', event: 'play-ignored', detail: { why: 'audio from a URL is not played by agents yet' } }));
+    brain.on('play', (url) => this.onPlay(url));
     brain.on('digits', (digits) => media.sendDigits(digits));
     brain.on('tool', (tool) => this.o.record({ role: 'tool', tool }));
     brain.on('end', (handoff) => this.endAfterSpeaking({ reason: 'agent-ended', ...(handoff ? { detail: handoff } : {}) }));
@@ -120,10 +131,10 @@ export class AgentConversation {
   private onCallerSpeech(): void {
     this.clearSilence();
     if (!this.speaking || this.endWhenQuiet) return;
-    const heard = [...this.heard, ...(this.playing ? [`${this.playing.text.split(/\s+/).slice(0, 3).join(' ')}`] : [])].join(' ');
+    const heard = [...this.heard, ...(this.playing?.text ? [`${this.playing.text.split(/\s+/).slice(0, 3).join(' ')}`] : [])].join(' ');
     this.queue.length = 0;
     this.o.media.interrupt();
-    if (this.playing) this.o.record({ role: 'agent', text: this.playing.text, interrupted: true });
+    if (this.playing) this.o.record(this.playedEntry(this.playing, { interrupted: true }));
     this.playing = null;
     this.speaking = false;
     this.heard = [];
@@ -166,6 +177,33 @@ export class AgentConversation {
     if (last && !this.speaking && this.queue.length === 0) this.armSilence();
   }
 
+  /** Audio from a URL, in turn with what is said; a source that cannot be had is recorded and skipped. */
+  private onPlay(url: string): void {
+    if (this.ending) return;
+    const fetcher = this.o.fetchPlay;
+    if (!fetcher) {
+      this.o.record({ role: 'event', event: 'play-ignored', detail: { source: url, why: 'this server cannot fetch audio for agents' } });
+      return;
+    }
+    const turn = this.pendingTurn;
+    if (turn && turn.firstSayAt === undefined) turn.firstSayAt = performance.now();
+    if (this.lastPlay?.url !== url) {
+      const audio = fetcher(url, this.o.signal).catch((err: Error) => {
+        if (this.lastPlay?.audio === audio) this.lastPlay = null;
+        if (!this.o.signal.aborted) this.o.record({ role: 'event', event: 'play-failed', detail: { source: url, reason: err.message } });
+        return null;
+      });
+      this.lastPlay = { url, audio };
+    }
+    this.enqueue('', this.lastPlay.audio, url);
+  }
+
+  /** The transcript's line for what was played (or cut off): the agent's words, or the event of a URL's audio. */
+  private playedEntry(item: Spoken, extra: { interrupted?: true; latency?: TurnLatency }): TranscriptEntry {
+    if (item.source === undefined) return { role: 'agent', text: item.text, ...extra };
+    return { role: 'event', event: 'played', detail: { source: item.source, ...(extra.interrupted ? { interrupted: true } : {}) } };
+  }
+
   private hasEndPhrase(text: string): boolean {
     const said = text.toLowerCase();
     return this.o.config.endCallPhrases.some((phrase) => phrase.trim() !== '' && said.includes(phrase.toLowerCase()));
@@ -178,8 +216,8 @@ export class AgentConversation {
     });
   }
 
-  private enqueue(text: string, audio: Promise<Int16Array | null>): void {
-    this.queue.push({ text, audio });
+  private enqueue(text: string, audio: Promise<Int16Array | null>, source?: string): void {
+    this.queue.push({ text, audio, ...(source === undefined ? {} : { source }) });
     this.clearSilence();
     if (!this.speaking) void this.playNext();
   }
@@ -209,11 +247,12 @@ export class AgentConversation {
         this.pendingTurn = null;
       }
       const played = this.o.media.played();
-      this.o.media.play(pcm);
+      // A file's audio may be queued again (a loop, the same source twice): copied to the worker, not moved.
+      this.o.media.play(pcm, next.source === undefined ? {} : { transfer: false });
       const end = await played;
       if (end === 'interrupted' || this.playing !== next) return;
-      this.o.record({ role: 'agent', text: next.text, ...(latency ? { latency } : {}) });
-      this.heard.push(next.text);
+      this.o.record(this.playedEntry(next, latency ? { latency } : {}));
+      if (next.text) this.heard.push(next.text);
       this.playing = null;
     }
     this.speaking = false;

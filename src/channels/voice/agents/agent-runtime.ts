@@ -5,12 +5,15 @@
  */
 import { randomUUID } from 'node:crypto';
 import { OpenAiChatModel, type ChatModel } from '../../../llm/index.js';
+import { guardedFetch } from '../../../security/guarded-fetch.js';
 import { GuardedHttpError, type GuardedHttp } from '../../../security/guarded-http.js';
 import { signatureHeader } from '../../../security/standard-webhooks-signature.js';
 import type { TargetGuard } from '../../../security/target-guard.js';
 import { OpenAiTranscriptionRecognizer, PocketsphinxRecognizer, type SpeechRecognizer } from '../../../speech/index.js';
+import { fetchPlayableAudio } from '../call-audio.js';
 import type { Call } from '../call.js';
 import type { AgentBrain } from './agent-brain.js';
+import type { PlayFetcher } from './agent-conversation.js';
 import type { AgentConfig, AgentTool, SttConfig } from './agent-config.js';
 import type { AgentService } from './agent-service.js';
 import type { LoadedAgent } from './agent-store.js';
@@ -25,6 +28,8 @@ export interface PreparedAgent {
   speak(text: string): Promise<Int16Array>;
   /** The brain for this call; tools act on the call through `actions`. */
   brain(actions: AgentCallActions): AgentBrain;
+  /** Fetches audio the brain asks to play (a relay's `play`), through the SSRF guard. */
+  fetchPlay: PlayFetcher;
 }
 
 export class AgentPreparationError extends Error {
@@ -43,13 +48,26 @@ export interface AgentRuntimeOptions {
   signingSecret: (accountId: string) => string;
   /** Builds the relay brain (the customer's own model over a WebSocket); null while this instance cannot. */
   relayBrain?: (agent: LoadedAgent, actions: AgentCallActions) => AgentBrain;
+  /** Bounds of one audio file a relay asks to play (voice.playback); default that configuration's defaults. */
+  playback?: { maxBytes: number; maxSeconds: number };
 }
+
+/** voice.playback's defaults. */
+const PLAYBACK_DEFAULTS = { maxBytes: 10_485_760, maxSeconds: 600 };
+/** Fetching one file a relay asks to play (as a script's files are fetched). */
+const PLAY_FETCH_TIMEOUT_MS = 15_000;
 
 const MAX_WEBHOOK_ANSWER_BYTES = 16 * 1024;
 
 export class AgentRuntime {
   // One offline recogniser per process: it bounds its own concurrency.
   private pocketsphinx: PocketsphinxRecognizer | null = null;
+  /**
+   * The fetch of the agent's own model and speech-to-text provider: the SSRF guard at every request, connecting only
+   * to the addresses it checked (the check before dialling alone would leave the SDK's own DNS lookup to a name that
+   * may point inside by the first turn). Connections are kept a few seconds between turns, as Node's default agent does.
+   */
+  private providerFetch: typeof fetch | null = null;
 
   constructor(private readonly o: AgentRuntimeOptions) {}
 
@@ -89,13 +107,14 @@ export class AgentRuntime {
       recognizer,
       speak,
       brain: (actions) => (config.llm ? new LlmBrain({ model: this.model(config), config, actions }) : this.o.relayBrain!(agent, actions)),
+      fetchPlay: (url, signal) => this.fetchPlay(url, signal),
     };
   }
 
   private recognizer(stt: SttConfig, language: string): SpeechRecognizer {
     if (stt.provider === 'openai-compatible') {
       // The agent's own provider: it hears the agent's language (the operator's catalogue does not apply to it).
-      return new OpenAiTranscriptionRecognizer({ id: 'stt', baseUrl: stt.baseUrl ?? '', apiKey: stt.apiKey ?? '', model: stt.model ?? 'whisper-1', locales: [language] });
+      return new OpenAiTranscriptionRecognizer({ id: 'stt', baseUrl: stt.baseUrl ?? '', apiKey: stt.apiKey ?? '', model: stt.model ?? 'whisper-1', locales: [language], fetch: this.providers() });
     }
     this.pocketsphinx ??= new PocketsphinxRecognizer();
     return this.pocketsphinx;
@@ -109,7 +128,18 @@ export class AgentRuntime {
       model: llm.model,
       ...(llm.temperature === null ? {} : { temperature: llm.temperature }),
       ...(llm.maxTokens === null ? {} : { maxTokens: llm.maxTokens }),
+      fetch: this.providers(),
     });
+  }
+
+  /** A relay's `play` source, through the guarded client as a script's `play` (call-audio). */
+  private fetchPlay(url: string, signal: AbortSignal): Promise<Int16Array> {
+    return fetchPlayableAudio(url, { http: this.o.http, ...(this.o.playback ?? PLAYBACK_DEFAULTS), timeoutMs: PLAY_FETCH_TIMEOUT_MS, signal });
+  }
+
+  private providers(): typeof fetch {
+    this.providerFetch ??= guardedFetch(this.o.guard.client({ agent: { keepAlive: true, timeout: 5_000, scheduling: 'lifo' } }));
+    return this.providerFetch;
   }
 
   /**
