@@ -98,6 +98,8 @@ t.test(`every error answer is a catalogued envelope (${backendLabel})`, async (t
     FERRY_VOICE_SIMULATOR: 'on',
     FERRY_VOICE_MEDIA_PORT_MIN: '44200',
     FERRY_VOICE_MEDIA_PORT_MAX: '44399',
+    // voice: no browser dialer here (DIALER_NOT_AVAILABLE)
+    FERRY_VOICE_DIALER_ENABLED: 'false',
   });
   t.teardown(() => d.stop());
   const apiPort = Number(new URL(d.api).port);
@@ -780,6 +782,7 @@ t.test(`every error answer is a catalogued envelope (${backendLabel})`, async (t
         }),
       check: (t, a) => t.same(a.json.data.errors, [{ field: 'relay', message: 'give either llm (a model Ferry calls) or relay (your own model over a WebSocket), not both' }]),
     },
+    { name: 'a dialer token where the browser dialer does not run', code: 'DIALER_NOT_AVAILABLE', run: () => api('POST', '/v1/voice/dialer/token', { body: {} }) },
     // ---- live chat (src/channels/chat/livechat): rows for test/http/error-catalogue.test.ts's `rows`, using its api/anon helpers
     { name: 'an unknown live chat inbox', code: 'CHAT_INBOX_NOT_FOUND', run: () => api('GET', '/v1/chat-sdk/inboxes/inb_nope') },
     { name: 'an unknown widget key', code: 'CHAT_WIDGET_KEY_UNKNOWN', run: () => anon('POST', '/v1/chat-sdk/widget/session', { body: { widgetKey: 'wk_nope' } }) },

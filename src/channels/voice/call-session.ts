@@ -1,12 +1,12 @@
 import type { Logger } from 'pino';
-import type { MediaEngine, MediaHandle } from '../../rtp/index.js';
+import type { G711Codec, MediaEngine, MediaHandle } from '../../rtp/index.js';
 import type { OutgoingCall, UserAgent } from '../../sip/index.js';
 import type { Call, CallChange } from './call.js';
 import type { PreparedAudio } from './call-audio.js';
 import { DETECTION_WINDOW_MS, guessAnsweredBy, type AnsweredBy } from './answering-machine.js';
 import type { CallRecorder } from './call-recorder.js';
 import { isRinging, statusOfFinalResponse } from './call-status.js';
-import { buildOffer, readAnswer } from './sdp.js';
+import { buildOffer, readAnswer, type AnswerReading } from './sdp.js';
 import type { Trunk } from './trunk-registry.js';
 import { AgentConversation, type ConversationEnd, type TranscriptEntry } from './agents/agent-conversation.js';
 import type { AgentTool, TransferDestination } from './agents/agent-config.js';
@@ -14,7 +14,27 @@ import type { PreparedAgent } from './agents/agent-runtime.js';
 import type { ToolOutcome } from './agents/agent-tools.js';
 
 /** Why an answered call ended on our side: kept as the call's error (status completed unless it is a failure). */
-type LocalEnd = { code: string; message: string; status: 'completed' | 'failed' };
+export type LocalEnd = { code: string; message: string; status: 'completed' | 'failed' };
+
+/** Ends that are no fault of anyone's: the call's error stays empty. */
+const NORMAL_ENDS = new Set(['REMOTE_HANGUP', 'CALLER_HANGUP']);
+
+/**
+ * The browser's side of a call placed from the dialer page: the trunk's RTP goes to it (relayed to the browser's
+ * WebRTC leg) instead of to the media engine, and the browser hears how the call goes.
+ */
+export interface BrowserSide {
+  /** The UDP port the trunk sends its RTP to (announced in the INVITE's SDP). */
+  readonly trunkPort: number;
+  /** The codec the browser's leg negotiated: the trunk is offered only it, as nothing is transcoded. */
+  readonly codec: G711Codec;
+  /** The call's row moved (ringing, answered, or its end). */
+  status(call: Call): void;
+  /** The trunk answered: relay the audio and answer the browser; resolves with why the call ended on the browser's side. */
+  connect(answer: Extract<AnswerReading, { ok: true }>, signal: AbortSignal): Promise<LocalEnd | null>;
+  /** The call is over: free the leg and its ports. */
+  close(): Promise<void>;
+}
 
 export interface CallSessionDeps {
   ua: UserAgent;
@@ -57,6 +77,8 @@ export function trunkFailure(code: number): boolean {
  */
 export class CallSession {
   private media: MediaHandle | null = null;
+  /** Where the trunk sends its RTP: the media session's port, or the browser side's. */
+  private localPort = 0;
   private sip: OutgoingCall | null = null;
   private ringTimer: NodeJS.Timeout | null = null;
   private limitTimer: NodeJS.Timeout | null = null;
@@ -83,6 +105,7 @@ export class CallSession {
     private readonly audio: PreparedAudio,
     private readonly d: CallSessionDeps,
     private readonly agent: CallAgent | null = null,
+    private readonly browser: BrowserSide | null = null,
   ) {
     this.status = call.status;
   }
@@ -94,23 +117,8 @@ export class CallSession {
   /** Runs the call to its end; never throws (a failure ends the call as failed with its reason). */
   async run(): Promise<void> {
     try {
-      const detect = this.call.machineDetection === 'detect';
-      this.media = await this.d.media.open({
-        codec: 'PCMU',
-        rtpTimeoutMs: this.d.rtpTimeoutMs,
-        inbandDtmf: true,
-        continuous: true,
-        ...(detect ? { speechProfile: { windowMs: DETECTION_WINDOW_MS } } : {}),
-        ...(this.agent ? { listen: {} } : {}),
-      });
-      if (detect) {
-        this.media.once('speechProfile', (runs) => {
-          this.answeredBy = guessAnsweredBy(runs);
-          if (!this.ended) void this.d.recorder.annotate(this.call.id, { answeredBy: this.answeredBy }).catch(() => undefined);
-        });
-      }
-      this.media.on('digit', (digit) => this.onDigit(digit));
-      this.media.on('rtpTimeout', () => this.endAnswered({ code: 'RTP_TIMEOUT', message: `no audio from the far end for ${Math.round(this.d.rtpTimeoutMs / 1000)} s`, status: 'completed' }));
+      if (this.browser) this.localPort = this.browser.trunkPort;
+      else await this.openMedia();
       const tried: string[] = [...this.call.trunksTried];
       let last: { code: number; reason: string } = { code: 503, reason: 'no trunk' };
       for (const trunk of this.trunks) {
@@ -140,6 +148,29 @@ export class CallSession {
     } finally {
       this.cleanup();
     }
+  }
+
+  /** The call's own media session in the engine (script, agent, machine detection, DTMF). */
+  private async openMedia(): Promise<void> {
+    const detect = this.call.machineDetection === 'detect';
+    const media = await this.d.media.open({
+      codec: 'PCMU',
+      rtpTimeoutMs: this.d.rtpTimeoutMs,
+      inbandDtmf: true,
+      continuous: true,
+      ...(detect ? { speechProfile: { windowMs: DETECTION_WINDOW_MS } } : {}),
+      ...(this.agent ? { listen: {} } : {}),
+    });
+    this.media = media;
+    this.localPort = media.localPort;
+    if (detect) {
+      media.once('speechProfile', (runs) => {
+        this.answeredBy = guessAnsweredBy(runs);
+        if (!this.ended) void this.d.recorder.annotate(this.call.id, { answeredBy: this.answeredBy }).catch(() => undefined);
+      });
+    }
+    media.on('digit', (digit) => this.onDigit(digit));
+    media.on('rtpTimeout', () => this.endAnswered({ code: 'RTP_TIMEOUT', message: `no audio from the far end for ${Math.round(this.d.rtpTimeoutMs / 1000)} s`, status: 'completed' }));
   }
 
   /** Asked by the API (through the dialer): CANCEL while ringing, BYE once answered. */
@@ -174,7 +205,7 @@ export class CallSession {
         requestUri: `sip:+${this.call.to}@${trunk.host}:${trunk.port}${transport}`,
         from: `<sip:+${this.call.from}@${host}>`,
         to: `<sip:+${this.call.to}@${trunk.host}>`,
-        sdp: buildOffer({ host: this.d.mediaHost, port: this.media!.localPort, sessionId: Date.now() }),
+        sdp: buildOffer({ host: this.d.mediaHost, port: this.localPort, sessionId: Date.now(), ...(this.browser ? { codecs: [this.browser.codec] } : {}) }),
         credentials: trunk.username ? { username: trunk.username, password: trunk.password ?? '' } : undefined,
       });
       this.sip = sip;
@@ -211,7 +242,11 @@ export class CallSession {
       await this.change({ status: 'in-progress', sipCode: 200, sipReason: 'OK', detail: { code: 200 } });
       return this.endAnswered({ code: 'SDP_REJECTED', message: answer.reason, status: 'failed' });
     }
-    this.media!.setRemote(answer.remote, { codec: answer.codec, dtmfPayloadType: answer.dtmfPayloadType ?? undefined });
+    if (this.browser && answer.codec !== this.browser.codec) {
+      await this.change({ status: 'in-progress', sipCode: 200, sipReason: 'OK', detail: { code: 200 } });
+      return this.endAnswered({ code: 'SDP_REJECTED', message: `the trunk answered ${answer.codec} to an offer of ${this.browser.codec} only`, status: 'failed' });
+    }
+    this.media?.setRemote(answer.remote, { codec: answer.codec, dtmfPayloadType: answer.dtmfPayloadType ?? undefined });
     const live = await this.change({ status: 'in-progress', sipCode: 200, sipReason: 'OK', detail: { code: 200, codec: answer.codec } });
     if (!live) return;
     if (this.hangupAsked) return this.endAnswered({ code: 'HANGUP_REQUESTED', message: 'hung up through the API', status: 'completed' });
@@ -225,6 +260,7 @@ export class CallSession {
         ),
       this.call.heldSeconds * 1000,
     );
+    if (this.browser) return this.endAnswered(await this.browser.connect(answer, this.abort.signal));
     if (this.agent) return this.endAnswered(await this.runAgent(this.agent));
     await this.runScript();
     await this.endAnswered(null);
@@ -459,7 +495,7 @@ export class CallSession {
       digits: this.digits,
       ...(this.call.machineDetection === 'detect' ? { answeredBy: this.answeredBy ?? 'unknown' } : {}),
       detail: { by: byRemote ? 'remote' : 'ferry', ...(why ? { code: why.code } : {}) },
-      ...(why && why.code !== 'REMOTE_HANGUP' ? { errorCode: why.code, errorReason: why.message } : {}),
+      ...(why && !NORMAL_ENDS.has(why.code) ? { errorCode: why.code, errorReason: why.message } : {}),
     });
     return this.endPromise;
   }
@@ -503,6 +539,7 @@ export class CallSession {
     }
     this.call = after;
     this.status = after.status;
+    this.browser?.status(after);
     return after;
   }
 
@@ -516,5 +553,6 @@ export class CallSession {
     if (this.limitTimer) clearTimeout(this.limitTimer);
     this.abort.abort();
     void this.media?.stop().catch(() => undefined);
+    void this.browser?.close().catch((err: Error) => this.d.log.warn({ err: err.message, callId: this.call.id }, 'voice: closing the browser leg failed'));
   }
 }

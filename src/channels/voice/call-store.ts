@@ -105,6 +105,8 @@ export interface NewCall {
   pricePerMinuteMicros: number;
   heldSeconds: number;
   agent?: Call['agent'];
+  /** Claimed for this long by the instance storing it (a browser's call, dialled there at once): no other claims it. */
+  claimMs?: number;
 }
 
 const LIVE = `(${LIVE_STATUSES.map((s) => `'${s}'`).join(', ')})`;
@@ -116,12 +118,13 @@ export class CallStore {
   async insert(q: Queryable, c: NewCall): Promise<Call> {
     const { rows } = await q.query<CallRow>(
       `INSERT INTO voice_calls (id, account_id, to_number, from_number, script, status_callback, callback_events, ring_timeout_s,
-         time_limit_s, machine_detection, reference, price_per_minute_micros, held_seconds, agent_id, agent_version, agent_variables)
-       VALUES ($1, $2, $3, $4, $5::jsonb, $6, $7::text[], $8, $9, $10, $11, $12, $13, $14, $15, $16::jsonb) RETURNING ${COLUMNS}`,
+         time_limit_s, machine_detection, reference, price_per_minute_micros, held_seconds, agent_id, agent_version, agent_variables, dial_after)
+       VALUES ($1, $2, $3, $4, $5::jsonb, $6, $7::text[], $8, $9, $10, $11, $12, $13, $14, $15, $16::jsonb,
+         now() + make_interval(secs => $17::float8 / 1000.0)) RETURNING ${COLUMNS}`,
       [
         c.id, c.accountId, c.to, c.from, JSON.stringify(c.steps), c.statusCallback, c.statusCallbackEvents, c.ringTimeoutSeconds, c.timeLimitSeconds,
         c.machineDetection, c.reference, c.pricePerMinuteMicros, c.heldSeconds,
-        c.agent?.id ?? null, c.agent?.version ?? null, c.agent ? JSON.stringify(c.agent.variables) : null,
+        c.agent?.id ?? null, c.agent?.version ?? null, c.agent ? JSON.stringify(c.agent.variables) : null, c.claimMs ?? 0,
       ],
     );
     await q.query(`INSERT INTO voice_call_history (call_id, status, detail) VALUES ($1, 'queued', '{}'::jsonb)`, [c.id]);

@@ -126,6 +126,30 @@ export const voiceConfigSchema = {
         },
       },
     },
+    dialer: {
+      type: 'object',
+      additionalProperties: false,
+      default: {},
+      description: 'the browser dialer (/dialer): SIP over WebSocket on the API listener and WebRTC audio terminated on an instance running the api and media roles',
+      properties: {
+        enabled: { type: 'boolean', default: true },
+        webrtcHost: { type: ['string', 'null'], default: null, description: "the address browsers' audio reaches (host candidates are gathered on it only); default voice.sip.advertisedHost or voice.sip.host" },
+        iceServers: {
+          type: 'array',
+          default: [],
+          description: 'STUN/TURN servers for browsers behind NAT (none by default: nothing leaves the host unasked)',
+          items: {
+            type: 'object',
+            additionalProperties: false,
+            required: ['urls'],
+            properties: { urls: { type: 'string', minLength: 1 }, username: { type: 'string' }, credential: { type: 'string' } },
+          },
+        },
+        portMin: { type: 'integer', minimum: 1024, maximum: 65534, default: 22000, description: "first UDP port of the browsers' calls (each takes two: its WebRTC leg and its trunk side)" },
+        portMax: { type: 'integer', minimum: 1025, maximum: 65535, default: 22999 },
+        maxTokenSeconds: { type: 'integer', minimum: 60, maximum: 43_200, default: 43_200, description: 'the longest a dialer token (POST /v1/voice/dialer/token) may live' },
+      },
+    },
     playback: {
       type: 'object',
       additionalProperties: false,
@@ -179,6 +203,14 @@ export interface VoiceConfig {
     }>;
   };
   playback: { maxBytes: number; maxSeconds: number };
+  dialer: {
+    enabled: boolean;
+    webrtcHost: string | null;
+    iceServers: Array<{ urls: string; username?: string; credential?: string }>;
+    portMin: number;
+    portMax: number;
+    maxTokenSeconds: number;
+  };
 }
 
 export { trunkSchema };

@@ -6,7 +6,7 @@ import { WakeableSleep } from '../../util/wakeable-sleep.js';
 import type { Call } from './call.js';
 import { CallAudioError, prepareAudio, type PreparedAudio } from './call-audio.js';
 import type { CallRecorder } from './call-recorder.js';
-import { CallSession, type CallAgent, type CallSessionDeps } from './call-session.js';
+import { CallSession, type BrowserSide, type CallAgent, type CallSessionDeps } from './call-session.js';
 import { AgentPreparationError } from './agents/agent-runtime.js';
 import type { CallStore } from './call-store.js';
 import type { VoiceConfig } from './config.js';
@@ -105,14 +105,29 @@ export class Dialer {
     await Promise.all([...this.admitting]);
   }
 
+  /**
+   * A call from the browser dialer, stored with its claim held by this instance (the browser's connection is here):
+   * admitted now under the same limits, or failed with the limit's reason; a person holding a handset is not queued.
+   * Resolves with its session, or null when it ended before dialling (its row says why).
+   */
+  async placeFromBrowser(call: Call, browser: BrowserSide): Promise<CallSession | null> {
+    await this.admit(call, browser);
+    return this.sessions.get(call.id) ?? null;
+  }
+
   /** One claimed call: dialled now, or put back to wait for its account's or a trunk's limits. */
   private firstCall: Promise<void> | null = null;
 
-  private async admit(call: Call): Promise<void> {
+  private async admit(call: Call, browser: BrowserSide | null = null): Promise<void> {
     const c = this.d.config;
+    // A browser's call is not put back to wait: it fails with the limit it met, and the person hears why.
+    const wait = (delayMs: number, limit: string) =>
+      browser
+        ? this.d.recorder.apply(call.id, { status: 'failed', errorCode: 'LIMIT_REACHED', errorReason: limit, detail: { before: 'dialling' } }).then(() => undefined)
+        : this.d.store.postpone(call.id, delayMs);
     if (this.d.beforeFirstCall) await (this.firstCall ??= this.d.beforeFirstCall());
     const cps = await this.d.throttle.take(`voice:cps:{${call.accountId}}`, c.callsPerSecondPerAccount, Math.max(1, Math.ceil(c.callsPerSecondPerAccount)));
-    if (!cps.allowed) return this.d.store.postpone(call.id, Math.max(50, cps.retryAfterMs));
+    if (!cps.allowed) return wait(Math.max(50, cps.retryAfterMs), "the account's calls per second");
     const trunks = this.d.trunks.candidates(call.to, call.from);
     if (!trunks.length) {
       await this.d.recorder.apply(call.id, { status: 'failed', errorCode: 'NO_TRUNK', errorReason: 'no SIP trunk carries calls to this destination from this caller ID', detail: { trunks: 0 } });
@@ -127,7 +142,7 @@ export class Dialer {
         break;
       }
     }
-    if (!first) return this.d.store.postpone(call.id, 200);
+    if (!first) return wait(200, 'the trunks\' calls per second');
     let audio: PreparedAudio;
     let agent: CallAgent | null = null;
     try {
@@ -145,7 +160,7 @@ export class Dialer {
       media = await this.d.media();
     } catch (err) {
       this.d.log.error({ err, callId: call.id }, 'voice: the media engine could not start; the call waits');
-      return this.d.store.postpone(call.id, 5_000);
+      return wait(5_000, 'the media engine could not start');
     }
     const order = [first, ...trunks.filter((t) => t !== first)];
     const owner = { id: this.d.instanceId, leaseMs: c.ownerLeaseSeconds * 1000 };
@@ -158,7 +173,7 @@ export class Dialer {
     });
     if (!initiated) {
       // At a limit (or canceled meanwhile: postpone does nothing to a call no longer queued).
-      return this.d.store.postpone(call.id, 500);
+      return wait(500, 'the calls up at once allowed for the account or the trunk');
     }
     const deps: CallSessionDeps = {
       ua: this.d.ua,
@@ -170,7 +185,7 @@ export class Dialer {
       log: this.d.log,
       saveDigits: (id, digits) => this.d.store.saveDigits(id, digits),
     };
-    const session = new CallSession(initiated, order, audio, deps, agent);
+    const session = new CallSession(initiated, order, audio, deps, agent, browser);
     this.sessions.set(call.id, session);
     session.done = session.run().finally(() => this.sessions.delete(call.id));
   }

@@ -14,6 +14,7 @@ export const VOICE_ERRORS = {
   TRUNK_NOT_FOUND: { status: 404, message: 'No such SIP trunk' },
   VOICE_AGENT_NOT_FOUND: { status: 404, message: 'No such voice agent' },
   VOICE_AGENT_INVALID: { status: 400, message: 'The voice agent is not valid; see data.errors for each field' },
+  DIALER_NOT_AVAILABLE: { status: 503, message: 'The browser dialer does not run on this instance (it needs the api and media roles and voice.dialer.enabled)' },
 } as const satisfies ModuleErrors;
 
 declare module '../../http/errors.js' {

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import type { Server as HttpServer } from 'node:http';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { swapLeaseHolder } from '../../platform/job-lease.js';
@@ -10,6 +11,9 @@ import { UserAgent } from '../../sip/index.js';
 import { simAdminRoutes } from '../../sim/voice/sim-admin-routes.js';
 import { voiceSimulatorCli } from '../../sim/voice/sim-cli.js';
 import { VoiceTrunkSimulator } from '../../sim/voice/trunk-simulator.js';
+import { BrowserPhone } from './browser/browser-phone.js';
+import { dialerRoutes } from './browser/dialer-routes.js';
+import { DialerTokens } from './browser/dialer-token.js';
 import { agentRoutes } from './agents/agent-routes.js';
 import { AGENT_MCP_TOOLS } from './agents/agent-mcp-tools.js';
 import { AgentService } from './agents/agent-service.js';
@@ -51,6 +55,8 @@ export interface VoiceModuleService {
   simulator: () => VoiceTrunkSimulator | null;
   /** The dialer, in a process running the media role. */
   dialer: () => Dialer | null;
+  /** The browser dialer's exchange, in a process running the api and media roles. */
+  browserPhone: () => BrowserPhone | null;
 }
 
 export const SIMULATOR_WARNING = 'voice: the embedded SIP trunk simulator stands in for a real trunk (voice.simulator); calls reach no telephone';
@@ -70,6 +76,7 @@ export const voiceModule: ChannelModule<VoiceModuleService> = {
   errors: VOICE_ERRORS,
   dependsOn: ['webhooks', 'sms'],
   events: VOICE_EVENTS,
+  apiPaths: ['/dialer'],
   ...voiceStorage,
   async create(ctx) {
     const c = ctx.section<VoiceConfig>();
@@ -88,6 +95,9 @@ export const voiceModule: ChannelModule<VoiceModuleService> = {
     let dialer: Dialer | null = null;
     let ua: UserAgent | null = null;
     let engine: MediaEngine | null = null;
+    let phone: BrowserPhone | null = null;
+    let apiServer: HttpServer | null = null;
+    const dialerTokens = new DialerTokens(ctx.deriveKey('voice-dialer'));
     const unsubscribe: Array<() => Promise<void>> = [];
     const instanceId = `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
     const agents = new AgentService({
@@ -138,11 +148,15 @@ export const voiceModule: ChannelModule<VoiceModuleService> = {
     });
     const sms = ctx.use<SmsGatewayService>('sms');
     return {
-      service: { voice: service, agents, trunks, simulator: () => simulator, dialer: () => dialer },
+      service: { voice: service, agents, trunks, simulator: () => simulator, dialer: () => dialer, browserPhone: () => phone },
       mcpTools: [...VOICE_MCP_TOOLS, ...AGENT_MCP_TOOLS],
       async routes(app) {
         await app.register(voiceRoutes, { service, idempotency, voices: () => speech.voices(), callbackSecret: (accountId) => callbackSigningSecret(callbackKey, accountId), transcript: (id) => transcripts.list(id) });
         await app.register(agentRoutes, { agents, idempotency });
+        await app.register(dialerRoutes, { tokens: dialerTokens, accounts: ctx.accounts, maxTokenSeconds: c.dialer.maxTokenSeconds, available: () => phone !== null });
+        // Browsers reach the dialer's SIP over WebSocket on this listener (attached once the media role has started).
+        apiServer = app.server;
+        phone?.attach(apiServer);
       },
       async adminRoutes(app) {
         await app.register(trunkAdminRoutes, { trunks });
@@ -203,11 +217,31 @@ export const voiceModule: ChannelModule<VoiceModuleService> = {
         unsubscribe.push(await ctx.pubsub.subscribe('due', () => dialer?.wake()));
         unsubscribe.push(await ctx.pubsub.subscribe('hangup', (id) => dialer?.hangup(id)));
         dialer.start();
+        if (c.dialer.enabled && ctx.roles.has('api')) {
+          phone = new BrowserPhone({
+            ua,
+            tokens: dialerTokens,
+            voice: service,
+            dialer,
+            log: ctx.log,
+            webrtcHost: c.dialer.webrtcHost ?? c.sip.advertisedHost ?? c.sip.host,
+            iceServers: c.dialer.iceServers,
+            portRange: { min: c.dialer.portMin, max: c.dialer.portMax },
+            trunkHost: c.sip.host,
+            claimMs: leaseMs,
+          });
+          const exchange = phone;
+          // INVITEs over a browser's connection are dialer calls; calls coming in from trunks are not taken yet.
+          ua.onInvite((call) => (call.source.flow !== undefined ? void exchange.invite(call) : call.reject(480, 'Temporarily Unavailable')));
+          if (apiServer) phone.attach(apiServer);
+        }
         ctx.log.info({ sip: `${ua.host}:${ua.port}`, simulator: simulatorOn }, 'voice: SIP user agent started');
       },
       async stop() {
         for (const u of unsubscribe.splice(0)) await u().catch(() => undefined);
         await dialer?.stop();
+        for (const call of phone?.calls ?? []) await call.close().catch(() => undefined);
+        phone = null;
         await ua?.close();
         await engine?.close();
         await simulator?.stop();

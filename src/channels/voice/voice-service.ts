@@ -60,7 +60,11 @@ export class VoiceService {
     },
   ) {}
 
-  async place(accountId: string, input: PlaceCallInput): Promise<Call> {
+  /**
+   * `browser`: a call from the dialer page, with no script (the person talks): held for `claimMs` for the instance
+   * placing it, which dials it itself (the browser's connection is there); no dialer is woken for it.
+   */
+  async place(accountId: string, input: PlaceCallInput, o: { browser?: { claimMs: number } } = {}): Promise<Call> {
     const c = this.o.config;
     const to = normalizeNumber(input.to, { international: true });
     if (!to) throw invalid('to', 'an E.164 number (+ and country code)');
@@ -73,7 +77,7 @@ export class VoiceService {
       if (input.say || input.play || input.script) throw invalid('agentId', 'an agent talks on the call: give no say, play or script with it');
       agent = { id: input.agentId, version: await this.o.agentVersion(accountId, input.agentId), variables: input.variables ?? {} };
     } else if (input.variables) throw invalid('variables', 'variables go with an agentId');
-    const script = agent ? { steps: [] as CallStep[] } : scriptOf(input);
+    const script = agent || o.browser ? { steps: [] as CallStep[] } : scriptOf(input);
     if ('error' in script) throw invalid(script.field, script.error);
     for (const url of urlsOf(script.steps)) {
       const checked = await this.o.guard.check(url);
@@ -119,10 +123,11 @@ export class VoiceService {
         pricePerMinuteMicros: perMinute,
         heldSeconds,
         ...(agent ? { agent } : {}),
+        ...(o.browser ? { claimMs: o.browser.claimMs } : {}),
       });
       return call;
     }).then((call) => {
-      this.o.wakeDialer();
+      if (!o.browser) this.o.wakeDialer();
       return call;
     });
   }

@@ -1,0 +1,194 @@
+import { createSocket, type Socket } from 'node:dgram';
+import type http from 'node:http';
+import { isIP } from 'node:net';
+import type { Logger } from 'pino';
+import { ApiError } from '../../../http/errors.js';
+import { PortPool } from '../../../rtp/port-pool.js';
+import { parseNameAddr, parseUri, type IncomingCall, type IncomingRequest, type SipTarget, type UserAgent } from '../../../sip/index.js';
+import { WebRtcLeg, WebRtcNegotiationError, type IceServer } from '../../../webrtc/index.js';
+import type { Dialer } from '../dialer.js';
+import type { VoiceService } from '../voice-service.js';
+import { BrowserCall } from './browser-call.js';
+import type { DialerClaims, DialerTokens } from './dialer-token.js';
+
+/** Where browsers connect for SIP over WebSocket (RFC 7118), with `?token=` a dialer token. */
+export const DIALER_SIP_PATH = '/v1/voice/dialer/sip';
+/** A browser's registration lasts at most this long (it refreshes before). */
+const MAX_REGISTRATION_SECONDS = 600;
+
+export interface BrowserPhoneOptions {
+  ua: UserAgent;
+  tokens: DialerTokens;
+  voice: VoiceService;
+  dialer: Dialer;
+  log: Logger;
+  /** The address the browsers' WebRTC legs gather on (what browsers can reach). */
+  webrtcHost: string;
+  iceServers: IceServer[];
+  /** Ports of the browsers' calls: each takes two pairs, one for its WebRTC leg and one for its trunk side (RTP and RTCP). */
+  portRange: { min: number; max: number };
+  /** The address the trunk-side sockets bind (Ferry's SIP address). */
+  trunkHost: string;
+  /** How long a browser's call row is held for this instance before it is dialled (the owner lease). */
+  claimMs: number;
+}
+
+/**
+ * The browser dialer's telephone exchange on an instance running the media role: browsers connect over WebSocket with
+ * a dialer token, register (the registration is kept with the connection), and place calls that this instance
+ * carries: the browser's WebRTC leg is terminated here and relayed to a trunk call that is an ordinary voice call
+ * (limits, billing, events, GET /v1/voice/calls). A call is refused with a SIP status that says why.
+ */
+export class BrowserPhone {
+  private readonly claimsOf = new WeakMap<http.IncomingMessage, DialerClaims>();
+  private readonly flows = new Map<string, DialerClaims>();
+  /** Registered browsers: identity → their connections. */
+  private readonly registered = new Map<string, Set<string>>();
+  private readonly ports: PortPool;
+  readonly calls = new Set<BrowserCall>();
+
+  constructor(private readonly o: BrowserPhoneOptions) {
+    this.ports = new PortPool(o.portRange);
+    const ws = o.ua.webSocket;
+    ws.on('flowOpened', (flow, request) => {
+      const claims = this.claimsOf.get(request);
+      if (claims && flow.flow !== undefined) this.flows.set(flow.flow, claims);
+    });
+    ws.on('flowClosed', (flow) => {
+      if (flow.flow === undefined) return;
+      const claims = this.flows.get(flow.flow);
+      this.flows.delete(flow.flow);
+      if (claims) this.registered.get(claims.identity)?.delete(flow.flow);
+    });
+    o.ua.onRequest('REGISTER', (r) => this.register(r));
+  }
+
+  /** Serves browsers on the API's HTTP server; a handshake without a valid dialer token is refused (403). */
+  attach(server: http.Server): void {
+    this.o.ua.webSocket.attach(server, {
+      path: DIALER_SIP_PATH,
+      verify: async (request) => {
+        const token = new URL(request.url ?? '/', 'http://dialer.invalid').searchParams.get('token');
+        const claims = await this.o.tokens.verify(token);
+        if (!claims) return false;
+        this.claimsOf.set(request, claims);
+        return true;
+      },
+    });
+  }
+
+  /** How many browsers are registered under `identity` (for tests and the page's status). */
+  registrations(identity: string): number {
+    return this.registered.get(identity)?.size ?? 0;
+  }
+
+  /** The claims of a connection whose token is still valid; null for a stranger or an expired token. */
+  private claimsFor(source: SipTarget): DialerClaims | null {
+    const claims = source.flow === undefined ? undefined : this.flows.get(source.flow);
+    if (!claims || claims.expiresAt.getTime() <= Date.now()) return null;
+    return claims;
+  }
+
+  private register(r: IncomingRequest): void {
+    const claims = this.claimsFor(r.source);
+    if (!claims) return r.respond(403, { reason: 'Dialer token missing or expired' });
+    const contact = r.request.headers.get('contact') ?? '';
+    const asked = /;\s*expires=(\d+)/i.exec(contact)?.[1] ?? r.request.headers.get('expires') ?? String(MAX_REGISTRATION_SECONDS);
+    const expires = Math.min(Number(asked) || 0, MAX_REGISTRATION_SECONDS);
+    const flows = this.registered.get(claims.identity) ?? new Set<string>();
+    if (expires === 0) flows.delete(r.source.flow!);
+    else flows.add(r.source.flow!);
+    this.registered.set(claims.identity, flows);
+    const uri = contact ? parseNameAddr(contact).uri : '';
+    const headers: Array<[string, string]> = uri && expires > 0 ? [['Contact', `<${uri}>;expires=${expires}`]] : [];
+    r.respond(200, { headers: [...headers, ['Expires', String(expires)]] });
+  }
+
+  /** An INVITE over a browser's connection: the person calls a number. */
+  async invite(incoming: IncomingCall): Promise<void> {
+    const claims = this.claimsFor(incoming.source);
+    if (!claims) return incoming.reject(403, 'Dialer token missing or expired');
+    let user: string | undefined;
+    try {
+      user = parseUri(incoming.request.uri).user;
+    } catch {
+      user = undefined;
+    }
+    if (!user || !/^\+?[0-9]{3,15}$/.test(user)) return incoming.reject(484, 'Address Incomplete: dial a number in E.164');
+    const port = this.ports.acquire();
+    const trunkPort = port === undefined ? undefined : this.ports.acquire();
+    const release = () => {
+      if (port !== undefined) this.ports.release(port);
+      if (trunkPort !== undefined) this.ports.release(trunkPort);
+    };
+    if (port === undefined || trunkPort === undefined) {
+      release();
+      return incoming.reject(503, 'No media port free');
+    }
+    let leg: WebRtcLeg | null = null;
+    let socket: Socket | null = null;
+    try {
+      const answered = await WebRtcLeg.answer(incoming.sdp, { host: this.o.webrtcHost, iceServers: this.o.iceServers, portRange: { min: port, max: port + 1 } });
+      leg = answered.leg;
+      socket = await bindUdp(this.o.trunkHost, trunkPort);
+      const browser = new BrowserCall(incoming, leg, answered.answerSdp, socket, release);
+      this.calls.add(browser);
+      void this.carry(claims, user, browser).finally(() => this.calls.delete(browser));
+    } catch (err) {
+      await leg?.close().catch(() => undefined);
+      socket?.close();
+      release();
+      if (err instanceof WebRtcNegotiationError) return incoming.reject(488, 'Not Acceptable Here: offer G.711 (PCMU or PCMA)');
+      this.o.log.error({ err }, 'voice: a browser call could not be set up');
+      return incoming.reject(500, 'Server Internal Error');
+    }
+  }
+
+  private async carry(claims: DialerClaims, to: string, browser: BrowserCall): Promise<void> {
+    try {
+      const call = await this.o.voice.place(
+        claims.accountId,
+        { to: to.startsWith('+') ? to : `+${to}`, from: `+${claims.from}`, reference: `dialer:${claims.identity}` },
+        { browser: { claimMs: this.o.claimMs } },
+      );
+      const session = await this.o.dialer.placeFromBrowser(call, browser);
+      if (session) {
+        browser.carriedBy(session, call.id);
+        await session.done;
+        return;
+      }
+      browser.finish(await this.o.voice.get(claims.accountId, call.id));
+    } catch (err) {
+      if (err instanceof ApiError) browser.finish(refusal(err));
+      else {
+        this.o.log.error({ err }, 'voice: a browser call failed before dialling');
+        browser.finish({ status: 'failed', sipCode: 500, sipReason: 'Server Internal Error', errorCode: 'INTERNAL', errorReason: 'the call failed inside Ferry' });
+      }
+    } finally {
+      await browser.close();
+    }
+  }
+}
+
+/** An API refusal of the call, as the browser hears it. */
+function refusal(err: ApiError): { status: 'failed'; sipCode: number; sipReason: string; errorCode: string; errorReason: string } {
+  const sip: Record<string, [number, string]> = {
+    INSUFFICIENT_CREDIT: [402, 'Payment Required: the balance does not cover this call'],
+    CALLER_ID_NOT_ALLOWED: [403, 'Forbidden: the caller ID is not a number of the account'],
+    VALIDATION_ERROR: [484, 'Address Incomplete'],
+  };
+  const [code, reason] = sip[err.code] ?? [err.status >= 500 ? 503 : 403, err.message];
+  return { status: 'failed', sipCode: code, sipReason: reason, errorCode: err.code, errorReason: reason };
+}
+
+function bindUdp(host: string, port: number): Promise<Socket> {
+  const socket = createSocket(isIP(host) === 6 ? 'udp6' : 'udp4');
+  return new Promise((resolve, reject) => {
+    socket.once('error', reject);
+    socket.bind(port, host, () => {
+      socket.off('error', reject);
+      socket.on('error', () => undefined);
+      resolve(socket);
+    });
+  });
+}
