@@ -6,6 +6,8 @@ import type { PreparedAudio } from './call-audio.js';
 import { DETECTION_WINDOW_MS, guessAnsweredBy, type AnsweredBy } from './answering-machine.js';
 import type { CallRecorder } from './call-recorder.js';
 import { isRinging, statusOfFinalResponse } from './call-status.js';
+import { generateTone } from '../../rtp/tone.js';
+import { parseUri } from '../../sip/index.js';
 import { buildOffer, readAnswer, type AnswerReading } from './sdp.js';
 import type { Trunk } from './trunk-registry.js';
 import { AgentConversation, type ConversationEnd, type TranscriptEntry } from './agents/agent-conversation.js';
@@ -60,6 +62,20 @@ export interface CallAgent {
 
 /** How long a blind transfer may take to be reported as answered or failed before the agent hears it failed. */
 const TRANSFER_REPORT_MS = 60_000;
+/** How long Ferry rings the person of a bridged (warm, or fallback) transfer before the agent hears nobody answered. */
+const TRANSFER_RING_MS = 30_000;
+/** A REFER answered with one of these was refused by the far end: Ferry calls the person itself and bridges. */
+const REFER_REFUSALS = new Set([403, 405, 420, 488, 501, 603]);
+
+/** Ringback for the caller while Ferry rings the person (440 + 480 Hz, 2 s on, 4 s off: the North American cadence). */
+let ringback: Int16Array | null = null;
+function ringbackTone(): Int16Array {
+  if (!ringback) {
+    ringback = new Int16Array(6 * 8000);
+    ringback.set(generateTone([440, 480], 2000, 3000));
+  }
+  return ringback;
+}
 
 /**
  * A SIP final that moves a call to the next trunk when nothing rang yet: the trunk failed or refused us (no answer to
@@ -95,6 +111,8 @@ export class CallSession {
   /** The trunk the call went out on (a transfer to a number goes through it too). */
   private trunk: Trunk | null = null;
   private transferredTo: string | null = null;
+  /** The person's leg of a bridged transfer, while it lasts. */
+  private transferLeg: { sip: OutgoingCall; media: MediaHandle; name: string; ended: Promise<LocalEnd | null> } | null = null;
   private transcriptSeq = 0;
   /** Settles when run() has ended the call (the dialer waits on it at shutdown). */
   done: Promise<void> = Promise.resolve();
@@ -311,8 +329,11 @@ export class CallSession {
       });
       const end = await conversation.run();
       record({ role: 'event', event: 'end', detail: { ...end } });
+      if (this.transferLeg) return this.transferLeg.ended;
       if (this.transferredTo) return { code: 'TRANSFERRED', message: `transferred to ${this.transferredTo}`, status: 'completed' };
-      return this.afterConversation(end, record);
+      const after = await this.afterConversation(end, record);
+      if (this.transferLeg) return (this.transferLeg as { ended: Promise<LocalEnd | null> }).ended;
+      return after;
     } finally {
       clearTimeout(agentLimit);
     }
@@ -353,20 +374,21 @@ export class CallSession {
   }
 
   /**
-   * Blind transfer by REFER to a configured destination: a number goes through the trunk the call took. The far end
-   * reports the new call's progress; once it is answered this leg is hung up. A refused REFER or a failed transfer is
-   * an answer the model hears (it can apologise or try another destination).
+   * Transfer to a configured destination. Blind: by REFER (a number goes through the trunk the call took); the far
+   * end reports the new call's progress, and once it is answered this leg is hung up. A far end that refuses REFER
+   * gets the bridged fallback. Warm: Ferry calls the person itself, tells them who is coming and why, then bridges.
+   * A transfer that fails is an answer the model hears (it can apologise or try another destination).
    */
   private async transfer(destination: TransferDestination, mode: 'blind' | 'warm', reason: string | null, record: (entry: TranscriptEntry) => void): Promise<ToolOutcome> {
-    const trunk = this.trunk;
     const sip = this.sip;
     const outcome = (ok: boolean, result: Record<string, unknown>): ToolOutcome => {
       record({ role: 'event', event: 'transfer', detail: { destination: destination.name, mode, reason, ok, ...result } });
       return ok ? { ok, result, stop: true } : { ok, result };
     };
-    if (mode === 'warm') return outcome(false, { error: 'a warm transfer cannot be made on this server yet; say so, or use a blind transfer' });
-    if (!sip || !trunk) return outcome(false, { error: 'the call is not connected' });
-    const target = destination.target.startsWith('sip') ? destination.target : `sip:${destination.target}@${trunk.host}:${trunk.port}`;
+    if (!sip || !this.trunk) return outcome(false, { error: 'the call is not connected' });
+    if (this.transferLeg) return outcome(false, { error: 'the call is already transferred' });
+    if (mode === 'warm') return this.bridgeTransfer(destination, reason, true, outcome);
+    const target = this.transferUri(destination);
     const progress = new Promise<{ status: number; reason: string }>((resolve) => {
       const timer = setTimeout(() => resolve({ status: 408, reason: 'no report of the transfer' }), TRANSFER_REPORT_MS);
       const onProgress = (p: { status: number; reason: string; final: boolean }) => {
@@ -382,6 +404,10 @@ export class CallSession {
       }, { once: true });
     });
     const answer = await sip.refer(target);
+    if (REFER_REFUSALS.has(answer.status)) {
+      record({ role: 'event', event: 'transfer-fallback', detail: { destination: destination.name, why: `REFER refused (${answer.status} ${answer.reason})` } });
+      return this.bridgeTransfer(destination, reason, false, outcome);
+    }
     if (answer.status !== 202 && answer.status !== 200) {
       return outcome(false, { error: `the transfer was refused by the network (${answer.status} ${answer.reason})`, sipCode: answer.status });
     }
@@ -391,6 +417,100 @@ export class CallSession {
       return outcome(true, { transferred: true, to: destination.name });
     }
     return outcome(false, { error: `${destination.name} could not be reached (${final.status} ${final.reason})`, sipCode: final.status });
+  }
+
+  /** The destination as a SIP URI: a number through the call's trunk, a SIP URI as it is. */
+  private transferUri(destination: TransferDestination): string {
+    const trunk = this.trunk!;
+    return destination.target.startsWith('sip') ? destination.target : `sip:${destination.target}@${trunk.host}:${trunk.port}`;
+  }
+
+  /**
+   * Ferry calls the person on a second leg (in the caller's media worker), the caller hearing ringback, and bridges
+   * the two once it is answered; `warm` first tells the person who is coming and why. The call then lasts until
+   * either side hangs up (the person's leg ends with it).
+   */
+  private async bridgeTransfer(
+    destination: TransferDestination,
+    reason: string | null,
+    warm: boolean,
+    outcome: (ok: boolean, result: Record<string, unknown>) => ToolOutcome,
+  ): Promise<ToolOutcome> {
+    const trunk = this.trunk!;
+    const how = warm ? 'warm' : 'bridged';
+    let target = { host: trunk.host, port: trunk.port, transport: trunk.transport };
+    let credentials = trunk.username ? { username: trunk.username, password: trunk.password ?? '' } : undefined;
+    const requestUri = this.transferUri(destination);
+    if (destination.target.startsWith('sip')) {
+      const uri = parseUri(destination.target);
+      const own = uri.host === trunk.host && (uri.port ?? 5060) === trunk.port;
+      target = { host: uri.host, port: uri.port ?? 5060, transport: uri.params.transport === 'tcp' ? 'tcp' : 'udp' };
+      if (!own) credentials = undefined;
+    }
+    const media = await this.d.media.open({ codec: 'PCMU', rtpTimeoutMs: this.d.rtpTimeoutMs, continuous: true, near: this.media! });
+    const sip = this.d.ua.invite({
+      target,
+      requestUri,
+      from: `<sip:+${this.call.from}@${trunk.fromDomain ?? trunk.host}>`,
+      to: `<${requestUri}>`,
+      sdp: buildOffer({ host: this.d.mediaHost, port: media.localPort, sessionId: Date.now() }),
+      credentials,
+    });
+    this.media!.listening(false);
+    this.media!.play(ringbackTone().slice(), { transfer: false });
+    const ringing = setInterval(() => this.media?.play(ringbackTone().slice(), { transfer: false }), 6000);
+    const answered = await new Promise<{ ok: true; sdp: string } | { ok: false; code: number; reason: string }>((resolve) => {
+      const timer = setTimeout(() => {
+        sip.cancel();
+        resolve({ ok: false, code: 408, reason: 'no answer' });
+      }, TRANSFER_RING_MS);
+      const done = (r: { ok: true; sdp: string } | { ok: false; code: number; reason: string }) => {
+        clearTimeout(timer);
+        this.abort.signal.removeEventListener('abort', onAbort);
+        resolve(r);
+      };
+      const onAbort = () => {
+        sip.cancel();
+        sip.bye();
+        done({ ok: false, code: 487, reason: 'the call ended' });
+      };
+      sip.once('answered', (sdp) => done({ ok: true, sdp }));
+      sip.once('failed', (code, why) => done({ ok: false, code, reason: why }));
+      this.abort.signal.addEventListener('abort', onAbort, { once: true });
+    });
+    clearInterval(ringing);
+    this.media?.interrupt();
+    const giveUp = async (error: string, extra: Record<string, unknown> = {}) => {
+      sip.bye();
+      await media.stop().catch(() => undefined);
+      this.media?.listening(true);
+      return outcome(false, { error, mode: how, ...extra });
+    };
+    if (!answered.ok) return giveUp(`${destination.name} could not be reached (${answered.code} ${answered.reason})`, { sipCode: answered.code });
+    const answer = readAnswer(answered.sdp);
+    if (!answer.ok) return giveUp(`${destination.name} answered with unusable audio (${answer.reason})`);
+    media.setRemote(answer.remote, { codec: answer.codec, dtmfPayloadType: answer.dtmfPayloadType ?? undefined });
+    // Either side's end: the person hangs up (the call ends with them), or the caller does (the call is ending already).
+    const ended = new Promise<LocalEnd | null>((resolve) => {
+      this.abort.signal.addEventListener('abort', () => resolve(null), { once: true });
+      sip.on('ended', () => resolve({ code: 'TRANSFERRED', message: `transferred to ${destination.name} (${how}); the call ended when they hung up`, status: 'completed' }));
+      media.once('rtpTimeout', () => resolve({ code: 'RTP_TIMEOUT', message: `no audio from ${destination.name} for ${Math.round(this.d.rtpTimeoutMs / 1000)} s`, status: 'completed' }));
+    });
+    this.transferLeg = { sip, media, name: destination.name, ended };
+    if (warm && this.agent) {
+      // The party the agent talked with: the callee of an outbound call.
+      const summary = `You have a call with +${this.call.to} from ${this.agent.prepared.agent.config.name}.${reason ? ` ${reason}.` : ''} Connecting you now.`;
+      try {
+        media.play(await this.agent.prepared.speak(summary));
+        await media.played();
+      } catch (err) {
+        this.d.log.warn({ err: (err as Error).message, callId: this.call.id }, 'voice agent: the warm transfer summary could not be spoken');
+      }
+    }
+    if (this.abort.signal.aborted) return outcome(false, { error: 'the call ended' });
+    await this.media!.bridge(media);
+    this.transferredTo = destination.name;
+    return outcome(true, { transferred: true, to: destination.name, mode: how });
   }
 
   /** The script, step by step, until its end, a hangup step, or the call ending. */
@@ -549,6 +669,10 @@ export class CallSession {
   }
 
   private cleanup(): void {
+    if (this.transferLeg) {
+      this.transferLeg.sip.bye();
+      void this.transferLeg.media.stop().catch(() => undefined);
+    }
     this.clearRing();
     if (this.limitTimer) clearTimeout(this.limitTimer);
     this.abort.abort();
