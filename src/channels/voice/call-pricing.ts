@@ -1,3 +1,4 @@
+import { toMicros } from '../../accounts/money.js';
 import { PriceBook, type PriceTable } from '../../billing/price-book.js';
 
 /** How a call's seconds are billed: the first `minimumSeconds`, then in steps of `incrementSeconds` ("60/60", "1/1", "30/6"). */
@@ -37,10 +38,14 @@ export function affordableSeconds(perMinuteMicros: number, availableMicros: numb
 export class VoicePrices {
   private readonly book = new PriceBook();
 
+  /** Micro-units per minute of a call to one of an account's numbers (voice.prices.inboundPerMinute). */
+  readonly inboundPerMinuteMicros: number;
+
   constructor(
-    table: { defaultPerMinute: number | null; entries: ReadonlyArray<{ prefix: string; perMinute: number }> },
+    table: { defaultPerMinute: number | null; entries: ReadonlyArray<{ prefix: string; perMinute: number }>; inboundPerMinute?: number },
     readonly increment: BillingIncrement,
   ) {
+    this.inboundPerMinuteMicros = toMicros(table.inboundPerMinute ?? 0);
     const t: PriceTable = { defaultPrice: table.defaultPerMinute, entries: table.entries.map((e) => ({ prefix: e.prefix, price: e.perMinute })) };
     this.book.replace(t);
   }

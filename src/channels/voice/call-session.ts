@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import type { G711Codec, MediaEngine, MediaHandle } from '../../rtp/index.js';
-import type { OutgoingCall, UserAgent } from '../../sip/index.js';
+import type { IncomingCall, OutgoingCall, ReferAnswer, ReferProgress, UserAgent } from '../../sip/index.js';
 import type { Call, CallChange } from './call.js';
 import type { PreparedAudio } from './call-audio.js';
 import { DETECTION_WINDOW_MS, guessAnsweredBy, type AnsweredBy } from './answering-machine.js';
@@ -17,6 +17,14 @@ import type { ToolOutcome } from './agents/agent-tools.js';
 
 /** Why an answered call ended on our side: kept as the call's error (status completed unless it is a failure). */
 export type LocalEnd = { code: string; message: string; status: 'completed' | 'failed' };
+
+/** What a transfer needs of the call's leg, whichever side placed it. */
+interface ReferringLeg {
+  refer(referTo: string): Promise<ReferAnswer>;
+  bye(): void;
+  on(event: 'referProgress', fn: (p: ReferProgress) => void): unknown;
+  off(event: 'referProgress', fn: (p: ReferProgress) => void): unknown;
+}
 
 /** Ends that are no fault of anyone's: the call's error stays empty. */
 const NORMAL_ENDS = new Set(['REMOTE_HANGUP', 'CALLER_HANGUP']);
@@ -124,6 +132,8 @@ export class CallSession {
     private readonly d: CallSessionDeps,
     private readonly agent: CallAgent | null = null,
     private readonly browser: BrowserSide | null = null,
+    /** A call coming in from `trunks[0]` that the agent answers (no dialling). */
+    private readonly incoming: IncomingCall | null = null,
   ) {
     this.status = call.status;
   }
@@ -132,11 +142,17 @@ export class CallSession {
     return this.call.id;
   }
 
+  /** The call's SIP leg: the INVITE we sent, or the one we answered. */
+  private get leg(): ReferringLeg | null {
+    return (this.sip ?? this.incoming) as ReferringLeg | null;
+  }
+
   /** Runs the call to its end; never throws (a failure ends the call as failed with its reason). */
   async run(): Promise<void> {
     try {
       if (this.browser) this.localPort = this.browser.trunkPort;
       else await this.openMedia();
+      if (this.incoming) return await this.answerIncoming(this.incoming);
       const tried: string[] = [...this.call.trunksTried];
       let last: { code: number; reason: string } = { code: 503, reason: 'no trunk' };
       for (const trunk of this.trunks) {
@@ -160,8 +176,9 @@ export class CallSession {
       });
     } catch (err) {
       this.d.log.error({ err, callId: this.call.id }, 'voice call failed');
-      this.sip?.bye();
+      this.leg?.bye();
       this.sip?.cancel();
+      this.incoming?.reject(500, 'Server Internal Error');
       await this.finish({ status: 'failed', errorCode: 'INTERNAL', errorReason: 'the call failed inside Ferry', detail: { error: (err as Error).message } }).catch(() => undefined);
     } finally {
       this.cleanup();
@@ -265,6 +282,34 @@ export class CallSession {
       return this.endAnswered({ code: 'SDP_REJECTED', message: `the trunk answered ${answer.codec} to an offer of ${this.browser.codec} only`, status: 'failed' });
     }
     this.media?.setRemote(answer.remote, { codec: answer.codec, dtmfPayloadType: answer.dtmfPayloadType ?? undefined });
+    return this.connected(answer);
+  }
+
+  /**
+   * A call from a trunk to one of the account's numbers: answered at once (the agent was made ready while the caller
+   * heard ringing) with the offer's first G.711 codec, then talked on like an answered outbound call.
+   */
+  private async answerIncoming(incoming: IncomingCall): Promise<void> {
+    const offer = readAnswer(incoming.sdp);
+    if (!offer.ok) {
+      incoming.reject(488, 'Not Acceptable Here');
+      return this.finish({ status: 'failed', sipCode: 488, sipReason: 'Not Acceptable Here', errorCode: 'SDP_REJECTED', errorReason: offer.reason, detail: { code: 488 } });
+    }
+    if (incoming.state !== 'offered') return this.finish({ status: 'canceled', sipCode: 487, sipReason: 'Request Terminated', detail: { by: 'caller' } });
+    incoming.on('ended', (info) => {
+      if (info.by === 'remote') void this.endAnswered({ code: 'REMOTE_HANGUP', message: 'the caller hung up', status: 'completed' }, true);
+    });
+    this.answered = true;
+    this.trunk = this.trunks[0] ?? null;
+    this.media!.setRemote(offer.remote, { codec: offer.codec, dtmfPayloadType: offer.dtmfPayloadType ?? undefined });
+    incoming.answer(buildOffer({ host: this.d.mediaHost, port: this.localPort, sessionId: Date.now(), codecs: [offer.codec], dtmfPayloadType: offer.dtmfPayloadType }));
+    await this.connected(offer);
+    // The time a call ends is the session's to say (endAnswered), so connected() returning ends nothing here.
+    await this.endPromise;
+  }
+
+  /** The far end and we agree on the media: the call is live until its script, agent or browser side ends it. */
+  private async connected(answer: Extract<AnswerReading, { ok: true }>): Promise<void> {
     const live = await this.change({ status: 'in-progress', sipCode: 200, sipReason: 'OK', detail: { code: 200, codec: answer.codec } });
     if (!live) return;
     if (this.hangupAsked) return this.endAnswered({ code: 'HANGUP_REQUESTED', message: 'hung up through the API', status: 'completed' });
@@ -318,7 +363,7 @@ export class CallSession {
           agentVersion: agent.prepared.agent.version,
           from: '+' + this.call.from,
           to: '+' + this.call.to,
-          direction: 'outbound',
+          direction: this.call.direction,
           variables: agent.prepared.variables,
           language: config.language,
         },
@@ -380,7 +425,7 @@ export class CallSession {
    * A transfer that fails is an answer the model hears (it can apologise or try another destination).
    */
   private async transfer(destination: TransferDestination, mode: 'blind' | 'warm', reason: string | null, record: (entry: TranscriptEntry) => void): Promise<ToolOutcome> {
-    const sip = this.sip;
+    const sip = this.leg;
     const outcome = (ok: boolean, result: Record<string, unknown>): ToolOutcome => {
       record({ role: 'event', event: 'transfer', detail: { destination: destination.name, mode, reason, ok, ...result } });
       return ok ? { ok, result, stop: true } : { ok, result };
@@ -498,8 +543,9 @@ export class CallSession {
     });
     this.transferLeg = { sip, media, name: destination.name, ended };
     if (warm && this.agent) {
-      // The party the agent talked with: the callee of an outbound call.
-      const summary = `You have a call with +${this.call.to} from ${this.agent.prepared.agent.config.name}.${reason ? ` ${reason}.` : ''} Connecting you now.`;
+      // The party the agent talked with: the callee of an outbound call, the caller of an inbound one.
+      const party = this.call.direction === 'inbound' ? this.call.from : this.call.to;
+      const summary = `You have a call with +${party} from ${this.agent.prepared.agent.config.name}.${reason ? ` ${reason}.` : ''} Connecting you now.`;
       try {
         media.play(await this.agent.prepared.speak(summary));
         await media.played();
@@ -609,7 +655,7 @@ export class CallSession {
   private endAnswered(why: LocalEnd | null, byRemote = false): Promise<void> {
     if (this.endPromise) return this.endPromise;
     this.abort.abort();
-    if (!byRemote) this.sip?.bye();
+    if (!byRemote) this.leg?.bye();
     this.endPromise = this.finish({
       status: why?.status ?? 'completed',
       digits: this.digits,
@@ -652,7 +698,7 @@ export class CallSession {
       if (!this.ended) {
         this.ended = true;
         this.abort.abort();
-        this.sip?.bye();
+        this.leg?.bye();
         this.sip?.cancel();
       }
       return null;

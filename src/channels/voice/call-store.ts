@@ -1,12 +1,12 @@
 import type { Queryable, Db } from '../../store/types.js';
-import type { Call, CallChange } from './call.js';
+import type { Call, CallChange, CallDirection } from './call.js';
 import type { CallStep } from './call-script.js';
 import { LIVE_STATUSES, type CallStatus } from './call-status.js';
 
 const COLUMNS = `id, account_id, to_number, from_number, status, script, status_callback, callback_events, ring_timeout_s,
   time_limit_s, machine_detection, reference, owner, hangup_requested, trunk, trunks_tried, sip_call_id, sip_code, sip_reason,
   error_code, error_reason, digits, answered_by, price_per_minute_micros, held_seconds, billable_s, cost_micros, created_at,
-  initiated_at, ringing_at, answered_at, ended_at, agent_id, agent_version, agent_variables`;
+  initiated_at, ringing_at, answered_at, ended_at, agent_id, agent_version, agent_variables, direction`;
 
 interface CallRow {
   id: string;
@@ -44,6 +44,7 @@ interface CallRow {
   agent_id: string | null;
   agent_version: number | null;
   agent_variables: Record<string, string> | string | null;
+  direction: CallDirection;
 }
 
 const date = (v: Date | string | null): Date | null => (v === null ? null : v instanceof Date ? v : new Date(v));
@@ -87,6 +88,7 @@ function toCall(r: CallRow): Call {
       version: r.agent_version!,
       variables: typeof r.agent_variables === 'string' ? (JSON.parse(r.agent_variables) as Record<string, string>) : (r.agent_variables ?? {}),
     },
+    direction: r.direction,
   };
 }
 
@@ -105,6 +107,8 @@ export interface NewCall {
   pricePerMinuteMicros: number;
   heldSeconds: number;
   agent?: Call['agent'];
+  /** Default outbound (a call the API or the dialer places). */
+  direction?: CallDirection;
   /** Claimed for this long by the instance storing it (a browser's call, dialled there at once): no other claims it. */
   claimMs?: number;
 }
@@ -118,13 +122,14 @@ export class CallStore {
   async insert(q: Queryable, c: NewCall): Promise<Call> {
     const { rows } = await q.query<CallRow>(
       `INSERT INTO voice_calls (id, account_id, to_number, from_number, script, status_callback, callback_events, ring_timeout_s,
-         time_limit_s, machine_detection, reference, price_per_minute_micros, held_seconds, agent_id, agent_version, agent_variables, dial_after)
+         time_limit_s, machine_detection, reference, price_per_minute_micros, held_seconds, agent_id, agent_version, agent_variables, dial_after, direction)
        VALUES ($1, $2, $3, $4, $5::jsonb, $6, $7::text[], $8, $9, $10, $11, $12, $13, $14, $15, $16::jsonb,
-         now() + make_interval(secs => $17::float8 / 1000.0)) RETURNING ${COLUMNS}`,
+         now() + make_interval(secs => $17::float8 / 1000.0), $18) RETURNING ${COLUMNS}`,
       [
         c.id, c.accountId, c.to, c.from, JSON.stringify(c.steps), c.statusCallback, c.statusCallbackEvents, c.ringTimeoutSeconds, c.timeLimitSeconds,
         c.machineDetection, c.reference, c.pricePerMinuteMicros, c.heldSeconds,
         c.agent?.id ?? null, c.agent?.version ?? null, c.agent ? JSON.stringify(c.agent.variables) : null, c.claimMs ?? 0,
+        c.direction ?? 'outbound',
       ],
     );
     await q.query(`INSERT INTO voice_call_history (call_id, status, detail) VALUES ($1, 'queued', '{}'::jsonb)`, [c.id]);

@@ -9,7 +9,8 @@ export function callView(c: Call) {
   return {
     callId: c.id,
     status: c.status,
-    direction: 'outbound-api' as const,
+    // 'outbound-api' (Twilio's word, shown since the first release) stays the value of a call Ferry placed.
+    direction: c.direction === 'inbound' ? ('inbound' as const) : ('outbound-api' as const),
     to: '+' + c.to,
     from: '+' + c.from,
     reference: c.reference,
@@ -46,7 +47,11 @@ export const callViewSchema = {
     agentVersion: { type: ['integer', 'null'], description: 'the version of the agent the call talks with (fixed when the call was placed)' },
     callId: { type: 'string', description: 'prefix call_' },
     status: { type: 'string', enum: ['queued', 'initiated', 'ringing', 'in-progress', 'completed', 'busy', 'no-answer', 'failed', 'canceled'] },
-    direction: { type: 'string', enum: ['outbound-api'] },
+    direction: {
+      type: 'string',
+      enum: ['outbound-api', 'inbound'],
+      description: "outbound-api: placed by Ferry (POST /v1/voice/calls, the browser dialer); inbound: a call to one of the account's numbers, answered by the voice agent routed to it (PUT /v1/voice/numbers/{number})",
+    },
     to: { type: 'string' },
     from: { type: 'string' },
     reference: { type: ['string', 'null'] },

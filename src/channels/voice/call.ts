@@ -37,7 +37,11 @@ export interface Call {
   endedAt: Date | null;
   /** The agent version the call talks with, and the call's variables (null: a scripted call). */
   agent: { id: string; version: number; variables: Record<string, string> } | null;
+  /** Placed by Ferry (the API, the dialer) or answered by it (a call to one of the account's numbers). */
+  direction: CallDirection;
 }
+
+export type CallDirection = 'outbound' | 'inbound';
 
 /** A status change as the owner records it: the new status and what it learnt with it. */
 export interface CallChange {

@@ -79,6 +79,7 @@ export const voiceConfigSchema = {
             properties: { prefix: { type: 'string', pattern: '^[0-9]{0,15}$' }, perMinute: { type: 'number', minimum: 0 } },
           },
         },
+        inboundPerMinute: { type: 'number', minimum: 0, default: 0, description: 'per minute, in the account currency, for a call to one of its numbers answered by an agent (default free)' },
         minimumSeconds: { type: 'integer', minimum: 1, maximum: 3600, default: 60, description: 'the first billing increment (an answered call is billed at least this)' },
         incrementSeconds: { type: 'integer', minimum: 1, maximum: 3600, default: 60, description: 'the billing increment after the first' },
       },
@@ -188,7 +189,7 @@ export interface VoiceConfig {
   callsPerSecondPerAccount: number;
   maxConcurrentCallsPerAccount: number;
   ownerLeaseSeconds: number;
-  prices: { defaultPerMinute: number | null; entries: Array<{ prefix: string; perMinute: number }>; minimumSeconds: number; incrementSeconds: number };
+  prices: { defaultPerMinute: number | null; entries: Array<{ prefix: string; perMinute: number }>; inboundPerMinute: number; minimumSeconds: number; incrementSeconds: number };
   tts: {
     espeakPath: string;
     cacheMegabytes: number;

@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import type { MediaEngine } from '../../rtp/index.js';
-import type { UserAgent } from '../../sip/index.js';
+import type { IncomingCall, UserAgent } from '../../sip/index.js';
 import type { Db, Queryable, Throttle } from '../../store/types.js';
 import { WakeableSleep } from '../../util/wakeable-sleep.js';
 import type { Call } from './call.js';
@@ -115,8 +115,63 @@ export class Dialer {
     return this.sessions.get(call.id) ?? null;
   }
 
+  /**
+   * A call coming in from `trunk` to a number routed to an agent, stored with its claim held by this instance (the
+   * INVITE is here): its agent made ready, admitted under the account's calls-up-at-once limit (a trunk's own limits
+   * are the trunk's to keep for calls it sends us), and answered by its session. Resolves with the session, or null
+   * when it ended before (its row says why).
+   */
+  async answerInbound(call: Call, incoming: IncomingCall, trunk: Trunk): Promise<CallSession | null> {
+    const c = this.d.config;
+    const fail = (errorCode: string, errorReason: string) =>
+      this.d.recorder.apply(call.id, { status: 'failed', errorCode, errorReason, detail: { before: 'answering' } }).then(() => null);
+    let agent: CallAgent;
+    let media: MediaEngine;
+    try {
+      agent = await this.d.agent(call);
+      media = await this.d.media();
+    } catch (err) {
+      if (err instanceof AgentPreparationError) return fail(err.code, err.message);
+      this.d.log.error({ err, callId: call.id }, 'voice: an inbound call could not be made ready');
+      return fail('INTERNAL', 'the call failed inside Ferry');
+    }
+    if (incoming.state !== 'offered') {
+      await this.d.recorder.apply(call.id, { status: 'canceled', sipCode: 487, sipReason: 'Request Terminated', detail: { by: 'caller', before: 'answering' } });
+      return null;
+    }
+    const owner = { id: this.d.instanceId, leaseMs: c.ownerLeaseSeconds * 1000 };
+    const initiated = await this.d.recorder.apply(call.id, { status: 'initiated', trunk: trunk.name, sipCallId: incoming.callId, detail: { owner: owner.id, direction: 'inbound' } }, owner, async (q: Queryable) => {
+      await q.query(`SELECT pg_advisory_xact_lock(hashtext($1))`, [`voice-account:${call.accountId}`]);
+      return (await this.d.store.liveCount(q, { accountId: call.accountId })) < c.maxConcurrentCallsPerAccount;
+    });
+    if (!initiated) return fail('LIMIT_REACHED', 'the calls up at once allowed for the account');
+    const session = new CallSession(initiated, [trunk], await this.d.prepare([]), this.sessionDeps(media, owner), agent, null, incoming);
+    this.sessions.set(call.id, session);
+    session.done = session.run().finally(() => this.sessions.delete(call.id));
+    return session;
+  }
+
+  private sessionDeps(media: MediaEngine, owner: { id: string; leaseMs: number }): CallSessionDeps {
+    const c = this.d.config;
+    return {
+      ua: this.d.ua,
+      media,
+      recorder: this.d.recorder,
+      owner,
+      mediaHost: this.d.mediaHost,
+      rtpTimeoutMs: c.media.rtpTimeoutSeconds * 1000,
+      log: this.d.log,
+      saveDigits: (id, digits) => this.d.store.saveDigits(id, digits),
+    };
+  }
+
   /** One claimed call: dialled now, or put back to wait for its account's or a trunk's limits. */
   private firstCall: Promise<void> | null = null;
+
+  /** What the first call needs started (the embedded trunk simulator, itself a trunk calls come in from). */
+  async ready(): Promise<void> {
+    if (this.d.beforeFirstCall) await (this.firstCall ??= this.d.beforeFirstCall());
+  }
 
   private async admit(call: Call, browser: BrowserSide | null = null): Promise<void> {
     const c = this.d.config;
@@ -175,17 +230,7 @@ export class Dialer {
       // At a limit (or canceled meanwhile: postpone does nothing to a call no longer queued).
       return wait(500, 'the calls up at once allowed for the account or the trunk');
     }
-    const deps: CallSessionDeps = {
-      ua: this.d.ua,
-      media,
-      recorder: this.d.recorder,
-      owner,
-      mediaHost: this.d.mediaHost,
-      rtpTimeoutMs: c.media.rtpTimeoutSeconds * 1000,
-      log: this.d.log,
-      saveDigits: (id, digits) => this.d.store.saveDigits(id, digits),
-    };
-    const session = new CallSession(initiated, order, audio, deps, agent, browser);
+    const session = new CallSession(initiated, order, audio, this.sessionDeps(media, owner), agent, browser);
     this.sessions.set(call.id, session);
     session.done = session.run().finally(() => this.sessions.delete(call.id));
   }

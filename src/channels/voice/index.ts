@@ -12,6 +12,9 @@ import { simAdminRoutes } from '../../sim/voice/sim-admin-routes.js';
 import { voiceSimulatorCli } from '../../sim/voice/sim-cli.js';
 import { VoiceTrunkSimulator } from '../../sim/voice/trunk-simulator.js';
 import { BrowserPhone } from './browser/browser-phone.js';
+import { InboundCalls } from './inbound/inbound-calls.js';
+import { NumberRouteStore } from './inbound/number-route-store.js';
+import { numberRoutes } from './inbound/number-routes.js';
 import { dialerRoutes } from './browser/dialer-routes.js';
 import { DialerTokens } from './browser/dialer-token.js';
 import { agentRoutes } from './agents/agent-routes.js';
@@ -106,6 +109,7 @@ export const voiceModule: ChannelModule<VoiceModuleService> = {
       resolveVoice: async (v) => (await speech.resolve({ locale: v.locale, voice: v.voiceId ?? undefined })).voice,
     });
     const transcripts = new TranscriptStore({ db: ctx.db, events: ctx.events });
+    const numberRouteStore = new NumberRouteStore({ db: ctx.db, accounts: ctx.accounts });
     const service = new VoiceService({
       db: ctx.db,
       store,
@@ -153,6 +157,7 @@ export const voiceModule: ChannelModule<VoiceModuleService> = {
       async routes(app) {
         await app.register(voiceRoutes, { service, idempotency, voices: () => speech.voices(), callbackSecret: (accountId) => callbackSigningSecret(callbackKey, accountId), transcript: (id) => transcripts.list(id) });
         await app.register(agentRoutes, { agents, idempotency });
+        await app.register(numberRoutes, { routes: numberRouteStore, agents, accounts: ctx.accounts });
         await app.register(dialerRoutes, { tokens: dialerTokens, accounts: ctx.accounts, maxTokenSeconds: c.dialer.maxTokenSeconds, available: () => phone !== null });
         // Browsers reach the dialer's SIP over WebSocket on this listener (attached once the media role has started).
         apiServer = app.server;
@@ -217,6 +222,9 @@ export const voiceModule: ChannelModule<VoiceModuleService> = {
         unsubscribe.push(await ctx.pubsub.subscribe('due', () => dialer?.wake()));
         unsubscribe.push(await ctx.pubsub.subscribe('hangup', (id) => dialer?.hangup(id)));
         dialer.start();
+        const inbound = new InboundCalls({ trunks, routes: numberRouteStore, voice: service, dialer, log: ctx.log, claimMs: leaseMs });
+        // Calls from the trunks to numbers routed to an agent; INVITEs over a browser's connection are dialer calls.
+        ua.onInvite((call) => void inbound.answer(call));
         if (c.dialer.enabled && ctx.roles.has('api')) {
           phone = new BrowserPhone({
             ua,
@@ -231,8 +239,7 @@ export const voiceModule: ChannelModule<VoiceModuleService> = {
             claimMs: leaseMs,
           });
           const exchange = phone;
-          // INVITEs over a browser's connection are dialer calls; calls coming in from trunks are not taken yet.
-          ua.onInvite((call) => (call.source.flow !== undefined ? void exchange.invite(call) : call.reject(480, 'Temporarily Unavailable')));
+          ua.onInvite((call) => void (call.source.flow !== undefined ? exchange.invite(call) : inbound.answer(call)));
           if (apiServer) phone.attach(apiServer);
         }
         ctx.log.info({ sip: `${ua.host}:${ua.port}`, simulator: simulatorOn }, 'voice: SIP user agent started');

@@ -6,7 +6,7 @@ import type { ModuleScopes } from '../../accounts/scopes.js';
  */
 export const VOICE_SCOPES = {
   'voice:calls': 'place, list and hang up voice calls',
-  'voice:agents': 'create, read, change and delete AI voice agents',
+  'voice:agents': 'create, read, change and delete AI voice agents, and route the account\'s numbers to them',
 } as const satisfies ModuleScopes;
 
 declare module '../../accounts/scopes.js' {

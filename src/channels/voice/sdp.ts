@@ -4,9 +4,14 @@ import type { G711Codec } from '../../rtp/index.js';
 const DTMF_PT = 101;
 const CODEC_PT: Readonly<Record<G711Codec, number>> = { PCMU: 0, PCMA: 8 };
 
-/** Our offer: G.711 μ-law then A-law, RFC 4733 events 0-16, 20 ms packets, audio both ways. */
-export function buildOffer(o: { host: string; port: number; sessionId: number; codecs?: readonly G711Codec[] }): string {
+/**
+ * Our offer: G.711 μ-law then A-law, RFC 4733 events 0-16, 20 ms packets, audio both ways. As an answer: the codec
+ * chosen from the offer, and its telephone-event type (`dtmfPayloadType`; null when the offer had none).
+ */
+export function buildOffer(o: { host: string; port: number; sessionId: number; codecs?: readonly G711Codec[]; dtmfPayloadType?: number | null }): string {
   const codecs = o.codecs?.length ? o.codecs : (['PCMU', 'PCMA'] as const);
+  const dtmf = o.dtmfPayloadType === undefined ? DTMF_PT : o.dtmfPayloadType;
+  const events = dtmf === null ? [] : [dtmf];
   const ip = o.host.includes(':') ? 6 : 4;
   return sdpTransform.write({
     version: 0,
@@ -19,9 +24,9 @@ export function buildOffer(o: { host: string; port: number; sessionId: number; c
         type: 'audio',
         port: o.port,
         protocol: 'RTP/AVP',
-        payloads: [...codecs.map((c) => CODEC_PT[c]), DTMF_PT].join(' '),
-        rtp: [...codecs.map((c) => ({ payload: CODEC_PT[c], codec: c, rate: 8000 })), { payload: DTMF_PT, codec: 'telephone-event', rate: 8000 }],
-        fmtp: [{ payload: DTMF_PT, config: '0-16' }],
+        payloads: [...codecs.map((c) => CODEC_PT[c]), ...events].join(' '),
+        rtp: [...codecs.map((c) => ({ payload: CODEC_PT[c], codec: c, rate: 8000 })), ...events.map((pt) => ({ payload: pt, codec: 'telephone-event', rate: 8000 }))],
+        fmtp: events.map((pt) => ({ payload: pt, config: '0-16' })),
         ptime: 20,
         direction: 'sendrecv',
       },

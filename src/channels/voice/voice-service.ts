@@ -65,13 +65,28 @@ export class VoiceService {
    * placing it, which dials it itself (the browser's connection is there); no dialer is woken for it.
    */
   async place(accountId: string, input: PlaceCallInput, o: { browser?: { claimMs: number } } = {}): Promise<Call> {
+    return this.store(accountId, input, { ...o, direction: 'outbound' });
+  }
+
+  /**
+   * A call coming in to one of the account's numbers that an agent answers: stored held for `claimMs` for the
+   * instance answering it, its credit held at voice.prices.inboundPerMinute (free by default). Throws as place() does
+   * (INSUFFICIENT_CREDIT when the balance does not cover the first increment, VOICE_AGENT_NOT_FOUND).
+   */
+  receive(accountId: string, input: { to: string; from: string; agentId: string }, claimMs: number): Promise<Call> {
+    return this.store(accountId, { to: input.to, from: input.from, agentId: input.agentId }, { browser: { claimMs }, direction: 'inbound' });
+  }
+
+  private async store(accountId: string, input: PlaceCallInput, o: { browser?: { claimMs: number }; direction: 'outbound' | 'inbound' }): Promise<Call> {
     const c = this.o.config;
+    const inbound = o.direction === 'inbound';
     const to = normalizeNumber(input.to, { international: true });
     if (!to) throw invalid('to', 'an E.164 number (+ and country code)');
-    const from = normalizeNumber(input.from, { international: true });
+    // An inbound caller's number is what the network says (it may be withheld or a short code).
+    const from = inbound ? input.from.replace(/\D/g, '') || '0' : normalizeNumber(input.from, { international: true });
     if (!from) throw invalid('from', 'an E.164 number (+ and country code)');
     const owned = await this.o.accounts.numbers(accountId);
-    if (!owned.includes(from)) throw new ApiError('CALLER_ID_NOT_ALLOWED', { data: { from: '+' + from } });
+    if (!owned.includes(inbound ? to : from)) throw new ApiError('CALLER_ID_NOT_ALLOWED', { data: { from: '+' + from } });
     let agent: { id: string; version: number; variables: Record<string, string> } | undefined;
     if (input.agentId !== undefined) {
       if (input.say || input.play || input.script) throw invalid('agentId', 'an agent talks on the call: give no say, play or script with it');
@@ -92,7 +107,7 @@ export class VoiceService {
       if (!checked.ok) throw invalid('statusCallback', checked.reason);
     }
     const timeLimit = Math.min(input.timeLimit ?? c.maxDurationSeconds, c.maxDurationSeconds);
-    const perMinute = this.o.prices.perMinuteMicros(to);
+    const perMinute = inbound ? this.o.prices.inboundPerMinuteMicros : this.o.prices.perMinuteMicros(to);
     const id = newId('call_');
     return this.o.db.tx(async (q) => {
       // The credit for its longest duration, or what the balance affords (the call is cut there, and says so).
@@ -124,6 +139,7 @@ export class VoiceService {
         heldSeconds,
         ...(agent ? { agent } : {}),
         ...(o.browser ? { claimMs: o.browser.claimMs } : {}),
+        direction: o.direction,
       });
       return call;
     }).then((call) => {
