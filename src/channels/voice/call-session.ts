@@ -44,7 +44,12 @@ export interface BrowserSide {
   connect(answer: Extract<AnswerReading, { ok: true }>, signal: AbortSignal): Promise<LocalEnd | null>;
   /** The call is over: free the leg and its ports. */
   close(): Promise<void>;
+  /** A call coming in to the browser: ring it until it answers or not (the caller's INVITE waits meanwhile). */
+  ring?(signal: AbortSignal, timeoutMs: number): Promise<RingOutcome>;
 }
+
+/** How ringing a browser for an incoming call went. */
+export type RingOutcome = { answered: true } | { answered: false; status: 'busy' | 'no-answer' | 'canceled' | 'failed'; code: number; reason: string };
 
 export interface CallSessionDeps {
   ua: UserAgent;
@@ -299,9 +304,23 @@ export class CallSession {
     incoming.on('ended', (info) => {
       if (info.by === 'remote') void this.endAnswered({ code: 'REMOTE_HANGUP', message: 'the caller hung up', status: 'completed' }, true);
     });
+    if (this.browser?.ring) {
+      // The caller hears ringing while the browsers do; giving up (CANCEL) or the API's hang-up stops them.
+      const giveUp = new AbortController();
+      const stop = () => giveUp.abort();
+      incoming.once('cancelled', stop);
+      this.abort.signal.addEventListener('abort', stop, { once: true });
+      const rung = await this.browser.ring(giveUp.signal, this.call.ringTimeoutSeconds * 1000);
+      incoming.off('cancelled', stop);
+      if (!rung.answered) {
+        incoming.reject(rung.code, rung.reason);
+        return this.finish({ status: (incoming.state as string) === 'cancelled' ? 'canceled' : rung.status, sipCode: rung.code, sipReason: rung.reason, detail: { code: rung.code, by: 'browser' } });
+      }
+      if (incoming.state !== 'offered') return this.finish({ status: 'canceled', sipCode: 487, sipReason: 'Request Terminated', detail: { by: 'caller' } });
+    }
     this.answered = true;
     this.trunk = this.trunks[0] ?? null;
-    this.media!.setRemote(offer.remote, { codec: offer.codec, dtmfPayloadType: offer.dtmfPayloadType ?? undefined });
+    this.media?.setRemote(offer.remote, { codec: offer.codec, dtmfPayloadType: offer.dtmfPayloadType ?? undefined });
     incoming.answer(buildOffer({ host: this.d.mediaHost, port: this.localPort, sessionId: Date.now(), codecs: [offer.codec], dtmfPayloadType: offer.dtmfPayloadType }));
     await this.connected(offer);
     // The time a call ends is the session's to say (endAnswered), so connected() returning ends nothing here.

@@ -121,14 +121,14 @@ export class Dialer {
    * are the trunk's to keep for calls it sends us), and answered by its session. Resolves with the session, or null
    * when it ended before (its row says why).
    */
-  async answerInbound(call: Call, incoming: IncomingCall, trunk: Trunk): Promise<CallSession | null> {
+  async answerInbound(call: Call, incoming: IncomingCall, trunk: Trunk, browser: BrowserSide | null = null): Promise<CallSession | null> {
     const c = this.d.config;
     const fail = (errorCode: string, errorReason: string) =>
       this.d.recorder.apply(call.id, { status: 'failed', errorCode, errorReason, detail: { before: 'answering' } }).then(() => null);
-    let agent: CallAgent;
+    let agent: CallAgent | null = null;
     let media: MediaEngine;
     try {
-      agent = await this.d.agent(call);
+      if (call.agent) agent = await this.d.agent(call);
       media = await this.d.media();
     } catch (err) {
       if (err instanceof AgentPreparationError) return fail(err.code, err.message);
@@ -145,7 +145,7 @@ export class Dialer {
       return (await this.d.store.liveCount(q, { accountId: call.accountId })) < c.maxConcurrentCallsPerAccount;
     });
     if (!initiated) return fail('LIMIT_REACHED', 'the calls up at once allowed for the account');
-    const session = new CallSession(initiated, [trunk], await this.d.prepare([]), this.sessionDeps(media, owner), agent, null, incoming);
+    const session = new CallSession(initiated, [trunk], await this.d.prepare([]), this.sessionDeps(media, owner), agent, browser, incoming);
     this.sessions.set(call.id, session);
     session.done = session.run().finally(() => this.sessions.delete(call.id));
     return session;

@@ -222,7 +222,7 @@ export const voiceModule: ChannelModule<VoiceModuleService> = {
         unsubscribe.push(await ctx.pubsub.subscribe('due', () => dialer?.wake()));
         unsubscribe.push(await ctx.pubsub.subscribe('hangup', (id) => dialer?.hangup(id)));
         dialer.start();
-        const inbound = new InboundCalls({ trunks, routes: numberRouteStore, voice: service, dialer, log: ctx.log, claimMs: leaseMs });
+        const inbound = new InboundCalls({ trunks, routes: numberRouteStore, voice: service, dialer, browsers: () => phone, log: ctx.log, claimMs: leaseMs });
         // Calls from the trunks to numbers routed to an agent; INVITEs over a browser's connection are dialer calls.
         ua.onInvite((call) => void inbound.answer(call));
         if (c.dialer.enabled && ctx.roles.has('api')) {

@@ -73,8 +73,9 @@ export class VoiceService {
    * instance answering it, its credit held at voice.prices.inboundPerMinute (free by default). Throws as place() does
    * (INSUFFICIENT_CREDIT when the balance does not cover the first increment, VOICE_AGENT_NOT_FOUND).
    */
-  receive(accountId: string, input: { to: string; from: string; agentId: string }, claimMs: number): Promise<Call> {
-    return this.store(accountId, { to: input.to, from: input.from, agentId: input.agentId }, { browser: { claimMs }, direction: 'inbound' });
+  receive(accountId: string, input: { to: string; from: string } & ({ agentId: string } | { dialerIdentity: string }), claimMs: number): Promise<Call> {
+    const answeredBy = 'agentId' in input ? { agentId: input.agentId } : { reference: `dialer:${input.dialerIdentity}` };
+    return this.store(accountId, { to: input.to, from: input.from, ...answeredBy }, { browser: { claimMs }, direction: 'inbound' });
   }
 
   private async store(accountId: string, input: PlaceCallInput, o: { browser?: { claimMs: number }; direction: 'outbound' | 'inbound' }): Promise<Call> {

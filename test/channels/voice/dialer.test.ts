@@ -9,6 +9,9 @@ import WebSocket from 'ws';
 import { analyzeAudio } from '../../../src/audio/analysis.js';
 import type { VoiceModuleService } from '../../../src/channels/voice/index.js';
 import { DialerTokens } from '../../../src/channels/voice/browser/dialer-token.js';
+import { buildOffer, readAnswer } from '../../../src/channels/voice/sdp.js';
+import { MediaEngine } from '../../../src/rtp/index.js';
+import { UserAgent, type OutgoingCall } from '../../../src/sip/index.js';
 import { CHROMIUM, screenshotPath } from '../../helpers/browser.js';
 import { accountWithKey, call, startDaemon } from '../../helpers/daemon.js';
 import { backendLabel } from '../../helpers/env.js';
@@ -17,6 +20,10 @@ import { until } from '../../helpers/wait.js';
 t.setTimeout(240_000);
 
 const FROM = '+233200000202';
+/** A number of the account routed to the dialer identity alice: calls to it ring the page. */
+const ROUTED = '+233200000203';
+const CALLER = '+14155550313';
+const FERRY_SIP_PORT = 48301;
 
 /** Whether a WebSocket handshake to the dialer's SIP path with this token is accepted. */
 function handshake(api: string, token: string): Promise<number | 'open'> {
@@ -34,6 +41,7 @@ function handshake(api: string, token: string): Promise<number | 'open'> {
 t.test(`the browser dialer (${backendLabel})`, async (t) => {
   const d = await startDaemon({
     FERRY_VOICE_SIMULATOR: 'on',
+    FERRY_VOICE_SIP_PORT: String(FERRY_SIP_PORT),
     FERRY_VOICE_MEDIA_PORT_MIN: '47400',
     FERRY_VOICE_MEDIA_PORT_MAX: '47599',
     FERRY_VOICE_DIALER_PORT_MIN: '47900',
@@ -42,9 +50,10 @@ t.test(`the browser dialer (${backendLabel})`, async (t) => {
     ...(process.env.DIALER_DEBUG ? { FERRY_LOG_LEVEL: 'warn' } : {}),
   }, undefined, process.env.DIALER_DEBUG ? process.stderr : undefined);
   t.teardown(() => d.stop());
-  const { account, token } = await accountWithKey(d, 'voice-dialer', ['voice:calls']);
+  const { account, token } = await accountWithKey(d, 'voice-dialer', ['voice:calls', 'voice:agents']);
   const { token: otherToken } = await accountWithKey(d, 'voice-dialer-sms-only', ['sms:send']);
   await d.adminCall('POST', `/admin/accounts/${account.id}/numbers`, { number: FROM });
+  await d.adminCall('POST', `/admin/accounts/${account.id}/numbers`, { number: ROUTED });
   await d.adminCall('POST', `/admin/accounts/${account.id}/credit`, { amount: '10' });
   const voice = d.daemon.modules.service<VoiceModuleService>('voice');
 
@@ -133,10 +142,65 @@ t.test(`the browser dialer (${backendLabel})`, async (t) => {
     await page.click('#call');
     await status((s) => s.startsWith('Call failed'), 30_000);
     t.match(await page.textContent('#status'), /486 Busy Here/, 'a busy number is shown as busy');
+
+    // A call to a number routed to alice, from a trunk (Ferry's own SIP and RTP stacks here, on the trunk's address).
+    const routed = await call(d.api, 'PUT', `/v1/voice/numbers/${encodeURIComponent(ROUTED)}`, { token, body: { dialerIdentity: 'alice' } });
+    t.match(routed.json.data, { number: ROUTED, agentId: null, dialerIdentity: 'alice' }, 'the number is routed to the dialer identity');
+    const ua = await UserAgent.create({ host: '127.0.0.1', port: 0 });
+    t.teardown(() => ua.close());
+    const engine = await MediaEngine.start({ workers: 1, portRange: { min: 48400, max: 48499 }, host: '127.0.0.1' });
+    t.teardown(() => engine.close());
+    const media = await engine.open({ codec: 'PCMU', continuous: true, record: { maxSeconds: 60 } });
+    const caller: OutgoingCall = ua.invite({
+      target: { host: '127.0.0.1', port: FERRY_SIP_PORT, transport: 'udp' },
+      requestUri: `sip:${ROUTED}@127.0.0.1:${FERRY_SIP_PORT}`,
+      from: `<sip:${CALLER}@127.0.0.1>`,
+      to: `<sip:${ROUTED}@127.0.0.1>`,
+      sdp: buildOffer({ host: '127.0.0.1', port: media.localPort, sessionId: 1 }),
+    });
+    const answered = new Promise<boolean>((resolve) => {
+      caller.once('answered', (sdp) => {
+        const answer = readAnswer(sdp);
+        if (answer.ok) media.setRemote(answer.remote, { codec: answer.codec, dtmfPayloadType: answer.dtmfPayloadType ?? undefined });
+        resolve(true);
+      });
+      caller.once('failed', () => resolve(false));
+    });
+    await status((s) => s === `Incoming call from ${CALLER}`, 20_000);
+    t.equal(await page.isVisible('#answer'), true, 'the page offers to answer');
+    await page.screenshot({ path: screenshotPath('voice-dialer-incoming') });
+    await page.click('#answer');
+    t.equal(await answered, true, "the caller's call was answered once the page answered");
+    await status((s) => s.startsWith(`In call with ${CALLER}`), 15_000);
+    await new Promise((resolve) => setTimeout(resolve, 2500));
+    caller.bye();
+    await status((s) => s === 'Call ended', 15_000);
+    const { recording } = await media.stop();
+    const fromBrowser = analyzeAudio(recording ?? new Int16Array(0), 8000);
+    t.ok(fromBrowser.nonSilentShare > 0.05, `the caller heard the browser's microphone (${(fromBrowser.nonSilentShare * 100).toFixed(0)}% of frames)`);
+    const inbound = (await call(d.api, 'GET', '/v1/voice/calls', { token })).json.data.calls.find((c: { direction: string }) => c.direction === 'inbound');
+    t.match(inbound, { direction: 'inbound', to: ROUTED, from: CALLER, reference: 'dialer:alice' }, 'an inbound call of the account, answered in the dialer');
+    const inboundFinal = await until(async () => (await call(d.api, 'GET', `/v1/voice/calls/${inbound.callId}`, { token })).json.data, (c) => c.status === 'completed', 15_000);
+    t.equal(inboundFinal.error, null, 'the caller hanging up is a normal end');
+
+    // Routed to an identity nobody is signed in as: the caller hears 480.
+    await call(d.api, 'PUT', `/v1/voice/numbers/${encodeURIComponent(ROUTED)}`, { token, body: { dialerIdentity: 'bob' } });
+    const media2 = await engine.open({ codec: 'PCMU', continuous: true });
+    const nobody = ua.invite({
+      target: { host: '127.0.0.1', port: FERRY_SIP_PORT, transport: 'udp' },
+      requestUri: `sip:${ROUTED}@127.0.0.1:${FERRY_SIP_PORT}`,
+      from: `<sip:${CALLER}@127.0.0.1>`,
+      to: `<sip:${ROUTED}@127.0.0.1>`,
+      sdp: buildOffer({ host: '127.0.0.1', port: media2.localPort, sessionId: 2 }),
+    });
+    t.equal(await new Promise<number>((resolve) => nobody.once('failed', (code) => resolve(code))), 480, 'nobody signed in as bob: 480');
+    await media2.stop();
+
     const log = await page.$$eval('#log li', (items) => items.map((li) => li.textContent ?? ''));
-    t.equal(log.length, 2, 'both calls are in the call log');
-    t.match(log[0], /\+14155550486 {2}failed: 486 Busy Here/);
-    t.match(log[1], /\+14155550212 {2}ended/);
+    t.equal(log.length, 3, 'the three calls are in the call log');
+    t.match(log[0], /\+14155550313 {2}incoming, ended/);
+    t.match(log[1], /\+14155550486 {2}failed: 486 Busy Here/);
+    t.match(log[2], /\+14155550212 {2}ended/);
     await page.screenshot({ path: screenshotPath('voice-dialer-call-log') });
     t.same(pageErrors, [], 'no script error on the page');
   });

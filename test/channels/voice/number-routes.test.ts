@@ -62,8 +62,8 @@ t.test(`voice number routes (${backendLabel})`, async (t) => {
     const r = await api('GET', '/numbers');
     t.equal(r.status, 200, r.text);
     t.equal(r.json.code, 'VOICE_NUMBERS');
-    t.same(r.json.data, { numbers: [{ number: '+' + A1, agentId: null }, { number: '+' + A2, agentId: null }, { number: '+' + SHORT, agentId: null }] });
-    t.same((await api('GET', '/numbers', undefined, b.token)).json.data.numbers, [{ number: '+' + B1, agentId: null }], "B sees only its own");
+    t.same(r.json.data, { numbers: [{ number: '+' + A1, agentId: null, dialerIdentity: null }, { number: '+' + A2, agentId: null, dialerIdentity: null }, { number: '+' + SHORT, agentId: null, dialerIdentity: null }] });
+    t.same((await api('GET', '/numbers', undefined, b.token)).json.data.numbers, [{ number: '+' + B1, agentId: null, dialerIdentity: null }], "B sees only its own");
     t.equal(await store.resolve(A1), null, 'no route: an incoming call is not answered');
   });
 
@@ -71,23 +71,23 @@ t.test(`voice number routes (${backendLabel})`, async (t) => {
     const set = await api('PUT', `/numbers/%2B${A1}`, { agentId: desk });
     t.equal(set.status, 200, set.text);
     t.equal(set.json.code, 'VOICE_NUMBER_UPDATED');
-    t.same(set.json.data, { number: '+' + A1, agentId: desk });
-    t.same((await api('GET', '/numbers')).json.data.numbers, [{ number: '+' + A1, agentId: desk }, { number: '+' + A2, agentId: null }, { number: '+' + SHORT, agentId: null }]);
-    t.same((await api('GET', `/numbers/${A1}`)).json.data, { number: '+' + A1, agentId: desk }, 'the path takes the digits without +');
-    t.same((await api('GET', `/numbers/+${A1}`)).json.data, { number: '+' + A1, agentId: desk }, 'or a literal +');
+    t.same(set.json.data, { number: '+' + A1, agentId: desk, dialerIdentity: null });
+    t.same((await api('GET', '/numbers')).json.data.numbers, [{ number: '+' + A1, agentId: desk, dialerIdentity: null }, { number: '+' + A2, agentId: null, dialerIdentity: null }, { number: '+' + SHORT, agentId: null, dialerIdentity: null }]);
+    t.same((await api('GET', `/numbers/${A1}`)).json.data, { number: '+' + A1, agentId: desk, dialerIdentity: null }, 'the path takes the digits without +');
+    t.same((await api('GET', `/numbers/+${A1}`)).json.data, { number: '+' + A1, agentId: desk, dialerIdentity: null }, 'or a literal +');
     t.same(await store.resolve(A1), { accountId: a.account.id, agentId: desk });
     t.same(await store.resolve('+' + A1), { accountId: a.account.id, agentId: desk }, 'with or without +');
     t.equal(await store.resolve(A2), null, 'the other number is still unrouted');
 
     const replaced = await api('PUT', `/numbers/%2B${A1}`, { agentId: sales });
-    t.same(replaced.json.data, { number: '+' + A1, agentId: sales }, 'a second PUT replaces the route');
+    t.same(replaced.json.data, { number: '+' + A1, agentId: sales, dialerIdentity: null }, 'a second PUT replaces the route');
     t.same(await store.resolve(A1), { accountId: a.account.id, agentId: sales });
     t.match(await store.get(a.account.id, A1), { number: A1, accountId: a.account.id, agentId: sales });
     t.same((await store.list(a.account.id)).map((r) => r.number), [A1]);
     t.equal(await store.get(b.account.id, A1), null, "not B's route");
 
     const short = await api('PUT', `/numbers/${SHORT}`, { agentId: desk });
-    t.same([short.status, short.json.data], [200, { number: '+' + SHORT, agentId: desk }], 'a short code of the account, as listed, is routed too');
+    t.same([short.status, short.json.data], [200, { number: '+' + SHORT, agentId: desk, dialerIdentity: null }], 'a short code of the account, as listed, is routed too');
     t.same(await store.resolve(SHORT), { accountId: a.account.id, agentId: desk });
     t.equal((await api('PUT', `/numbers/${SHORT}`, { agentId: null })).json.data.agentId, null);
     t.equal((await api('PUT', '/numbers/40401', { agentId: desk })).json.code, 'NUMBER_NOT_FOUND', "another short code is not the account's");
@@ -123,19 +123,19 @@ t.test(`voice number routes (${backendLabel})`, async (t) => {
     t.same(await store.resolve(A2), { accountId: a.account.id, agentId: temp });
     t.equal((await api('DELETE', `/agents/${temp}`)).status, 200);
     t.equal(await store.resolve(A2), null, 'the lookup ignores it');
-    t.same((await api('GET', `/numbers/${A2}`)).json.data, { number: '+' + A2, agentId: null }, 'and the number shows unrouted');
+    t.same((await api('GET', `/numbers/${A2}`)).json.data, { number: '+' + A2, agentId: null, dialerIdentity: null }, 'and the number shows unrouted');
     t.equal((await api('PUT', `/numbers/${A2}`, { agentId: temp })).json.code, 'VOICE_AGENT_NOT_FOUND', 'a deleted agent cannot be routed to');
-    t.same((await api('PUT', `/numbers/${A2}`, { agentId: desk })).json.data, { number: '+' + A2, agentId: desk }, 'another agent replaces it');
+    t.same((await api('PUT', `/numbers/${A2}`, { agentId: desk })).json.data, { number: '+' + A2, agentId: desk, dialerIdentity: null }, 'another agent replaces it');
     t.same(await store.resolve(A2), { accountId: a.account.id, agentId: desk });
   });
 
   await t.test('a route taken away with agentId null, repeatably', async (t) => {
     const off = await api('PUT', `/numbers/%2B${A2}`, { agentId: null });
     t.equal(off.status, 200, off.text);
-    t.same(off.json.data, { number: '+' + A2, agentId: null });
+    t.same(off.json.data, { number: '+' + A2, agentId: null, dialerIdentity: null });
     t.equal(await store.resolve(A2), null);
     const again = await api('PUT', `/numbers/%2B${A2}`, { agentId: null });
-    t.same([again.status, again.json.data], [200, { number: '+' + A2, agentId: null }], 'the same answer again');
+    t.same([again.status, again.json.data], [200, { number: '+' + A2, agentId: null, dialerIdentity: null }], 'the same answer again');
     t.equal(await store.remove(a.account.id, A2), false, 'nothing left to remove');
   });
 
@@ -146,13 +146,13 @@ t.test(`voice number routes (${backendLabel})`, async (t) => {
     t.same((await api('GET', '/numbers')).json.data.numbers.map((n: { number: string }) => n.number), ['+' + A2, '+' + SHORT], 'no longer listed');
     t.equal((await api('GET', `/numbers/${A1}`)).json.code, 'NUMBER_NOT_FOUND');
     t.equal((await api('PUT', `/numbers/${A1}`, { agentId: desk })).json.code, 'NUMBER_NOT_FOUND', 'nor routable');
-    t.equal(await store.set(a.account.id, A1, desk), null, 'the store writes no route for it either');
+    t.equal(await store.set(a.account.id, A1, { agentId: desk }), null, 'the store writes no route for it either');
 
     // Given to B: B's to route; A's old route did not come along.
     await d.adminCall('POST', `/admin/accounts/${b.account.id}/numbers`, { number: '+' + A1 });
     t.equal(await store.resolve(A1), null, 'the route went with the number');
-    t.same((await api('GET', `/numbers/${A1}`, undefined, b.token)).json.data, { number: '+' + A1, agentId: null });
-    t.same((await api('PUT', `/numbers/${A1}`, { agentId: theirs }, b.token)).json.data, { number: '+' + A1, agentId: theirs });
+    t.same((await api('GET', `/numbers/${A1}`, undefined, b.token)).json.data, { number: '+' + A1, agentId: null, dialerIdentity: null });
+    t.same((await api('PUT', `/numbers/${A1}`, { agentId: theirs }, b.token)).json.data, { number: '+' + A1, agentId: theirs, dialerIdentity: null });
     t.same(await store.resolve(A1), { accountId: b.account.id, agentId: theirs });
 
     // The lookup asks the accounts who owns the number, whatever the routes table holds.

@@ -8,7 +8,10 @@ import { parseNameAddr, parseUri, type IncomingCall, type IncomingRequest, type 
 import { WebRtcLeg, WebRtcNegotiationError, type IceServer } from '../../../webrtc/index.js';
 import type { Dialer } from '../dialer.js';
 import type { VoiceService } from '../voice-service.js';
-import { BrowserCall } from './browser-call.js';
+import { readAnswer } from '../sdp.js';
+import type { Trunk } from '../trunk-registry.js';
+import { BrowserCall, CALL_ID_HEADER } from './browser-call.js';
+import { BrowserCallee } from './browser-callee.js';
 import type { DialerClaims, DialerTokens } from './dialer-token.js';
 
 /** Where browsers connect for SIP over WebSocket (RFC 7118), with `?token=` a dialer token. */
@@ -42,10 +45,10 @@ export interface BrowserPhoneOptions {
 export class BrowserPhone {
   private readonly claimsOf = new WeakMap<http.IncomingMessage, DialerClaims>();
   private readonly flows = new Map<string, DialerClaims>();
-  /** Registered browsers: identity → their connections. */
-  private readonly registered = new Map<string, Set<string>>();
+  /** Registered browsers: identity → their connections (flow id → where to reach it), latest last. */
+  private readonly registered = new Map<string, Map<string, { target: SipTarget; contact: string; accountId: string }>>();
   private readonly ports: PortPool;
-  readonly calls = new Set<BrowserCall>();
+  readonly calls = new Set<BrowserCall | BrowserCallee>();
 
   constructor(private readonly o: BrowserPhoneOptions) {
     this.ports = new PortPool(o.portRange);
@@ -95,11 +98,11 @@ export class BrowserPhone {
     const contact = r.request.headers.get('contact') ?? '';
     const asked = /;\s*expires=(\d+)/i.exec(contact)?.[1] ?? r.request.headers.get('expires') ?? String(MAX_REGISTRATION_SECONDS);
     const expires = Math.min(Number(asked) || 0, MAX_REGISTRATION_SECONDS);
-    const flows = this.registered.get(claims.identity) ?? new Set<string>();
-    if (expires === 0) flows.delete(r.source.flow!);
-    else flows.add(r.source.flow!);
-    this.registered.set(claims.identity, flows);
+    const flows = this.registered.get(claims.identity) ?? new Map<string, { target: SipTarget; contact: string; accountId: string }>();
     const uri = contact ? parseNameAddr(contact).uri : '';
+    flows.delete(r.source.flow!);
+    if (expires > 0 && uri) flows.set(r.source.flow!, { target: r.source, contact: uri, accountId: claims.accountId });
+    this.registered.set(claims.identity, flows);
     const headers: Array<[string, string]> = uri && expires > 0 ? [['Contact', `<${uri}>;expires=${expires}`]] : [];
     r.respond(200, { headers: [...headers, ['Expires', String(expires)]] });
   }
@@ -141,6 +144,71 @@ export class BrowserPhone {
       if (err instanceof WebRtcNegotiationError) return incoming.reject(488, 'Not Acceptable Here: offer G.711 (PCMU or PCMA)');
       this.o.log.error({ err }, 'voice: a browser call could not be set up');
       return incoming.reject(500, 'Server Internal Error');
+    }
+  }
+
+  /**
+   * A call from a trunk to a number routed to `identity`: rings the browser of the account signed in under it last
+   * (its WebRTC offer made here, G.711 only, the codec the caller offered), and once it answers the caller's call is
+   * answered and relayed to it. Nobody signed in: 480.
+   */
+  async receive(incoming: IncomingCall, trunk: Trunk, o: { accountId: string; identity: string; to: string; from: string }): Promise<void> {
+    const binding = [...(this.registered.get(o.identity)?.entries() ?? [])]
+      .filter(([flow, b]) => b.accountId === o.accountId && (this.flows.get(flow)?.expiresAt.getTime() ?? 0) > Date.now())
+      .at(-1)?.[1];
+    if (!binding) return incoming.reject(480, `Temporarily Unavailable: nobody is signed in to the dialer as ${o.identity}`);
+    const offer = readAnswer(incoming.sdp);
+    if (!offer.ok) return incoming.reject(488, 'Not Acceptable Here');
+    const port = this.ports.acquire();
+    const trunkPort = port === undefined ? undefined : this.ports.acquire();
+    const release = () => {
+      if (port !== undefined) this.ports.release(port);
+      if (trunkPort !== undefined) this.ports.release(trunkPort);
+    };
+    if (port === undefined || trunkPort === undefined) {
+      release();
+      return incoming.reject(503, 'No media port free');
+    }
+    let leg: WebRtcLeg | null = null;
+    let socket: Socket | null = null;
+    let callee: BrowserCallee | null = null;
+    try {
+      const offered = await WebRtcLeg.offer({ host: this.o.webrtcHost, iceServers: this.o.iceServers, portRange: { min: port, max: port + 1 }, codecs: [offer.codec] });
+      leg = offered.leg;
+      socket = await bindUdp(this.o.trunkHost, trunkPort);
+      const call = await this.o.voice.receive(o.accountId, { to: '+' + o.to, from: o.from, dialerIdentity: o.identity }, this.o.claimMs);
+      const caller = o.from ? `+${o.from.replace(/^\+/, '')}` : 'anonymous';
+      const invite = this.o.ua.invite({
+        target: binding.target,
+        requestUri: binding.contact,
+        from: `<sip:${caller}@dialer.invalid>`,
+        to: `<sip:${o.identity}@dialer.invalid>`,
+        sdp: offered.offerSdp,
+        headers: [[CALL_ID_HEADER, call.id]],
+      });
+      callee = new BrowserCallee(invite, leg, socket, release);
+      this.calls.add(callee);
+      const session = await this.o.dialer.answerInbound(call, incoming, trunk, callee);
+      if (session) await session.done;
+      else if (incoming.state === 'offered') {
+        const row = await this.o.voice.get(o.accountId, call.id);
+        incoming.reject(row.errorCode === 'LIMIT_REACHED' ? 486 : 480, (row.errorReason ?? 'Temporarily Unavailable').slice(0, 120));
+      }
+    } catch (err) {
+      if (err instanceof ApiError && err.code === 'INSUFFICIENT_CREDIT') incoming.reject(402, 'Payment Required');
+      else {
+        this.o.log.error({ err }, 'voice: a call to the browser dialer failed');
+        incoming.reject(500, 'Server Internal Error');
+      }
+    } finally {
+      if (callee) {
+        await callee.close();
+        this.calls.delete(callee);
+      } else {
+        await leg?.close().catch(() => undefined);
+        socket?.close();
+        release();
+      }
     }
   }
 

@@ -20,6 +20,11 @@ export const DIALER_HTML = `<!doctype html>
   </section>
   <section id="phone" hidden>
     <p id="status" role="status" aria-live="polite">Connecting…</p>
+    <div id="incoming" hidden>
+      <span id="incoming-from"></span>
+      <button id="answer" type="button">Answer</button>
+      <button id="decline" type="button">Decline</button>
+    </div>
     <form id="dial-form">
       <input id="number" inputmode="tel" autocomplete="off" placeholder="+14155550100" aria-label="Number to call">
       <button id="call" type="submit">Call</button>
@@ -60,6 +65,9 @@ button[disabled] { opacity: .5; cursor: default; }
 #keypad { display: grid; grid-template-columns: repeat(3, 1fr); gap: 6px; margin: 12px 0; } #keypad button { font-size: 18px; padding: 10px; }
 #controls { display: flex; gap: 8px; } #mute[aria-pressed="true"] { background: #ffe9b3; }
 #log { padding-left: 20px; margin: 0; font-size: 13px; } #log li { margin: 2px 0; }
+#incoming { display: flex; gap: 8px; align-items: center; margin: 0 0 12px; padding: 8px 10px; border-radius: 6px; background: #fff4d6; }
+#incoming[hidden] { display: none; } #incoming-from { flex: 1; font-weight: 600; }
+#answer { background: #1f8b4c; color: #fff; border-color: #1f8b4c; }
 .error { color: #c62828; } label { display: block; margin: 8px 0; } #apikey { width: 100%; padding: 6px; }
 `;
 
@@ -115,8 +123,32 @@ export const DIALER_SCRIPT = `(function () {
     ua.on('disconnected', function () { if (!session) setStatus('Disconnected from Ferry: reconnecting…', 'error'); });
     ua.on('registered', function () { if (!session) setStatus('Ready', 'ready'); });
     ua.on('registrationFailed', function (e) { setStatus('Not signed in: ' + (e.response ? e.response.status_code + ' ' + e.response.reason_phrase : e.cause), 'error'); });
-    ua.on('newRTCSession', function (e) { if (e.originator === 'remote') e.session.terminate({ status_code: 486, reason_phrase: 'Busy Here' }); });
+    ua.on('newRTCSession', function (e) { if (e.originator === 'remote') incoming(e.session, e.request); });
     ua.start();
+  }
+
+  /** A call for this browser: shown with Answer and Decline; busy when already on a call. */
+  function incoming(s, request) {
+    if (session) { s.terminate({ status_code: 486, reason_phrase: 'Busy Here' }); return; }
+    var from = s.remote_identity && s.remote_identity.uri ? s.remote_identity.uri.user : 'anonymous';
+    session = s; answeredAt = 0;
+    current = { at: Date.now(), number: from, callId: callIdFrom(request), incoming: true };
+    $('incoming-from').textContent = 'Incoming call from ' + from;
+    $('incoming').hidden = false;
+    setStatus('Incoming call from ' + from, 'live');
+    s.on('peerconnection', function (e) { attachAudio(e.peerconnection); });
+    s.on('accepted', function () {
+      $('incoming').hidden = true; inCall(true);
+      answeredAt = Date.now();
+      setStatus('In call with ' + from, 'live');
+      timer = setInterval(function () { setStatus('In call with ' + from + ' · ' + Math.round((Date.now() - answeredAt) / 1000) + ' s', 'live'); }, 1000);
+    });
+    s.on('ended', function () { $('incoming').hidden = true; inCall(false); session = null; setStatus('Call ended', 'ready'); logCall('incoming, ended'); });
+    s.on('failed', function (e) {
+      $('incoming').hidden = true; inCall(false); session = null;
+      var missed = e.cause === 'Canceled' || e.cause === 'Request Timeout';
+      setStatus(missed ? 'Missed call from ' + from : 'Call not taken', 'ready'); logCall(missed ? 'missed' : 'incoming, declined');
+    });
   }
 
   function attachAudio(pc) {
@@ -154,6 +186,10 @@ export const DIALER_SCRIPT = `(function () {
 
   $('dial-form').addEventListener('submit', function (ev) { ev.preventDefault(); if (!session) call($('number').value.trim()); });
   $('hangup').addEventListener('click', function () { if (session) session.terminate(); });
+  $('answer').addEventListener('click', function () {
+    if (session && !session.isEstablished()) session.answer({ mediaConstraints: { audio: true, video: false }, pcConfig: { iceServers: [] } });
+  });
+  $('decline').addEventListener('click', function () { if (session && !session.isEstablished()) session.terminate({ status_code: 486, reason_phrase: 'Busy Here' }); });
   $('mute').addEventListener('click', function () {
     if (!session) return;
     var muted = $('mute').getAttribute('aria-pressed') === 'true';

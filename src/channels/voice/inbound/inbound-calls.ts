@@ -4,6 +4,7 @@ import type { Logger } from 'pino';
 import { ApiError } from '../../../http/errors.js';
 import { normalizeNumber } from '../../../numbers/phone.js';
 import { parseUri, type IncomingCall } from '../../../sip/index.js';
+import type { BrowserPhone } from '../browser/browser-phone.js';
 import type { Dialer } from '../dialer.js';
 import type { Trunk, TrunkRegistry } from '../trunk-registry.js';
 import type { VoiceService } from '../voice-service.js';
@@ -17,6 +18,8 @@ export interface InboundCallsOptions {
   routes: NumberRouteStore;
   voice: VoiceService;
   dialer: Dialer;
+  /** The browser dialer on this instance (numbers routed to a dialer identity ring its browsers). */
+  browsers: () => BrowserPhone | null;
   log: Logger;
   /** How long the call row is held for this instance before it answers (the owner lease). */
   claimMs: number;
@@ -44,6 +47,11 @@ export class InboundCalls {
       if (!called || !route) return incoming.reject(404, 'Not Found: no agent answers this number');
       incoming.ring(180);
       const caller = (incoming.from.uri ? safeUser(incoming.from.uri) : undefined) ?? '';
+      if ('dialerIdentity' in route) {
+        const browsers = this.o.browsers();
+        if (!browsers) return incoming.reject(480, 'Temporarily Unavailable: the browser dialer does not run here');
+        return await browsers.receive(incoming, trunk, { accountId: route.accountId, identity: route.dialerIdentity, to: called, from: caller });
+      }
       const call = await this.o.voice.receive(route.accountId, { to: '+' + called, from: caller, agentId: route.agentId }, this.o.claimMs);
       const session = await this.o.dialer.answerInbound(call, incoming, trunk);
       if (!session && incoming.state === 'offered') {

@@ -1,12 +1,13 @@
 import type { AccountService } from '../../../accounts/account-service.js';
 import type { Db } from '../../../store/types.js';
 
-/** Which voice agent answers calls to one of an account's numbers. */
+/** Who answers calls to one of an account's numbers: a voice agent, or the browsers signed in to the dialer as an identity. */
 export interface NumberRoute {
   /** International digits without '+', as account numbers are stored. */
   number: string;
   accountId: string;
-  agentId: string;
+  agentId: string | null;
+  dialerIdentity: string | null;
   createdAt: Date;
   updatedAt: Date;
 }
@@ -14,18 +15,30 @@ export interface NumberRoute {
 interface Row {
   number: string;
   account_id: string;
-  agent_id: string;
+  agent_id: string | null;
+  dialer_identity: string | null;
   created_at: Date | string;
   updated_at: Date | string;
 }
 
 const date = (v: Date | string): Date => (v instanceof Date ? v : new Date(v));
-const toRoute = (r: Row): NumberRoute => ({ number: r.number, accountId: r.account_id, agentId: r.agent_id, createdAt: date(r.created_at), updatedAt: date(r.updated_at) });
+const toRoute = (r: Row): NumberRoute => ({
+  number: r.number,
+  accountId: r.account_id,
+  agentId: r.agent_id,
+  dialerIdentity: r.dialer_identity,
+  createdAt: date(r.created_at),
+  updatedAt: date(r.updated_at),
+});
+
+/** Where a number's calls go. */
+export type RouteTarget = { agentId: string } | { dialerIdentity: string };
 const digitsOf = (number: string): string => number.replace(/^\+/, '');
 
 /** Routes whose agent is still there: a deleted agent's route stays as a row (agents are only marked) but is dead. */
-const LIVE = `SELECT r.number, r.account_id, r.agent_id, r.created_at, r.updated_at FROM voice_number_routes r
-  JOIN voice_agents a ON a.id = r.agent_id AND a.account_id = r.account_id AND a.deleted_at IS NULL`;
+const LIVE = `SELECT r.number, r.account_id, r.agent_id, r.dialer_identity, r.created_at, r.updated_at FROM voice_number_routes r
+  LEFT JOIN voice_agents a ON a.id = r.agent_id AND a.account_id = r.account_id AND a.deleted_at IS NULL
+  WHERE (r.agent_id IS NULL OR a.id IS NOT NULL)`;
 
 /**
  * Inbound routing in SQL (migrations/0052_voice_inbound.sql): one row per routed number. A route is written only for a
@@ -40,15 +53,18 @@ export class NumberRouteStore {
    * Routes calls to `number` to `agentId`, replacing any route it had; null (nothing written) when the number is not
    * the account's or the agent is not a live agent of the account.
    */
-  async set(accountId: string, number: string, agentId: string): Promise<NumberRoute | null> {
+  async set(accountId: string, number: string, target: RouteTarget): Promise<NumberRoute | null> {
+    const agentId = 'agentId' in target ? target.agentId : null;
+    const identity = 'dialerIdentity' in target ? target.dialerIdentity : null;
     const { rows } = await this.o.db.query<Row>(
-      `INSERT INTO voice_number_routes (number, account_id, agent_id)
-       SELECT $1::text, $2::text, $3::text
+      `INSERT INTO voice_number_routes (number, account_id, agent_id, dialer_identity)
+       SELECT $1::text, $2::text, $3::text, $4::text
        WHERE EXISTS (SELECT 1 FROM account_numbers WHERE number = $1 AND account_id = $2)
-         AND EXISTS (SELECT 1 FROM voice_agents WHERE id = $3 AND account_id = $2 AND deleted_at IS NULL)
-       ON CONFLICT (number) DO UPDATE SET account_id = EXCLUDED.account_id, agent_id = EXCLUDED.agent_id, updated_at = now()
-       RETURNING number, account_id, agent_id, created_at, updated_at`,
-      [digitsOf(number), accountId, agentId],
+         AND ($3::text IS NULL OR EXISTS (SELECT 1 FROM voice_agents WHERE id = $3 AND account_id = $2 AND deleted_at IS NULL))
+       ON CONFLICT (number) DO UPDATE SET account_id = EXCLUDED.account_id, agent_id = EXCLUDED.agent_id,
+         dialer_identity = EXCLUDED.dialer_identity, updated_at = now()
+       RETURNING number, account_id, agent_id, dialer_identity, created_at, updated_at`,
+      [digitsOf(number), accountId, agentId, identity],
     );
     return rows.length ? toRoute(rows[0]) : null;
   }
@@ -61,13 +77,13 @@ export class NumberRouteStore {
 
   /** The account's live routes, by number. */
   async list(accountId: string): Promise<NumberRoute[]> {
-    const { rows } = await this.o.db.query<Row>(`${LIVE} WHERE r.account_id = $1 ORDER BY r.number`, [accountId]);
+    const { rows } = await this.o.db.query<Row>(`${LIVE} AND r.account_id = $1 ORDER BY r.number`, [accountId]);
     return rows.map(toRoute);
   }
 
   /** The number's live route in the account, or null. */
   async get(accountId: string, number: string): Promise<NumberRoute | null> {
-    const { rows } = await this.o.db.query<Row>(`${LIVE} WHERE r.number = $1 AND r.account_id = $2`, [digitsOf(number), accountId]);
+    const { rows } = await this.o.db.query<Row>(`${LIVE} AND r.number = $1 AND r.account_id = $2`, [digitsOf(number), accountId]);
     return rows.length ? toRoute(rows[0]) : null;
   }
 
@@ -75,12 +91,12 @@ export class NumberRouteStore {
    * For a call coming in to `number` (digits, with or without '+'): the account and agent that answer it, or null
    * when nothing should (no route, its agent deleted, or the number no longer that account's).
    */
-  async resolve(number: string): Promise<{ accountId: string; agentId: string } | null> {
+  async resolve(number: string): Promise<({ accountId: string } & RouteTarget) | null> {
     const digits = digitsOf(number);
-    const { rows } = await this.o.db.query<Row>(`${LIVE} WHERE r.number = $1`, [digits]);
+    const { rows } = await this.o.db.query<Row>(`${LIVE} AND r.number = $1`, [digits]);
     if (!rows.length) return null;
-    const { account_id: accountId, agent_id: agentId } = rows[0];
+    const { account_id: accountId, agent_id: agentId, dialer_identity: dialerIdentity } = rows[0];
     if ((await this.o.accounts.ownerOfNumber(digits)) !== accountId) return null;
-    return { accountId, agentId };
+    return agentId !== null ? { accountId, agentId } : { accountId, dialerIdentity: dialerIdentity! };
   }
 }

@@ -21,7 +21,11 @@ const numberViewSchema = {
     number: { type: 'string', description: 'the number in E.164, with +' },
     agentId: {
       type: ['string', 'null'],
-      description: 'the AI voice agent (prefix agent_) that answers calls to this number, or null: calls to it are not answered. A deleted agent answers no call: its number shows null',
+      description: 'the AI voice agent (prefix agent_) that answers calls to this number, or null. A deleted agent answers no call: its number shows null',
+    },
+    dialerIdentity: {
+      type: ['string', 'null'],
+      description: 'or the browser dialer identity whose signed-in browsers ring for calls to this number (docs/voice-agents.md, the browser dialer); null when neither answers',
     },
   },
 } as const;
@@ -34,6 +38,7 @@ const numberParams = {
 interface NumberView {
   number: string;
   agentId: string | null;
+  dialerIdentity: string | null;
 }
 
 /**
@@ -56,7 +61,11 @@ export async function numberRoutes(app: FastifyInstance, deps: { routes: NumberR
     }
     return digits;
   };
-  const view = (digits: string, agentId: string | null): NumberView => ({ number: '+' + digits, agentId });
+  const view = (digits: string, route: { agentId: string | null; dialerIdentity: string | null } | null | undefined): NumberView => ({
+    number: '+' + digits,
+    agentId: route?.agentId ?? null,
+    dialerIdentity: route?.dialerIdentity ?? null,
+  });
 
   app.get(
     '/v1/voice/numbers',
@@ -75,8 +84,8 @@ export async function numberRoutes(app: FastifyInstance, deps: { routes: NumberR
     async (req) => {
       const accountId = req.auth.accountId;
       const [owned, live] = await Promise.all([accounts.numbers(accountId), routes.list(accountId)]);
-      const agentOf = new Map(live.map((r) => [r.number, r.agentId]));
-      return ok(req, 'VOICE_NUMBERS', { numbers: owned.map((n) => view(n, agentOf.get(n) ?? null)) });
+      const routeOf = new Map(live.map((r) => [r.number, r]));
+      return ok(req, 'VOICE_NUMBERS', { numbers: owned.map((n) => view(n, routeOf.get(n))) });
     },
   );
 
@@ -93,11 +102,11 @@ export async function numberRoutes(app: FastifyInstance, deps: { routes: NumberR
     },
     async (req) => {
       const digits = await ownedNumber(req.auth.accountId, req.params.number);
-      return ok(req, 'VOICE_NUMBER', view(digits, (await routes.get(req.auth.accountId, digits))?.agentId ?? null));
+      return ok(req, 'VOICE_NUMBER', view(digits, await routes.get(req.auth.accountId, digits)));
     },
   );
 
-  app.put<{ Params: { number: string }; Body: { agentId: string | null } }>(
+  app.put<{ Params: { number: string }; Body: { agentId?: string | null; dialerIdentity?: string } }>(
     '/v1/voice/numbers/:number',
     {
       config: { scope: 'voice:agents' },
@@ -106,16 +115,22 @@ export async function numberRoutes(app: FastifyInstance, deps: { routes: NumberR
         summary: "Route calls to one of the account's numbers to a voice agent, or stop answering them",
         description:
           'With `agentId`, calls coming in to the number through the SIP trunks are answered by that AI voice agent of the account, at its version ' +
-          'current when each call comes in; an earlier route of the number is replaced. With `agentId: null` the route is taken away and calls ' +
+          'current when each call comes in; with `dialerIdentity` they ring the browser signed in to the dialer (/dialer) under that identity ' +
+          '(the one that registered last), on the instance the call comes in to. An earlier route of the number is replaced. With `agentId: null` the route is taken away and calls ' +
           'to the number are no longer answered (also when it had none: the request can be repeated). The number must be one the account owns ' +
           '(GET /v1/voice/numbers): a route also ends when the operator takes the number from the account, and a deleted agent answers no call. ' +
           'Answers the number as GET /v1/voice/numbers/{number} shows it.',
         params: numberParams,
         body: {
           type: 'object',
-          required: ['agentId'],
+          minProperties: 1,
+          maxProperties: 1,
           additionalProperties: false,
-          properties: { agentId: { type: ['string', 'null'], minLength: 1, maxLength: 100, description: 'a voice agent of the account (prefix agent_), or null to stop answering' } },
+          description: 'exactly one of agentId and dialerIdentity',
+          properties: {
+            agentId: { type: ['string', 'null'], minLength: 1, maxLength: 100, description: 'a voice agent of the account (prefix agent_), or null to stop answering' },
+            dialerIdentity: { type: 'string', pattern: '^[A-Za-z0-9._-]{1,64}$', description: 'a browser dialer identity (the `identity` of POST /v1/voice/dialer/token)' },
+          },
         },
         response: {
           200: envelopeSchema(numberViewSchema, 'Routed or unrouted (code VOICE_NUMBER_UPDATED)'),
@@ -128,19 +143,24 @@ export async function numberRoutes(app: FastifyInstance, deps: { routes: NumberR
     async (req) => {
       const accountId = req.auth.accountId;
       const digits = await ownedNumber(accountId, req.params.number);
-      const agentId = req.body.agentId;
-      if (agentId === null) {
+      const { agentId, dialerIdentity } = req.body;
+      if (dialerIdentity !== undefined) {
+        const route = await routes.set(accountId, digits, { dialerIdentity });
+        if (!route) await ownedNumber(accountId, digits);
+        return ok(req, 'VOICE_NUMBER_UPDATED', view(digits, route), 'Calls to this number ring the browser dialer');
+      }
+      if (agentId === null || agentId === undefined) {
         await routes.remove(accountId, digits);
         return ok(req, 'VOICE_NUMBER_UPDATED', view(digits, null), 'Calls to this number are no longer answered');
       }
       await agents.get(accountId, agentId);
-      const route = await routes.set(accountId, digits, agentId);
+      const route = await routes.set(accountId, digits, { agentId });
       if (!route) {
         // The number or the agent went between the checks and the write: say which.
         await ownedNumber(accountId, digits);
         throw new ApiError('VOICE_AGENT_NOT_FOUND', { data: { agentId } });
       }
-      return ok(req, 'VOICE_NUMBER_UPDATED', view(digits, route.agentId), 'Calls to this number are answered by the voice agent');
+      return ok(req, 'VOICE_NUMBER_UPDATED', view(digits, route), 'Calls to this number are answered by the voice agent');
     },
   );
 }

@@ -1,4 +1,5 @@
--- Inbound calls (src/channels/voice/inbound): which AI voice agent answers a call to one of an account's numbers.
+-- Inbound calls (src/channels/voice/inbound): which AI voice agent, or which browser dialer identity, answers a call
+-- to one of an account's numbers (exactly one of the two).
 -- One row per routed number (digits without '+', as account_numbers holds them). The number must be the account's:
 -- the row goes with the number when the operator takes it from the account (ON DELETE CASCADE), so a number given to
 -- the account again later starts unrouted, and the lookup checks the owner again anyway. Agents are only marked
@@ -7,9 +8,11 @@
 CREATE TABLE voice_number_routes (
   number text PRIMARY KEY REFERENCES account_numbers (number) ON DELETE CASCADE,
   account_id text NOT NULL REFERENCES accounts (id),
-  agent_id text NOT NULL REFERENCES voice_agents (id),
+  agent_id text REFERENCES voice_agents (id),
+  dialer_identity text,
   created_at timestamptz NOT NULL DEFAULT now(),
-  updated_at timestamptz NOT NULL DEFAULT now()
+  updated_at timestamptz NOT NULL DEFAULT now(),
+  CONSTRAINT voice_number_routes_one_target CHECK (num_nonnulls(agent_id, dialer_identity) = 1)
 );
 CREATE INDEX voice_number_routes_account ON voice_number_routes (account_id);
 CREATE INDEX voice_number_routes_agent ON voice_number_routes (agent_id);
