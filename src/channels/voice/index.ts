@@ -156,7 +156,7 @@ export const voiceModule: ChannelModule<VoiceModuleService> = {
       mcpTools: [...VOICE_MCP_TOOLS, ...AGENT_MCP_TOOLS],
       async routes(app) {
         await app.register(voiceRoutes, { service, idempotency, voices: () => speech.voices(), callbackSecret: (accountId) => callbackSigningSecret(callbackKey, accountId), transcript: (id) => transcripts.list(id) });
-        await app.register(agentRoutes, { agents, idempotency });
+        await app.register(agentRoutes, { agents, idempotency, recognizers: () => runtime.recognizers() });
         await app.register(numberRoutes, { routes: numberRouteStore, agents, accounts: ctx.accounts });
         await app.register(dialerRoutes, { tokens: dialerTokens, accounts: ctx.accounts, maxTokenSeconds: c.dialer.maxTokenSeconds, available: () => phone !== null });
         // Browsers reach the dialer's SIP over WebSocket on this listener (attached once the media role has started).

@@ -3,6 +3,7 @@
 // sealed in the database row and absent from answers, request logs and the daemon's log, every class of refusal with
 // the field it names, the voice:agents scope, two accounts kept apart, idempotent creation, paging, and the MCP tools.
 // The voice catalogue comes from a configured speech provider (no request reaches it), so no program need be installed.
+import { spawnSync } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -343,6 +344,15 @@ t.test(`voice agents API (${backendLabel})`, async (t) => {
     t.same((await api('GET', '/agents?name=Page%202')).json.data.agents.map((x: { name: string }) => x.name), ['Page 2']);
     t.equal((await api('GET', '/agents?cursor=garbage')).status, 400, 'a cursor the API did not give');
     t.equal((await api('GET', '/agents?limit=0')).status, 400);
+  });
+
+  await t.test('the speech-to-text engines and the locales each serves', async (t) => {
+    const r = await api('GET', '/agents/recognizers');
+    t.equal(r.status, 200, r.text);
+    const installed = spawnSync('pocketsphinx_continuous', ['-h']).error === undefined;
+    const offline = r.json.data.recognizers.find((x: { provider: string }) => x.provider === 'pocketsphinx');
+    t.match(offline, { offline: true, available: installed, locales: installed ? ['en-US'] : [] }, `pocketsphinx ${installed ? 'installed' : 'not installed'} here, and said so`);
+    t.match(r.json.data.recognizers.find((x: { provider: string }) => x.provider === 'openai-compatible'), { offline: false, available: true, locales: null });
   });
 
   await t.test('MCP tools: create_voice_agent, list_voice_agents', async (t) => {

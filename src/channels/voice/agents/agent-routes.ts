@@ -4,6 +4,7 @@ import { invalidField } from '../../../http/errors.js';
 import { idempotencyHeaderSchema, idempotent, type IdempotencyStore } from '../../../http/idempotency.js';
 import type { AgentInput } from './agent-config.js';
 import { createAgentBody, agentViewSchema, agentView, patchAgentBody } from './agent-schemas.js';
+import type { RecognizerInfo } from './agent-runtime.js';
 import type { AgentService } from './agent-service.js';
 import { AGENT_ID } from './agent-store.js';
 
@@ -29,8 +30,43 @@ function pageLimit(raw: string | undefined): number {
 }
 
 /** POST/GET /v1/voice/agents, GET/PATCH/DELETE /v1/voice/agents/:agentId, GET /v1/voice/agents/:agentId/versions. */
-export async function agentRoutes(app: FastifyInstance, deps: { agents: AgentService; idempotency: IdempotencyStore }): Promise<void> {
+export async function agentRoutes(app: FastifyInstance, deps: { agents: AgentService; idempotency: IdempotencyStore; recognizers: () => Promise<RecognizerInfo[]> }): Promise<void> {
   const { agents } = deps;
+
+  app.get(
+    '/v1/voice/agents/recognizers',
+    {
+      config: SCOPE,
+      schema: {
+        tags: TAG,
+        summary: 'The speech-to-text engines an agent may use (stt.provider), with the locales each serves on this server',
+        description:
+          'pocketsphinx runs offline on this server (en-US only, rough on telephone audio) when its Debian packages are installed; openai-compatible is ' +
+          "the agent's own provider (stt.baseUrl, stt.model), whose locales are the provider's. The voices agents speak with are GET /v1/voice/voices.",
+        response: {
+          200: envelopeSchema({
+            type: 'object',
+            properties: {
+              recognizers: {
+                type: 'array',
+                items: {
+                  type: 'object',
+                  properties: {
+                    provider: { type: 'string', enum: ['pocketsphinx', 'openai-compatible'] },
+                    offline: { type: 'boolean', description: 'runs on this server, nothing leaves it' },
+                    available: { type: 'boolean' },
+                    locales: { type: ['array', 'null'], items: { type: 'string' }, description: 'BCP 47; null: the configured provider decides' },
+                    note: { type: 'string' },
+                  },
+                },
+              },
+            },
+          }),
+        },
+      },
+    },
+    async (req) => ok(req, 'VOICE_RECOGNIZERS', { recognizers: await deps.recognizers() }),
+  );
 
   app.post<{ Body: AgentInput }>(
     '/v1/voice/agents',

@@ -32,6 +32,16 @@ export interface PreparedAgent {
   fetchPlay: PlayFetcher;
 }
 
+/** One speech-to-text engine an agent may use. */
+export interface RecognizerInfo {
+  provider: 'pocketsphinx' | 'openai-compatible';
+  offline: boolean;
+  available: boolean;
+  /** BCP 47 locales it serves here; null when the provider an agent configures decides. */
+  locales: string[] | null;
+  note: string;
+}
+
 export class AgentPreparationError extends Error {
   constructor(readonly code: string, message: string) {
     super(message);
@@ -70,6 +80,17 @@ export class AgentRuntime {
   private providerFetch: typeof fetch | null = null;
 
   constructor(private readonly o: AgentRuntimeOptions) {}
+
+  /** The speech-to-text engines an agent may name, with the locales each serves here (GET /v1/voice/agents/recognizers). */
+  async recognizers(): Promise<RecognizerInfo[]> {
+    this.pocketsphinx ??= new PocketsphinxRecognizer();
+    const offline = this.pocketsphinx;
+    const available = await offline.available();
+    return [
+      { provider: 'pocketsphinx', offline: true, available, locales: available ? await offline.locales() : [], note: available ? 'rough on 8 kHz telephone audio: for demos and laptops' : 'not installed here (Debian packages pocketsphinx and pocketsphinx-en-us)' },
+      { provider: 'openai-compatible', offline: false, available: true, locales: null, note: "the agent's own provider (stt.baseUrl, stt.model) hears the agent's language; which it serves is the provider's to say" },
+    ];
+  }
 
   async prepare(call: Call): Promise<PreparedAgent> {
     const ref = call.agent!;
