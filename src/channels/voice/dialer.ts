@@ -175,6 +175,12 @@ export class Dialer {
 
   private async admit(call: Call, browser: BrowserSide | null = null): Promise<void> {
     const c = this.d.config;
+    if (!browser && (call.direction === 'inbound' || (!call.agent && call.steps.length === 0))) {
+      // Held for the instance that took it (a call coming in, a browser's call) and due here because that instance's
+      // claim lapsed: it stopped before connecting the call, and nobody else holds the caller's leg.
+      await this.d.recorder.apply(call.id, { status: 'failed', errorCode: 'OWNER_LOST', errorReason: 'the instance taking the call stopped before it was connected', detail: { before: 'connecting' } });
+      return;
+    }
     // A browser's call is not put back to wait: it fails with the limit it met, and the person hears why.
     const wait = (delayMs: number, limit: string) =>
       browser

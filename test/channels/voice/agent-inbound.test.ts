@@ -124,6 +124,14 @@ t.test(`an agent answers calls to a routed number (${backendLabel})`, { skip: ES
     t.ok(heard.nonSilentShare > 0.1, `the caller heard the agent (${(heard.nonSilentShare * 100).toFixed(0)}% of frames)`);
   });
 
+  await t.test('an inbound call whose instance stopped before answering is failed, never dialled', async (t) => {
+    // As if the instance that took the INVITE died right after storing it: its claim lapses at once.
+    const orphan = await voice.voice.receive(account.id, { to: OUR_NUMBER, from: CALLER, agentId }, 1);
+    const ended = await until(async () => (await call(d.api, 'GET', `/v1/voice/calls/${orphan.id}`, { token })).json.data, (c) => c.status !== 'queued', 10_000);
+    t.match(ended, { status: 'failed', direction: 'inbound', error: { code: 'OWNER_LOST' } });
+    t.notOk(voice.simulator()?.calls().some((c) => c.to.endsWith(OUR_NUMBER.slice(1))), 'nothing dialled our own number');
+  });
+
   await t.test('a route removed stops answering', async (t) => {
     const removed = await call(d.api, 'PUT', `/v1/voice/numbers/${encodeURIComponent(OUR_NUMBER)}`, { token, body: { agentId: null } });
     t.equal(removed.status, 200, removed.text);
