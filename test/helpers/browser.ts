@@ -22,13 +22,15 @@ interface SkippableTest {
  * A headless chromium for one test, closed at its teardown; null (after one clear skip line) where chromium is not
  * installed, so `npm test` passes on a bare machine.
  */
-export async function launchBrowser(t: SkippableTest): Promise<Browser | null> {
+export async function launchBrowser(t: SkippableTest, o: { fakeMedia?: boolean } = {}): Promise<Browser | null> {
   if (!existsSync(CHROMIUM)) {
     t.skip(`chromium is not installed at ${CHROMIUM} (apt-get install chromium; .ci/run does): browser test skipped`);
     return null;
   }
   const { chromium } = await import('playwright-core');
   const args = ['--headless', '--disable-gpu', '--disable-dev-shm-usage'];
+  // A fake microphone (a beep each second) granted without asking, and WebRTC over loopback, for call tests.
+  if (o.fakeMedia) args.push('--use-fake-device-for-media-stream', '--use-fake-ui-for-media-stream', '--allow-loopback-in-peer-connection', '--autoplay-policy=no-user-gesture-required');
   if (process.getuid?.() === 0) args.push('--no-sandbox');
   const browser = await chromium.launch({ executablePath: CHROMIUM, args, timeout: 60_000 });
   t.teardown(() => browser.close());

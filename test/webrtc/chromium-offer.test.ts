@@ -1,12 +1,11 @@
 // Headless chromium with a fake microphone makes the offer from a tiny page (signalling through page.evaluate);
 // Ferry's WebRtcLeg answers with PCMU. Skipped, with one line, where Debian's chromium is not installed.
-import { existsSync } from 'node:fs';
 import t from 'tap';
 import { analyzeAudio } from '../../src/audio/analysis.js';
 import { decodeG711, encodeG711, FRAME_SAMPLES } from '../../src/rtp/g711.js';
 import { generateTone } from '../../src/rtp/tone.js';
 import { WebRtcLeg, type WebRtcRtp } from '../../src/webrtc/webrtc-leg.js';
-import { CHROMIUM } from '../helpers/browser.js';
+import { launchBrowser } from '../helpers/browser.js';
 import { waitFor } from '../helpers/wait.js';
 
 /** Served by playwright's router, never by a socket; an http://127.0.0.1 page is a secure context (getUserMedia). */
@@ -63,15 +62,8 @@ interface BrowserAudioStats {
 }
 
 t.test('chromium offers, WebRtcLeg answers with PCMU: the fake microphone is heard, Ferry is heard back, keys arrive', async (t) => {
-  if (!existsSync(CHROMIUM)) {
-    t.plan(0, `chromium is not installed at ${CHROMIUM} (apt-get install chromium; .ci/run does): browser WebRTC test skipped`);
-    return;
-  }
-  const { chromium } = await import('playwright-core');
-  const args = ['--headless', '--disable-gpu', '--disable-dev-shm-usage', '--use-fake-device-for-media-stream', '--use-fake-ui-for-media-stream', '--allow-loopback-in-peer-connection', '--autoplay-policy=no-user-gesture-required'];
-  if (process.getuid?.() === 0) args.push('--no-sandbox');
-  const browser = await chromium.launch({ executablePath: CHROMIUM, args, timeout: 60_000 });
-  t.teardown(() => browser.close());
+  const browser = await launchBrowser({ skip: (m) => t.plan(0, m), teardown: (fn) => t.teardown(fn) }, { fakeMedia: true });
+  if (!browser) return;
   const page = await browser.newPage();
   await page.route(PAGE_URL, (route) => route.fulfill({ contentType: 'text/html', body: PAGE }));
   await page.goto(PAGE_URL);

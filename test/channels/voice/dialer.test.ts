@@ -3,7 +3,6 @@
 // simulator, shows the status changes, sends a key, hangs up; the simulator recorded the browser's audio and the key;
 // the call is an ordinary voice call of the account. A screenshot is kept. Browser parts skip, with one line, where
 // chromium is not installed.
-import { existsSync } from 'node:fs';
 import t from 'tap';
 import WebSocket from 'ws';
 import { analyzeAudio } from '../../../src/audio/analysis.js';
@@ -12,7 +11,7 @@ import { DialerTokens } from '../../../src/channels/voice/browser/dialer-token.j
 import { buildOffer, readAnswer } from '../../../src/channels/voice/sdp.js';
 import { MediaEngine } from '../../../src/rtp/index.js';
 import { UserAgent, type OutgoingCall } from '../../../src/sip/index.js';
-import { CHROMIUM, screenshotPath } from '../../helpers/browser.js';
+import { launchBrowser, screenshotPath } from '../../helpers/browser.js';
 import { accountWithKey, call, startDaemon } from '../../helpers/daemon.js';
 import { backendLabel } from '../../helpers/env.js';
 import { until } from '../../helpers/wait.js';
@@ -81,15 +80,8 @@ t.test(`the browser dialer (${backendLabel})`, async (t) => {
   });
 
   await t.test('in chromium: dial, ring, talk, a key, hang up; a busy number; the call log', async (t) => {
-    if (!existsSync(CHROMIUM)) {
-      t.plan(0, `chromium is not installed at ${CHROMIUM} (apt-get install chromium; .ci/run does): browser dialer test skipped`);
-      return;
-    }
-    const { chromium } = await import('playwright-core');
-    const args = ['--headless', '--disable-gpu', '--disable-dev-shm-usage', '--use-fake-device-for-media-stream', '--use-fake-ui-for-media-stream', '--allow-loopback-in-peer-connection', '--autoplay-policy=no-user-gesture-required'];
-    if (process.getuid?.() === 0) args.push('--no-sandbox');
-    const browser = await chromium.launch({ executablePath: CHROMIUM, args, timeout: 60_000 });
-    t.teardown(() => browser.close());
+    const browser = await launchBrowser({ skip: (m) => t.plan(0, m), teardown: (fn) => t.teardown(fn) }, { fakeMedia: true });
+    if (!browser) return;
     const context = await browser.newContext({ viewport: { width: 900, height: 900 } });
     await context.grantPermissions(['microphone'], { origin: d.api });
     const page = await context.newPage();

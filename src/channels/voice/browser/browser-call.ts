@@ -1,10 +1,10 @@
 import type { Socket } from 'node:dgram';
-import { PAYLOAD_TYPE } from '../../../rtp/g711.js';
 import type { IncomingCall } from '../../../sip/index.js';
-import { RtpBridge, type WebRtcLeg } from '../../../webrtc/index.js';
+import type { RtpBridge, WebRtcLeg } from '../../../webrtc/index.js';
 import type { Call } from '../call.js';
 import type { BrowserSide, CallSession, LocalEnd } from '../call-session.js';
 import type { AnswerReading } from '../sdp.js';
+import { closeRelay, relayToTrunk, untilBrowserEnds } from './browser-relay.js';
 
 /** What the browser is told when its call ends before it was answered, by the call's final status. */
 export function browserRejection(call: Pick<Call, 'status' | 'sipCode' | 'sipReason' | 'errorCode' | 'errorReason'>): { code: number; reason: string } {
@@ -87,33 +87,10 @@ export class BrowserCall implements BrowserSide {
   }
 
   async connect(answer: Extract<AnswerReading, { ok: true }>, signal: AbortSignal): Promise<LocalEnd | null> {
-    this.bridge = await RtpBridge.open(this.leg, {
-      socket: this.socket,
-      remote: { address: answer.remote.host, port: answer.remote.port },
-      codec: answer.codec,
-      payloadType: PAYLOAD_TYPE[answer.codec],
-      ...(answer.dtmfPayloadType !== null ? { dtmfPayloadType: answer.dtmfPayloadType } : {}),
-    });
+    this.bridge = await relayToTrunk(this.leg, this.socket, answer);
     if (signal.aborted) return null;
     this.incoming.answer(this.answerSdp, [[CALL_ID_HEADER, this.callId]]);
-    return new Promise<LocalEnd | null>((resolve) => {
-      const done = (end: LocalEnd | null) => {
-        this.incoming.off('ended', onEnded);
-        this.leg.off('state', onState);
-        signal.removeEventListener('abort', onAbort);
-        resolve(end);
-      };
-      const onEnded = (info: { by: 'local' | 'remote' }) => {
-        if (info.by === 'remote') done({ code: 'CALLER_HANGUP', message: 'the browser hung up', status: 'completed' });
-      };
-      const onState = (state: string) => {
-        if (state === 'failed' || state === 'closed') done({ code: 'BROWSER_MEDIA_FAILED', message: "the browser's audio connection failed", status: 'completed' });
-      };
-      const onAbort = () => done(null);
-      this.incoming.on('ended', onEnded);
-      this.leg.on('state', onState);
-      signal.addEventListener('abort', onAbort, { once: true });
-    });
+    return untilBrowserEnds(this.incoming, this.leg, signal);
   }
 
   close(): Promise<void> {
@@ -123,10 +100,7 @@ export class BrowserCall implements BrowserSide {
         if (this.incoming.state === 'offered') this.incoming.reject(500, 'Server Internal Error');
         else this.incoming.bye();
       }
-      await this.bridge?.close();
-      await this.leg.close();
-      await new Promise<void>((resolve) => this.socket.close(() => resolve()));
-      this.release();
+      await closeRelay(this.bridge, this.leg, this.socket, this.release);
     })();
     return this.closed;
   }

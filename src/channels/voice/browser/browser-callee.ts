@@ -1,10 +1,10 @@
 import type { Socket } from 'node:dgram';
-import { PAYLOAD_TYPE } from '../../../rtp/g711.js';
 import type { OutgoingCall } from '../../../sip/index.js';
-import { RtpBridge, type WebRtcLeg } from '../../../webrtc/index.js';
+import type { RtpBridge, WebRtcLeg } from '../../../webrtc/index.js';
 import type { Call } from '../call.js';
 import type { BrowserSide, LocalEnd, RingOutcome } from '../call-session.js';
 import type { AnswerReading } from '../sdp.js';
+import { closeRelay, relayToTrunk, untilBrowserEnds } from './browser-relay.js';
 
 /**
  * A call coming in to a number routed to a dialer identity: Ferry's INVITE to one signed-in browser (with a WebRTC
@@ -77,42 +77,15 @@ export class BrowserCallee implements BrowserSide {
   }
 
   async connect(answer: Extract<AnswerReading, { ok: true }>, signal: AbortSignal): Promise<LocalEnd | null> {
-    this.bridge = await RtpBridge.open(this.leg, {
-      socket: this.socket,
-      remote: { address: answer.remote.host, port: answer.remote.port },
-      codec: answer.codec,
-      payloadType: PAYLOAD_TYPE[answer.codec],
-      ...(answer.dtmfPayloadType !== null ? { dtmfPayloadType: answer.dtmfPayloadType } : {}),
-    });
-    if (signal.aborted) return null;
-    return new Promise<LocalEnd | null>((resolve) => {
-      const done = (end: LocalEnd | null) => {
-        this.invite.off('ended', onEnded);
-        this.leg.off('state', onState);
-        signal.removeEventListener('abort', onAbort);
-        resolve(end);
-      };
-      const onEnded = (info: { by: 'local' | 'remote' }) => {
-        if (info.by === 'remote') done({ code: 'CALLER_HANGUP', message: 'the browser hung up', status: 'completed' });
-      };
-      const onState = (state: string) => {
-        if (state === 'failed' || state === 'closed') done({ code: 'BROWSER_MEDIA_FAILED', message: "the browser's audio connection failed", status: 'completed' });
-      };
-      const onAbort = () => done(null);
-      this.invite.on('ended', onEnded);
-      this.leg.on('state', onState);
-      signal.addEventListener('abort', onAbort, { once: true });
-    });
+    this.bridge = await relayToTrunk(this.leg, this.socket, answer);
+    return untilBrowserEnds(this.invite, this.leg, signal);
   }
 
   close(): Promise<void> {
     this.closed ??= (async () => {
       if (this.answered) this.invite.bye();
       else this.invite.cancel();
-      await this.bridge?.close();
-      await this.leg.close();
-      await new Promise<void>((resolve) => this.socket.close(() => resolve()));
-      this.release();
+      await closeRelay(this.bridge, this.leg, this.socket, this.release);
     })();
     return this.closed;
   }

@@ -80,6 +80,21 @@ export class BrowserPhone {
     });
   }
 
+  /** Two port pairs for one browser call (its WebRTC leg, its trunk side), or null when the range is used up. */
+  private takePorts(): { port: number; trunkPort: number; release: () => void } | null {
+    const port = this.ports.acquire();
+    const trunkPort = port === undefined ? undefined : this.ports.acquire();
+    const release = () => {
+      if (port !== undefined) this.ports.release(port);
+      if (trunkPort !== undefined) this.ports.release(trunkPort);
+    };
+    if (port === undefined || trunkPort === undefined) {
+      release();
+      return null;
+    }
+    return { port, trunkPort, release };
+  }
+
   /** How many browsers are registered under `identity` (for tests and the page's status). */
   registrations(identity: string): number {
     return this.registered.get(identity)?.size ?? 0;
@@ -118,16 +133,9 @@ export class BrowserPhone {
       user = undefined;
     }
     if (!user || !/^\+?[0-9]{3,15}$/.test(user)) return incoming.reject(484, 'Address Incomplete: dial a number in E.164');
-    const port = this.ports.acquire();
-    const trunkPort = port === undefined ? undefined : this.ports.acquire();
-    const release = () => {
-      if (port !== undefined) this.ports.release(port);
-      if (trunkPort !== undefined) this.ports.release(trunkPort);
-    };
-    if (port === undefined || trunkPort === undefined) {
-      release();
-      return incoming.reject(503, 'No media port free');
-    }
+    const ports = this.takePorts();
+    if (!ports) return incoming.reject(503, 'No media port free');
+    const { port, trunkPort, release } = ports;
     let leg: WebRtcLeg | null = null;
     let socket: Socket | null = null;
     try {
@@ -159,16 +167,9 @@ export class BrowserPhone {
     if (!binding) return incoming.reject(480, `Temporarily Unavailable: nobody is signed in to the dialer as ${o.identity}`);
     const offer = readAnswer(incoming.sdp);
     if (!offer.ok) return incoming.reject(488, 'Not Acceptable Here');
-    const port = this.ports.acquire();
-    const trunkPort = port === undefined ? undefined : this.ports.acquire();
-    const release = () => {
-      if (port !== undefined) this.ports.release(port);
-      if (trunkPort !== undefined) this.ports.release(trunkPort);
-    };
-    if (port === undefined || trunkPort === undefined) {
-      release();
-      return incoming.reject(503, 'No media port free');
-    }
+    const ports = this.takePorts();
+    if (!ports) return incoming.reject(503, 'No media port free');
+    const { port, trunkPort, release } = ports;
     let leg: WebRtcLeg | null = null;
     let socket: Socket | null = null;
     let callee: BrowserCallee | null = null;
