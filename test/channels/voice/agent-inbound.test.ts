@@ -7,13 +7,11 @@ import { spawnSync } from 'node:child_process';
 import t from 'tap';
 import { analyzeAudio } from '../../../src/audio/analysis.js';
 import type { VoiceModuleService } from '../../../src/channels/voice/index.js';
-import { buildOffer, readAnswer } from '../../../src/channels/voice/sdp.js';
-import { MediaEngine } from '../../../src/rtp/index.js';
-import { UserAgent, type OutgoingCall } from '../../../src/sip/index.js';
 import { OpenAiChatSimulator } from '../../../src/sim/llm/openai-chat-simulator.js';
 import { accountWithKey, call, startDaemon } from '../../helpers/daemon.js';
 import { backendLabel } from '../../helpers/env.js';
 import { until } from '../../helpers/wait.js';
+import { trunkCaller } from './helpers/trunk-caller.js';
 
 t.setTimeout(240_000);
 
@@ -63,29 +61,10 @@ t.test(`an agent answers calls to a routed number (${backendLabel})`, { skip: ES
   const routed = await call(d.api, 'PUT', `/v1/voice/numbers/${encodeURIComponent(OUR_NUMBER)}`, { token, body: { agentId } });
   t.equal(routed.status, 200, routed.text);
 
-  // The caller: Ferry's SIP stack on 127.0.0.1 (the trunk simulator's address, so it is a configured trunk's).
-  const ua = await UserAgent.create({ host: '127.0.0.1', port: 0 });
-  t.teardown(() => ua.close());
-  const engine = await MediaEngine.start({ workers: 1, portRange: { min: 48200, max: 48299 }, host: '127.0.0.1' });
-  t.teardown(() => engine.close());
+  const carrier = await trunkCaller(t, { ferrySipPort: FERRY_SIP_PORT, from: CALLER, mediaPorts: { min: 48200, max: 48299 } });
   const dial = async (to: string) => {
-    const media = await engine.open({ codec: 'PCMU', continuous: true, record: { maxSeconds: 60 } });
-    const sip: OutgoingCall = ua.invite({
-      target: { host: '127.0.0.1', port: FERRY_SIP_PORT, transport: 'udp' },
-      requestUri: `sip:${to}@127.0.0.1:${FERRY_SIP_PORT}`,
-      from: `<sip:${CALLER}@127.0.0.1>`,
-      to: `<sip:${to}@127.0.0.1>`,
-      sdp: buildOffer({ host: '127.0.0.1', port: media.localPort, sessionId: 1 }),
-    });
-    const outcome = await new Promise<{ answered: boolean; code: number }>((resolve) => {
-      sip.once('answered', (sdp) => {
-        const answer = readAnswer(sdp);
-        if (answer.ok) media.setRemote(answer.remote, { codec: answer.codec, dtmfPayloadType: answer.dtmfPayloadType ?? undefined });
-        resolve({ answered: true, code: 200 });
-      });
-      sip.once('failed', (code) => resolve({ answered: false, code }));
-    });
-    return { sip, media, ...outcome };
+    const c = await carrier.call(to);
+    return { ...c, ...(await c.outcome) };
   };
 
   await t.test('an unrouted number is refused 404', async (t) => {

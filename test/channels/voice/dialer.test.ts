@@ -8,13 +8,11 @@ import WebSocket from 'ws';
 import { analyzeAudio } from '../../../src/audio/analysis.js';
 import type { VoiceModuleService } from '../../../src/channels/voice/index.js';
 import { DialerTokens } from '../../../src/channels/voice/browser/dialer-token.js';
-import { buildOffer, readAnswer } from '../../../src/channels/voice/sdp.js';
-import { MediaEngine } from '../../../src/rtp/index.js';
-import { UserAgent, type OutgoingCall } from '../../../src/sip/index.js';
 import { launchBrowser, screenshotPath } from '../../helpers/browser.js';
 import { accountWithKey, call, startDaemon } from '../../helpers/daemon.js';
 import { backendLabel } from '../../helpers/env.js';
 import { until } from '../../helpers/wait.js';
+import { trunkCaller } from './helpers/trunk-caller.js';
 
 t.setTimeout(240_000);
 
@@ -138,26 +136,9 @@ t.test(`the browser dialer (${backendLabel})`, async (t) => {
     // A call to a number routed to alice, from a trunk (Ferry's own SIP and RTP stacks here, on the trunk's address).
     const routed = await call(d.api, 'PUT', `/v1/voice/numbers/${encodeURIComponent(ROUTED)}`, { token, body: { dialerIdentity: 'alice' } });
     t.match(routed.json.data, { number: ROUTED, agentId: null, dialerIdentity: 'alice' }, 'the number is routed to the dialer identity');
-    const ua = await UserAgent.create({ host: '127.0.0.1', port: 0 });
-    t.teardown(() => ua.close());
-    const engine = await MediaEngine.start({ workers: 1, portRange: { min: 48400, max: 48499 }, host: '127.0.0.1' });
-    t.teardown(() => engine.close());
-    const media = await engine.open({ codec: 'PCMU', continuous: true, record: { maxSeconds: 60 } });
-    const caller: OutgoingCall = ua.invite({
-      target: { host: '127.0.0.1', port: FERRY_SIP_PORT, transport: 'udp' },
-      requestUri: `sip:${ROUTED}@127.0.0.1:${FERRY_SIP_PORT}`,
-      from: `<sip:${CALLER}@127.0.0.1>`,
-      to: `<sip:${ROUTED}@127.0.0.1>`,
-      sdp: buildOffer({ host: '127.0.0.1', port: media.localPort, sessionId: 1 }),
-    });
-    const answered = new Promise<boolean>((resolve) => {
-      caller.once('answered', (sdp) => {
-        const answer = readAnswer(sdp);
-        if (answer.ok) media.setRemote(answer.remote, { codec: answer.codec, dtmfPayloadType: answer.dtmfPayloadType ?? undefined });
-        resolve(true);
-      });
-      caller.once('failed', () => resolve(false));
-    });
+    const carrier = await trunkCaller(t, { ferrySipPort: FERRY_SIP_PORT, from: CALLER, mediaPorts: { min: 48400, max: 48499 } });
+    const { sip: caller, media, outcome } = await carrier.call(ROUTED);
+    const answered = outcome.then((o) => o.answered);
     await status((s) => s === `Incoming call from ${CALLER}`, 20_000);
     t.equal(await page.isVisible('#answer'), true, 'the page offers to answer');
     await page.screenshot({ path: screenshotPath('voice-dialer-incoming') });
@@ -177,16 +158,9 @@ t.test(`the browser dialer (${backendLabel})`, async (t) => {
 
     // Routed to an identity nobody is signed in as: the caller hears 480.
     await call(d.api, 'PUT', `/v1/voice/numbers/${encodeURIComponent(ROUTED)}`, { token, body: { dialerIdentity: 'bob' } });
-    const media2 = await engine.open({ codec: 'PCMU', continuous: true });
-    const nobody = ua.invite({
-      target: { host: '127.0.0.1', port: FERRY_SIP_PORT, transport: 'udp' },
-      requestUri: `sip:${ROUTED}@127.0.0.1:${FERRY_SIP_PORT}`,
-      from: `<sip:${CALLER}@127.0.0.1>`,
-      to: `<sip:${ROUTED}@127.0.0.1>`,
-      sdp: buildOffer({ host: '127.0.0.1', port: media2.localPort, sessionId: 2 }),
-    });
-    t.equal(await new Promise<number>((resolve) => nobody.once('failed', (code) => resolve(code))), 480, 'nobody signed in as bob: 480');
-    await media2.stop();
+    const nobody = await carrier.call(ROUTED);
+    t.equal((await nobody.outcome).code, 480, 'nobody signed in as bob: 480');
+    await nobody.media.stop();
 
     const log = await page.$$eval('#log li', (items) => items.map((li) => li.textContent ?? ''));
     t.equal(log.length, 3, 'the three calls are in the call log');
