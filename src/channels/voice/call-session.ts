@@ -213,12 +213,18 @@ export class CallSession {
     media.on('rtpTimeout', () => this.endAnswered({ code: 'RTP_TIMEOUT', message: `no audio from the far end for ${Math.round(this.d.rtpTimeoutMs / 1000)} s`, status: 'completed' }));
   }
 
+  /** Rings a browser for an incoming call while set. */
+  private stopRinging: AbortController | null = null;
+
   /** Asked by the API (through the dialer): CANCEL while ringing, BYE once answered. */
   hangup(): void {
     if (this.ended || this.hangupAsked) return;
     this.hangupAsked = true;
     if (this.answered) this.endAnswered({ code: 'HANGUP_REQUESTED', message: 'hung up through the API', status: 'completed' });
-    else this.sip?.cancel();
+    else {
+      this.sip?.cancel();
+      this.stopRinging?.abort();
+    }
   }
 
   /** The instance is stopping: end the call now, saying why. */
@@ -307,6 +313,8 @@ export class CallSession {
     if (this.browser?.ring) {
       // The caller hears ringing while the browsers do; giving up (CANCEL) or the API's hang-up stops them.
       const giveUp = new AbortController();
+      this.stopRinging = giveUp;
+      if (this.hangupAsked) giveUp.abort();
       const stop = () => giveUp.abort();
       incoming.once('cancelled', stop);
       this.abort.signal.addEventListener('abort', stop, { once: true });

@@ -156,6 +156,16 @@ t.test(`the browser dialer (${backendLabel})`, async (t) => {
     const inboundFinal = await until(async () => (await call(d.api, 'GET', `/v1/voice/calls/${inbound.callId}`, { token })).json.data, (c) => c.status === 'completed', 15_000);
     t.equal(inboundFinal.error, null, 'the caller hanging up is a normal end');
 
+    // Hung up through the API while the page rings: the caller hears 487, the page logs a missed call.
+    const ringing = await carrier.call(ROUTED);
+    await status((s) => s === `Incoming call from ${CALLER}`, 20_000);
+    const rung = (await call(d.api, 'GET', '/v1/voice/calls', { token })).json.data.calls.find((c: { direction: string; status: string }) => c.direction === 'inbound' && c.status !== 'completed');
+    t.equal((await call(d.api, 'POST', `/v1/voice/calls/${rung.callId}/hangup`, { token })).status, 202);
+    t.equal((await ringing.outcome).code, 487, 'the caller hears the call was ended');
+    await status((s) => s === `Missed call from ${CALLER}`, 15_000);
+    t.equal((await until(async () => (await call(d.api, 'GET', `/v1/voice/calls/${rung.callId}`, { token })).json.data, (c) => c.status !== 'initiated' && c.status !== 'queued', 10_000)).status, 'canceled');
+    await ringing.media.stop();
+
     // Routed to an identity nobody is signed in as: the caller hears 480.
     await call(d.api, 'PUT', `/v1/voice/numbers/${encodeURIComponent(ROUTED)}`, { token, body: { dialerIdentity: 'bob' } });
     const nobody = await carrier.call(ROUTED);
@@ -163,10 +173,11 @@ t.test(`the browser dialer (${backendLabel})`, async (t) => {
     await nobody.media.stop();
 
     const log = await page.$$eval('#log li', (items) => items.map((li) => li.textContent ?? ''));
-    t.equal(log.length, 3, 'the three calls are in the call log');
-    t.match(log[0], /\+14155550313 {2}incoming, ended/);
-    t.match(log[1], /\+14155550486 {2}failed: 486 Busy Here/);
-    t.match(log[2], /\+14155550212 {2}ended/);
+    t.equal(log.length, 4, 'the four calls are in the call log');
+    t.match(log[0], /\+14155550313 {2}missed/);
+    t.match(log[1], /\+14155550313 {2}incoming, ended/);
+    t.match(log[2], /\+14155550486 {2}failed: 486 Busy Here/);
+    t.match(log[3], /\+14155550212 {2}ended/);
     await page.screenshot({ path: screenshotPath('voice-dialer-call-log') });
     t.same(pageErrors, [], 'no script error on the page');
   });
