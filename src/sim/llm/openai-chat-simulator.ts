@@ -1,7 +1,6 @@
 import { randomBytes } from 'node:crypto';
-import { bearerMatches, readCappedBody } from '../openai-http.js';
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { OpenAiSimServer, type SimRequestBase } from '../openai-sim-server.js';
 
 /** A tool call the scripted model makes. */
 export interface ChatSimToolCall {
@@ -76,13 +75,7 @@ export interface OpenAiChatSimulatorOptions {
 }
 
 /** One request as the simulator saw it and answered it. */
-export interface SimChatRequest {
-  method: string;
-  path: string;
-  /** The Bearer key matched (always true when the simulator has no key). */
-  authorized: boolean;
-  /** Names of the request's headers, lower case, in order. */
-  headerNames: string[];
+export interface SimChatRequest extends SimRequestBase {
   /** The JSON body, as received. */
   body?: Record<string, unknown>;
   model?: unknown;
@@ -94,7 +87,6 @@ export interface SimChatRequest {
   lastUserMessage?: string;
   /** The label of the rule that answered, "default", or "follow-up". */
   answeredBy?: string;
-  status?: number;
   /** Text and tool-call chunks written. */
   chunksSent: number;
   /** The whole answer was written. */
@@ -117,8 +109,7 @@ type FollowUp = NonNullable<ChatSimReply['followUp']>;
  * `chat.completion.chunk`s, tool calls as `tool_calls` deltas by index (id and name first, then argument fragments),
  * a finish reason, usage when asked, `data: [DONE]`. Non-streamed requests get one `chat.completion`. Uses node:http only.
  */
-export class OpenAiChatSimulator {
-  readonly requests: SimChatRequest[] = [];
+export class OpenAiChatSimulator extends OpenAiSimServer<SimChatRequest> {
   /** Tried in order; tests may replace or extend them between requests. */
   rules: ChatSimRule[];
   defaultReply: ChatSimReply | undefined;
@@ -126,47 +117,15 @@ export class OpenAiChatSimulator {
   /** Which reply made each tool call, so the tool result gets that reply's follow-up. */
   private readonly followUps = new Map<string, { followUp: FollowUp; name: string }>();
   private readonly settledWaiters = new Map<SimChatRequest, Promise<void>>();
-  private readonly timers = new Set<NodeJS.Timeout>();
-  private readonly apiKey: Buffer | undefined;
-  private readonly maxBodyBytes: number;
-  private server: Server | null = null;
 
   constructor(private readonly options: OpenAiChatSimulatorOptions = {}) {
+    super('chat', options.maxBodyBytes ?? 1024 * 1024);
     this.rules = [...(options.rules ?? [])];
     this.defaultReply = options.defaultReply;
-    this.apiKey = options.apiKey === undefined ? undefined : Buffer.from(`Bearer ${options.apiKey}`);
-    this.maxBodyBytes = options.maxBodyBytes ?? 1024 * 1024;
-  }
-
-  /** The server's origin, e.g. http://127.0.0.1:40123. */
-  get url(): string {
-    const address = this.server?.address() as AddressInfo | null | undefined;
-    if (!address) throw new Error('the chat simulator is not listening');
-    return `http://127.0.0.1:${address.port}`;
-  }
-
-  /** The API root a client is given (the SDK's baseURL). */
-  get baseUrl(): string {
-    return `${this.url}/v1`;
   }
 
   async start(options: { port?: number } = {}): Promise<void> {
-    const server = createServer((req, res) => void this.handle(req, res));
-    this.server = server;
-    await new Promise<void>((resolve, reject) => {
-      server.once('error', reject);
-      server.listen(options.port ?? 0, '127.0.0.1', () => resolve());
-    });
-  }
-
-  async stop(): Promise<void> {
-    for (const timer of this.timers) clearTimeout(timer);
-    this.timers.clear();
-    const server = this.server;
-    this.server = null;
-    if (!server) return;
-    server.closeAllConnections();
-    await new Promise<void>((resolve) => server.close(() => resolve()));
+    await this.listen(options.port, this.options.apiKey);
   }
 
   /**
@@ -188,12 +147,9 @@ export class OpenAiChatSimulator {
     }
   }
 
-  private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+  protected record(common: SimRequestBase, res: ServerResponse): SimChatRequest {
     const entry: SimChatRequest = {
-      method: req.method ?? '',
-      path: (req.url ?? '').split('?')[0],
-      authorized: this.authorized(req.headers.authorization),
-      headerNames: req.rawHeaders.filter((_, i) => i % 2 === 0).map((name) => name.toLowerCase()),
+      ...common,
       stream: false,
       messages: [],
       tools: [],
@@ -202,7 +158,6 @@ export class OpenAiChatSimulator {
       clientClosed: false,
       dropped: false,
     };
-    this.requests.push(entry);
     this.settledWaiters.set(
       entry,
       new Promise((resolve) =>
@@ -212,46 +167,22 @@ export class OpenAiChatSimulator {
         }),
       ),
     );
-    try {
-      await this.answer(req, res, entry);
-    } catch {
-      if (!res.headersSent) this.error(res, entry, 500, 'The server had an error while processing your request.', 'server_error');
-      else res.destroy();
-    }
+    return entry;
   }
 
-  private async answer(req: IncomingMessage, res: ServerResponse, entry: SimChatRequest): Promise<void> {
+  protected override written(entry: SimChatRequest): void {
+    entry.completed = true;
+  }
+
+  protected async answer(req: IncomingMessage, res: ServerResponse, entry: SimChatRequest): Promise<void> {
     if (entry.method === 'GET' && entry.path === '/v1/models') {
       req.resume();
-      if (!entry.authorized) return this.error(res, entry, 401, 'Incorrect API key provided.', 'invalid_request_error', 'invalid_api_key');
+      if (this.guard(req, res, entry, { path: '/v1/models', method: 'GET' })) return;
       return this.json(res, entry, 200, { object: 'list', data: (this.options.models ?? ['ferry-test-model']).map((id) => ({ id, object: 'model', created: 0, owned_by: 'ferry' })) });
     }
-    if (entry.path !== '/v1/chat/completions') {
-      req.resume();
-      return this.error(res, entry, 404, `Invalid URL (${entry.method} ${entry.path})`, 'invalid_request_error');
-    }
-    if (entry.method !== 'POST') {
-      req.resume();
-      res.setHeader('allow', 'POST');
-      return this.error(res, entry, 405, `Method ${entry.method} is not allowed`, 'invalid_request_error');
-    }
-    if (!entry.authorized) {
-      req.resume();
-      return this.error(res, entry, 401, 'Incorrect API key provided.', 'invalid_request_error', 'invalid_api_key');
-    }
-    const raw = await this.readBody(req);
-    if (raw === null) {
-      res.setHeader('connection', 'close');
-      return this.error(res, entry, 413, `The request body is over ${this.maxBodyBytes} bytes`, 'invalid_request_error');
-    }
-    let body: Record<string, unknown>;
-    try {
-      const parsed: unknown = JSON.parse(raw.toString('utf8'));
-      if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) throw new Error('not an object');
-      body = parsed as Record<string, unknown>;
-    } catch {
-      return this.error(res, entry, 400, 'We could not parse the JSON body of your request.', 'invalid_request_error');
-    }
+    if (this.guard(req, res, entry, { path: '/v1/chat/completions', method: 'POST' })) return;
+    const body = await this.readJson(req, res, entry);
+    if (body === null) return;
     entry.body = body;
     entry.model = body.model;
     entry.stream = body.stream === true;
@@ -428,16 +359,6 @@ export class OpenAiChatSimulator {
     return undefined;
   }
 
-  private authorized(header: string | undefined): boolean {
-    return this.apiKey === undefined || bearerMatches(header, this.apiKey);
-  }
-
-
-  private readBody(req: IncomingMessage): Promise<Buffer | null> {
-    return readCappedBody(req, this.maxBodyBytes);
-  }
-
-
   private scriptedError(res: ServerResponse, entry: SimChatRequest, reply: ChatSimReply): void {
     const status = reply.status!;
     const retryAfter = reply.retryAfterMs ?? (status === 429 ? 1_000 : undefined);
@@ -445,44 +366,7 @@ export class OpenAiChatSimulator {
       res.setHeader('retry-after-ms', String(retryAfter));
       res.setHeader('retry-after', String(Math.ceil(retryAfter / 1000)));
     }
-    if (status === 429) {
-      this.error(res, entry, 429, reply.errorMessage ?? 'Rate limit reached for requests. Please try again shortly.', 'requests', 'rate_limit_exceeded');
-    } else if (status === 401) {
-      this.error(res, entry, 401, reply.errorMessage ?? 'Incorrect API key provided.', 'invalid_request_error', 'invalid_api_key');
-    } else if (status >= 500) {
-      this.error(res, entry, status, reply.errorMessage ?? 'The server had an error while processing your request. Sorry about that!', 'server_error');
-    } else {
-      this.error(res, entry, status, reply.errorMessage ?? `Simulated error ${status}`, 'invalid_request_error');
-    }
-  }
-
-  private error(res: ServerResponse, entry: SimChatRequest, status: number, message: string, type: string, code: string | null = null, param: string | null = null): void {
-    this.json(res, entry, status, { error: { message, type, param, code } });
-  }
-
-  private json(res: ServerResponse, entry: SimChatRequest, status: number, value: unknown, onWritten?: () => void): void {
-    entry.status = status;
-    const body = JSON.stringify(value);
-    res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) });
-    res.end(body, () => {
-      onWritten?.();
-      entry.completed = true;
-    });
-  }
-
-  /** Waits `ms`, or less when the client leaves or the simulator stops. */
-  private sleep(ms: number, res: ServerResponse): Promise<void> {
-    return new Promise((resolve) => {
-      const done = (): void => {
-        clearTimeout(timer);
-        this.timers.delete(timer);
-        res.off('close', done);
-        resolve();
-      };
-      const timer = setTimeout(done, ms);
-      this.timers.add(timer);
-      res.on('close', done);
-    });
+    this.simulatedError(res, entry, status, reply.errorMessage);
   }
 }
 

@@ -1,6 +1,5 @@
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import { bearerMatches, readCappedBody } from '../openai-http.js';
-import type { AddressInfo } from 'node:net';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { OpenAiSimServer, type SimRequestBase } from '../openai-sim-server.js';
 import { encodeWav } from '../../audio/wav.js';
 import { speechTones } from './speech-tones.js';
 
@@ -26,13 +25,7 @@ export interface OpenAiSpeechSimulatorOptions {
 }
 
 /** One request as the simulator saw it and answered it. */
-export interface SimSpeechRequest {
-  method: string;
-  path: string;
-  /** The Bearer key matched. */
-  authorized: boolean;
-  /** Names of the request's headers, lower case, in order. */
-  headerNames: string[];
+export interface SimSpeechRequest extends SimRequestBase {
   model?: unknown;
   voice?: unknown;
   /** As received, fault marker included. */
@@ -40,7 +33,6 @@ export interface SimSpeechRequest {
   responseFormat?: unknown;
   speed?: unknown;
   fault?: string;
-  status?: number;
   /** Audio bytes written to the socket. */
   bytesSent: number;
   /** The whole answer was written (false when the client went away first). */
@@ -68,101 +60,37 @@ const CHUNK_BYTES = 16 * 1024;
  * tones (WAV, or raw 16-bit little-endian PCM, at `sampleRate`) whose length grows with the text. Faults are
  * scripted by input prefix or by voice. Uses node:http only.
  */
-export class OpenAiSpeechSimulator {
-  readonly requests: SimSpeechRequest[] = [];
+export class OpenAiSpeechSimulator extends OpenAiSimServer<SimSpeechRequest> {
   private readonly voices: ReadonlySet<string>;
   private readonly sampleRate: number;
-  private readonly maxBodyBytes: number;
   private readonly slowMs: number;
   private readonly endlessBytes: number;
   private readonly faultUses = new Map<string, number>();
-  private readonly timers = new Set<NodeJS.Timeout>();
-  private server: Server | null = null;
-  private apiKey = Buffer.alloc(0);
 
   constructor(private readonly options: OpenAiSpeechSimulatorOptions = {}) {
+    super('speech', options.maxBodyBytes ?? 64 * 1024);
     this.voices = new Set(options.voices ?? DEFAULT_VOICES);
     this.sampleRate = options.sampleRate ?? 24_000;
-    this.maxBodyBytes = options.maxBodyBytes ?? 64 * 1024;
     this.slowMs = options.slowMs ?? 5_000;
     this.endlessBytes = options.endlessBytes ?? 32 * 1024 * 1024;
   }
 
-  /** The server's origin, e.g. http://127.0.0.1:40123. */
-  get url(): string {
-    const address = this.server?.address() as AddressInfo | null | undefined;
-    if (!address) throw new Error('the speech simulator is not listening');
-    return `http://127.0.0.1:${address.port}`;
-  }
-
-  /** The API root a client is given (the SDK's baseURL). */
-  get baseUrl(): string {
-    return `${this.url}/v1`;
-  }
-
   async start(options: { port?: number; apiKey: string }): Promise<void> {
-    this.apiKey = Buffer.from(`Bearer ${options.apiKey}`);
-    const server = createServer((req, res) => void this.handle(req, res));
-    this.server = server;
-    await new Promise<void>((resolve, reject) => {
-      server.once('error', reject);
-      server.listen(options.port ?? 0, '127.0.0.1', () => resolve());
-    });
+    await this.listen(options.port, options.apiKey);
   }
 
-  async stop(): Promise<void> {
-    for (const timer of this.timers) clearTimeout(timer);
-    this.timers.clear();
-    const server = this.server;
-    this.server = null;
-    if (!server) return;
-    server.closeAllConnections();
-    await new Promise<void>((resolve) => server.close(() => resolve()));
+  protected record(common: SimRequestBase): SimSpeechRequest {
+    return { ...common, bytesSent: 0, completed: false };
   }
 
-  private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    const entry: SimSpeechRequest = {
-      method: req.method ?? '',
-      path: (req.url ?? '').split('?')[0],
-      authorized: this.authorized(req.headers.authorization),
-      headerNames: req.rawHeaders.filter((_, i) => i % 2 === 0).map((name) => name.toLowerCase()),
-      bytesSent: 0,
-      completed: false,
-    };
-    this.requests.push(entry);
-    try {
-      await this.answer(req, res, entry);
-    } catch {
-      if (!res.headersSent) this.error(res, entry, 500, 'The server had an error while processing your request.', 'server_error');
-      else res.destroy();
-    }
+  protected override written(entry: SimSpeechRequest): void {
+    entry.completed = true;
   }
 
-  private async answer(req: IncomingMessage, res: ServerResponse, entry: SimSpeechRequest): Promise<void> {
-    if (entry.path !== '/v1/audio/speech') {
-      return this.error(res, entry, 404, `Invalid URL (${entry.method} ${entry.path})`, 'invalid_request_error');
-    }
-    if (entry.method !== 'POST') {
-      res.setHeader('allow', 'POST');
-      return this.error(res, entry, 405, `Method ${entry.method} is not allowed`, 'invalid_request_error');
-    }
-    if (!entry.authorized) {
-      req.resume();
-      return this.error(res, entry, 401, 'Incorrect API key provided.', 'invalid_request_error', 'invalid_api_key');
-    }
-    const raw = await this.readBody(req);
-    if (raw === null) {
-      res.setHeader('connection', 'close');
-      return this.error(res, entry, 413, `The request body is over ${this.maxBodyBytes} bytes`, 'invalid_request_error');
-    }
-    let body: Record<string, unknown>;
-    try {
-      const parsed: unknown = JSON.parse(raw.toString('utf8'));
-      if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) throw new Error('not an object');
-      body = parsed as Record<string, unknown>;
-    } catch {
-      return this.error(res, entry, 400, 'We could not parse the JSON body of your request.', 'invalid_request_error');
-    }
+  protected async answer(req: IncomingMessage, res: ServerResponse, entry: SimSpeechRequest): Promise<void> {
+    if (this.guard(req, res, entry, { path: '/v1/audio/speech', method: 'POST' })) return;
+    const body = await this.readJson(req, res, entry);
+    if (body === null) return;
     entry.model = body.model;
     entry.voice = body.voice;
     entry.input = body.input;
@@ -208,16 +136,8 @@ export class OpenAiSpeechSimulator {
   private async applyFault(fault: string, req: IncomingMessage, res: ServerResponse, entry: SimSpeechRequest): Promise<boolean> {
     if (/^\d{3}$/.test(fault)) {
       const status = Number(fault);
-      if (status === 429) {
-        res.setHeader('retry-after', '1');
-        this.error(res, entry, 429, 'Rate limit reached for requests. Please try again in 1s.', 'requests', 'rate_limit_exceeded');
-      } else if (status >= 500) {
-        this.error(res, entry, status, 'The server had an error while processing your request. Sorry about that!', 'server_error');
-      } else if (status === 401) {
-        this.error(res, entry, 401, 'Incorrect API key provided.', 'invalid_request_error', 'invalid_api_key');
-      } else {
-        this.error(res, entry, status, `Simulated error ${status}`, 'invalid_request_error');
-      }
+      if (status === 429) res.setHeader('retry-after', '1');
+      this.simulatedError(res, entry, status, status === 429 ? 'Rate limit reached for requests. Please try again in 1s.' : undefined);
       return true;
     }
     switch (fault) {
@@ -273,25 +193,6 @@ export class OpenAiSpeechSimulator {
     return undefined;
   }
 
-  private authorized(header: string | undefined): boolean {
-    return bearerMatches(header, this.apiKey);
-  }
-
-
-  private readBody(req: IncomingMessage): Promise<Buffer | null> {
-    return readCappedBody(req, this.maxBodyBytes);
-  }
-
-
-  private error(res: ServerResponse, entry: SimSpeechRequest, status: number, message: string, type: string, code: string | null = null, param: string | null = null): void {
-    entry.status = status;
-    const body = JSON.stringify({ error: { message, type, param, code } });
-    res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) });
-    res.end(body, () => {
-      entry.completed = true;
-    });
-  }
-
   /** Audio without Content-Length, in chunks; with `stall`, half of it then nothing until the client leaves. */
   private async stream(res: ServerResponse, entry: SimSpeechRequest, audio: Buffer, stall: boolean): Promise<void> {
     res.writeHead(200, { 'content-type': 'audio/wav' });
@@ -341,21 +242,6 @@ export class OpenAiSpeechSimulator {
         resolve();
       };
       res.on('drain', done);
-      res.on('close', done);
-    });
-  }
-
-  /** Waits `ms`, or less when the client leaves or the simulator stops. */
-  private sleep(ms: number, res: ServerResponse): Promise<void> {
-    return new Promise((resolve) => {
-      const done = (): void => {
-        clearTimeout(timer);
-        this.timers.delete(timer);
-        res.off('close', done);
-        resolve();
-      };
-      const timer = setTimeout(done, ms);
-      this.timers.add(timer);
       res.on('close', done);
     });
   }

@@ -1,6 +1,5 @@
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import { bearerMatches, readCappedBody } from '../openai-http.js';
-import type { AddressInfo } from 'node:net';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { OpenAiSimServer, type SimRequestBase } from '../openai-sim-server.js';
 import { AudioFormatError } from '../../audio/errors.js';
 import { wavToTelephonyPcm } from '../../audio/telephony-audio.js';
 import { TELEPHONY_RATE } from '../../audio/resample.js';
@@ -21,13 +20,7 @@ export interface OpenAiTranscriptionSimulatorOptions {
 }
 
 /** One request as the simulator saw it and answered it. */
-export interface SimTranscriptionRequest {
-  method: string;
-  path: string;
-  /** The Bearer key matched. */
-  authorized: boolean;
-  /** Names of the request's headers, lower case, in order. */
-  headerNames: string[];
+export interface SimTranscriptionRequest extends SimRequestBase {
   model?: string;
   language?: string;
   prompt?: string;
@@ -41,7 +34,6 @@ export interface SimTranscriptionRequest {
   text?: string;
   /** The scripted fault or delay applied, if any. */
   fault?: string;
-  status?: number;
 }
 
 /** A scripted failure for the next request(s). */
@@ -65,32 +57,15 @@ const KNOWN_FORMATS = new Set(['json', 'text', 'verbose_json', 'srt', 'vtt']);
  * test queued with `script()`, else what `recognizer` (e.g. Pocketsphinx) makes of the audio, else silence.
  * Faults (a status, optionally with Retry-After) and delays are queued too. Uses node:http only.
  */
-export class OpenAiTranscriptionSimulator {
-  readonly requests: SimTranscriptionRequest[] = [];
+export class OpenAiTranscriptionSimulator extends OpenAiSimServer<SimTranscriptionRequest> {
   private readonly transcripts: string[] = [];
   private readonly faults: SimTranscriptionFault[] = [];
   private readonly delays: number[] = [];
-  private readonly timers = new Set<NodeJS.Timeout>();
-  private readonly maxBodyBytes: number;
   private readonly maxSeconds: number;
-  private server: Server | null = null;
-  private apiKey = Buffer.alloc(0);
 
   constructor(private readonly options: OpenAiTranscriptionSimulatorOptions = {}) {
-    this.maxBodyBytes = options.maxBodyBytes ?? 4 * 1024 * 1024;
+    super('transcription', options.maxBodyBytes ?? 4 * 1024 * 1024);
     this.maxSeconds = options.maxSeconds ?? 60;
-  }
-
-  /** The server's origin, e.g. http://127.0.0.1:40123. */
-  get url(): string {
-    const address = this.server?.address() as AddressInfo | null | undefined;
-    if (!address) throw new Error('the transcription simulator is not listening');
-    return `http://127.0.0.1:${address.port}`;
-  }
-
-  /** The API root a client is given (the SDK's baseURL). */
-  get baseUrl(): string {
-    return `${this.url}/v1`;
   }
 
   /** What the next requests are heard as, in order (ahead of the recognizer). */
@@ -109,65 +84,22 @@ export class OpenAiTranscriptionSimulator {
   }
 
   async start(options: { port?: number; apiKey: string }): Promise<void> {
-    this.apiKey = Buffer.from(`Bearer ${options.apiKey}`);
-    const server = createServer((req, res) => void this.handle(req, res));
-    this.server = server;
-    await new Promise<void>((resolve, reject) => {
-      server.once('error', reject);
-      server.listen(options.port ?? 0, '127.0.0.1', () => resolve());
-    });
+    await this.listen(options.port, options.apiKey);
   }
 
-  async stop(): Promise<void> {
-    for (const timer of this.timers) clearTimeout(timer);
-    this.timers.clear();
-    const server = this.server;
-    this.server = null;
-    if (!server) return;
-    server.closeAllConnections();
-    await new Promise<void>((resolve) => server.close(() => resolve()));
+  protected record(common: SimRequestBase): SimTranscriptionRequest {
+    return { ...common };
   }
 
-  private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    const entry: SimTranscriptionRequest = {
-      method: req.method ?? '',
-      path: (req.url ?? '').split('?')[0],
-      authorized: this.authorized(req.headers.authorization),
-      headerNames: req.rawHeaders.filter((_, i) => i % 2 === 0).map((name) => name.toLowerCase()),
-    };
-    this.requests.push(entry);
-    try {
-      await this.answer(req, res, entry);
-    } catch {
-      if (!res.headersSent) this.error(res, entry, 500, 'The server had an error while processing your request.', 'server_error');
-      else res.destroy();
-    }
-  }
-
-  private async answer(req: IncomingMessage, res: ServerResponse, entry: SimTranscriptionRequest): Promise<void> {
-    if (entry.path !== PATH) {
-      req.resume();
-      return this.error(res, entry, 404, `Invalid URL (${entry.method} ${entry.path})`, 'invalid_request_error');
-    }
-    if (entry.method !== 'POST') {
-      req.resume();
-      res.setHeader('allow', 'POST');
-      return this.error(res, entry, 405, `Method ${entry.method} is not allowed`, 'invalid_request_error');
-    }
-    if (!entry.authorized) {
-      req.resume();
-      return this.error(res, entry, 401, 'Incorrect API key provided.', 'invalid_request_error', 'invalid_api_key');
-    }
+  protected async answer(req: IncomingMessage, res: ServerResponse, entry: SimTranscriptionRequest): Promise<void> {
+    if (this.guard(req, res, entry, { path: PATH, method: 'POST' })) return;
     const boundary = /boundary=(?:"([^"]+)"|([^;\s]+))/i.exec(req.headers['content-type'] ?? '');
     if (!/^multipart\/form-data/i.test(req.headers['content-type'] ?? '') || !boundary) {
       req.resume();
       return this.error(res, entry, 400, 'The request must be multipart/form-data.', 'invalid_request_error');
     }
-    const body = await this.readBody(req);
-    if (body === null) {
-      res.setHeader('connection', 'close');
-      return this.error(res, entry, 413, `The request body is over ${this.maxBodyBytes} bytes`, 'invalid_request_error');
-    }
+    const body = await this.readBody(req, res, entry);
+    if (body === null) return;
     const form = parseMultipart(body, boundary[1] ?? boundary[2]);
     if (!form) return this.error(res, entry, 400, 'The multipart body could not be parsed.', 'invalid_request_error');
     const field = (name: string): string | undefined => form.find((part) => part.name === name && part.filename === undefined)?.data.toString('utf8');
@@ -219,8 +151,8 @@ export class OpenAiTranscriptionSimulator {
 
     const text = await this.hear(pcm, entry);
     entry.text = text;
-    entry.status = 200;
     if (format === 'text') {
+      entry.status = 200;
       res.writeHead(200, { 'content-type': 'text/plain; charset=utf-8' });
       res.end(`${text}\n`);
       return;
@@ -235,9 +167,7 @@ export class OpenAiTranscriptionSimulator {
             text,
             segments: text === '' ? [] : [{ id: 0, seek: 0, start: 0, end: entry.audioSeconds, text, tokens: [], temperature: 0, avg_logprob: -0.2, compression_ratio: 1, no_speech_prob: 0.01 }],
           };
-    const json = JSON.stringify(answer);
-    res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(json) });
-    res.end(json);
+    this.json(res, entry, 200, answer);
   }
 
   private async hear(pcm: Int16Array, entry: SimTranscriptionRequest): Promise<string> {
@@ -253,38 +183,6 @@ export class OpenAiTranscriptionSimulator {
     }
     entry.heardBy = 'nothing';
     return '';
-  }
-
-  private authorized(header: string | undefined): boolean {
-    return bearerMatches(header, this.apiKey);
-  }
-
-
-  private readBody(req: IncomingMessage): Promise<Buffer | null> {
-    return readCappedBody(req, this.maxBodyBytes);
-  }
-
-
-  private error(res: ServerResponse, entry: SimTranscriptionRequest, status: number, message: string, type: string, code: string | null = null, param: string | null = null): void {
-    entry.status = status;
-    const body = JSON.stringify({ error: { message, type, param, code } });
-    res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) });
-    res.end(body);
-  }
-
-  /** Waits `ms`, or less when the client leaves or the simulator stops. */
-  private sleep(ms: number, res: ServerResponse): Promise<void> {
-    return new Promise((resolve) => {
-      const done = (): void => {
-        clearTimeout(timer);
-        this.timers.delete(timer);
-        res.off('close', done);
-        resolve();
-      };
-      const timer = setTimeout(done, ms);
-      this.timers.add(timer);
-      res.on('close', done);
-    });
   }
 }
 
