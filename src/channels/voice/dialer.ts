@@ -119,12 +119,16 @@ export class Dialer {
    * A call coming in from `trunk` to a number routed to an agent, stored with its claim held by this instance (the
    * INVITE is here): its agent made ready, admitted under the account's calls-up-at-once limit (a trunk's own limits
    * are the trunk's to keep for calls it sends us), and answered by its session. Resolves with the session, or null
-   * when it ended before (its row says why).
+   * when it ended before (its row says why, and the caller's INVITE was refused saying so).
    */
   async answerInbound(call: Call, incoming: IncomingCall, trunk: Trunk, browser: BrowserSide | null = null): Promise<CallSession | null> {
     const c = this.d.config;
-    const fail = (errorCode: string, errorReason: string) =>
-      this.d.recorder.apply(call.id, { status: 'failed', errorCode, errorReason, detail: { before: 'answering' } }).then(() => null);
+    // Ended before answering: the row says why, and the caller hears it (busy at the account's limit).
+    const fail = async (errorCode: string, errorReason: string) => {
+      await this.d.recorder.apply(call.id, { status: 'failed', errorCode, errorReason, detail: { before: 'answering' } });
+      incoming.reject(errorCode === 'LIMIT_REACHED' ? 486 : 480, errorReason.slice(0, 120));
+      return null;
+    };
     let agent: CallAgent | null = null;
     let media: MediaEngine;
     try {

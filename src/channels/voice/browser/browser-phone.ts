@@ -191,10 +191,6 @@ export class BrowserPhone {
       this.calls.add(callee);
       const session = await this.o.dialer.answerInbound(call, incoming, trunk, callee);
       if (session) await session.done;
-      else if (incoming.state === 'offered') {
-        const row = await this.o.voice.get(o.accountId, call.id);
-        incoming.reject(row.errorCode === 'LIMIT_REACHED' ? 486 : 480, (row.errorReason ?? 'Temporarily Unavailable').slice(0, 120));
-      }
     } catch (err) {
       if (err instanceof ApiError && err.code === 'INSUFFICIENT_CREDIT') incoming.reject(402, 'Payment Required');
       else {

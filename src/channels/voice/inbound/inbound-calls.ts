@@ -53,11 +53,7 @@ export class InboundCalls {
         return await browsers.receive(incoming, trunk, { accountId: route.accountId, identity: route.dialerIdentity, to: called, from: caller });
       }
       const call = await this.o.voice.receive(route.accountId, { to: '+' + called, from: caller, agentId: route.agentId }, this.o.claimMs);
-      const session = await this.o.dialer.answerInbound(call, incoming, trunk);
-      if (!session && incoming.state === 'offered') {
-        const row = await this.o.voice.get(route.accountId, call.id);
-        incoming.reject(row.errorCode === 'LIMIT_REACHED' ? 486 : 480, (row.errorReason ?? 'Temporarily Unavailable').slice(0, 120));
-      }
+      await this.o.dialer.answerInbound(call, incoming, trunk);
     } catch (err) {
       if (err instanceof ApiError && err.code === 'INSUFFICIENT_CREDIT') return incoming.reject(402, 'Payment Required');
       if (err instanceof ApiError && err.code === 'VOICE_AGENT_NOT_FOUND') return incoming.reject(404, 'Not Found: no agent answers this number');
