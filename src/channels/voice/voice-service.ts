@@ -65,7 +65,7 @@ export class VoiceService {
    * placing it, which dials it itself (the browser's connection is there); no dialer is woken for it.
    */
   async place(accountId: string, input: PlaceCallInput, o: { browser?: { claimMs: number } } = {}): Promise<Call> {
-    return this.store(accountId, input, { ...o, direction: 'outbound' });
+    return this.insertCall(accountId, input, { direction: 'outbound', claimMs: o.browser?.claimMs });
   }
 
   /**
@@ -75,10 +75,14 @@ export class VoiceService {
    */
   receive(accountId: string, input: { to: string; from: string } & ({ agentId: string } | { dialerIdentity: string }), claimMs: number): Promise<Call> {
     const answeredBy = 'agentId' in input ? { agentId: input.agentId } : { reference: `dialer:${input.dialerIdentity}` };
-    return this.store(accountId, { to: input.to, from: input.from, ...answeredBy }, { browser: { claimMs }, direction: 'inbound' });
+    return this.insertCall(accountId, { to: input.to, from: input.from, ...answeredBy }, { direction: 'inbound', claimMs });
   }
 
-  private async store(accountId: string, input: PlaceCallInput, o: { browser?: { claimMs: number }; direction: 'outbound' | 'inbound' }): Promise<Call> {
+  /**
+   * Checks, holds credit for and stores a call. `claimMs`: held for the instance storing it, which connects it itself
+   * (a browser's call, a call coming in); such a call has no script.
+   */
+  private async insertCall(accountId: string, input: PlaceCallInput, o: { direction: 'outbound' | 'inbound'; claimMs?: number }): Promise<Call> {
     const c = this.o.config;
     const inbound = o.direction === 'inbound';
     const to = normalizeNumber(input.to, { international: true });
@@ -93,7 +97,7 @@ export class VoiceService {
       if (input.say || input.play || input.script) throw invalid('agentId', 'an agent talks on the call: give no say, play or script with it');
       agent = { id: input.agentId, version: await this.o.agentVersion(accountId, input.agentId), variables: input.variables ?? {} };
     } else if (input.variables) throw invalid('variables', 'variables go with an agentId');
-    const script = agent || o.browser ? { steps: [] as CallStep[] } : scriptOf(input);
+    const script = agent || o.claimMs ? { steps: [] as CallStep[] } : scriptOf(input);
     if ('error' in script) throw invalid(script.field, script.error);
     for (const url of urlsOf(script.steps)) {
       const checked = await this.o.guard.check(url);
@@ -139,12 +143,12 @@ export class VoiceService {
         pricePerMinuteMicros: perMinute,
         heldSeconds,
         ...(agent ? { agent } : {}),
-        ...(o.browser ? { claimMs: o.browser.claimMs } : {}),
+        ...(o.claimMs ? { claimMs: o.claimMs } : {}),
         direction: o.direction,
       });
       return call;
     }).then((call) => {
-      if (!o.browser) this.o.wakeDialer();
+      if (!o.claimMs) this.o.wakeDialer();
       return call;
     });
   }
