@@ -218,7 +218,7 @@ export class Daemon {
     this.closers.unshift({ name: 'retention', close: () => retention.stop() });
 
     try {
-      this.backends = await openBackends({ db: this.db, redisUrl: config.redis.url, keyPrefix: config.redis.keyPrefix });
+      this.backends = await openBackends({ db: this.db, redisUrl: config.redis.url, redisCluster: config.redis.cluster, queueShards: config.redis.queueShards, keyPrefix: config.redis.keyPrefix });
     } catch (err) {
       throw new StartupError((err as Error).message);
     }

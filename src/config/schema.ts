@@ -325,6 +325,18 @@ export const coreConfigSchema = {
       properties: {
         url: { ...nullableString, description: 'Redis URL; unset = embedded queue, OTP store and throttle' },
         keyPrefix: { type: 'string', default: 'ferry:' },
+        cluster: {
+          type: 'boolean',
+          default: false,
+          description: 'redis.url names seed nodes of a Redis Cluster (comma-separated, e.g. redis://10.0.0.1:7001,10.0.0.2:7001); pub/sub then uses sharded SPUBLISH/SSUBSCRIBE (Redis 7)',
+        },
+        queueShards: {
+          type: 'integer',
+          minimum: 1,
+          maximum: 64,
+          default: 1,
+          description: 'shards per queue (SMS lanes, outbound, webhooks), each its own hash tag so one busy queue spreads over the masters of a Cluster; raising it is safe at any time, lowering it still serves what the higher shards hold',
+        },
       },
     },
     security: {
@@ -461,7 +473,7 @@ export interface FerryConfig {
   outbound: { reconcileIntervalSeconds: number; staleSeconds: number };
   retention: RetentionConfig;
   database: { url: string | null; poolSize: number; commitsInFlight: number; preparedStatements: boolean; pipeline: boolean; maintenanceSeconds: number };
-  redis: { url: string | null; keyPrefix: string };
+  redis: { url: string | null; keyPrefix: string; cluster: boolean; queueShards: number };
   security: { secretKey: string | null; allowPrivateTargets: boolean | 'auto' | null };
   auth: { failureLimit: number; failureWindowSeconds: number; rotationGraceSeconds: number; cacheSeconds: number };
   shutdown: { drainTimeoutMs: number };

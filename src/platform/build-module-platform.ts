@@ -34,6 +34,7 @@ export function buildModulePlatform(o: { config: FerryConfig; db: Db; master: Bu
     db: o.db,
     master: o.master,
     redisUrl: config.redis.url,
+    redisCluster: config.redis.cluster,
     keyPrefix: config.redis.keyPrefix,
     http: new TargetGuard(privateTargets.allowed),
     log: o.log,

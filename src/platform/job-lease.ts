@@ -1,6 +1,6 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../store/redis/redis-client.js';
 import type { Queryable } from '../store/types.js';
 
 /**
@@ -52,7 +52,7 @@ const RELEASE_LUA = `if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.
 /** The lease as a Redis key with a TTL (`<prefix>job-lease:<name>`). */
 export class RedisJobLease implements JobLease {
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: RedisClient,
     private readonly prefix: string,
   ) {}
 

@@ -24,6 +24,8 @@ export interface ModulePlatformOptions {
   /** The daemon's secret key: it stays here; modules get keys derived from it. */
   master: Buffer;
   redisUrl: string | null;
+  /** redis.cluster: redisUrl names seed nodes of a Redis Cluster. */
+  redisCluster?: boolean;
   keyPrefix: string;
   /** The one guarded HTTP client policy (SSRF guard) for URLs customers give. */
   http: TargetGuard;
@@ -42,7 +44,7 @@ export class ModulePlatform {
 
   constructor(private readonly o: ModulePlatformOptions) {
     this.events = new EventSinkSlot(o.log.child({ component: 'events' }));
-    this.redis = new RedisClientFactory({ url: o.redisUrl, keyPrefix: o.keyPrefix, log: o.log.child({ component: 'redis' }) });
+    this.redis = new RedisClientFactory({ url: o.redisUrl, cluster: o.redisCluster, keyPrefix: o.keyPrefix, log: o.log.child({ component: 'redis' }) });
     this.pubsub = new PubSubHub({ redis: this.redis, keyPrefix: o.keyPrefix, log: o.log.child({ component: 'pubsub' }) });
   }
 

@@ -1,5 +1,5 @@
 import { EventEmitter } from 'node:events';
-import type { Redis } from 'ioredis';
+import { isCluster, type RedisClient } from '../store/redis/redis-client.js';
 import type { Logger } from 'pino';
 import type { RedisClientFactory } from './redis-clients.js';
 
@@ -41,18 +41,24 @@ class LocalTransport implements Transport {
   }
 }
 
-/** Redis: one publishing and one subscribed connection for every module's channels. */
+/**
+ * Redis: one publishing and one subscribed connection for every module's channels. On a Cluster, sharded pub/sub
+ * (SPUBLISH/SSUBSCRIBE, Redis 7): a message travels only within the shard that owns its channel's slot instead of
+ * being broadcast over the whole cluster bus, and the subscriber keeps one connection per master.
+ */
 class RedisTransport implements Transport {
   private readonly handlers = new Map<string, Set<(payload: string) => void>>();
   private readonly resyncs = new Set<() => void>();
   private readyOnce = false;
+  private readonly sharded: boolean;
 
   constructor(
-    private readonly pub: Redis,
-    private readonly sub: Redis,
+    private readonly pub: RedisClient,
+    private readonly sub: RedisClient,
     private readonly log: Logger,
   ) {
-    sub.on('message', (channel: string, payload: string) => {
+    this.sharded = isCluster(sub);
+    sub.on(this.sharded ? 'smessage' : 'message', (channel: string, payload: string) => {
       for (const h of this.handlers.get(channel) ?? []) {
         try {
           h(payload);
@@ -63,13 +69,20 @@ class RedisTransport implements Transport {
     });
     // ioredis subscribes again after a reconnect; messages sent meanwhile are gone: the subscribers resync.
     sub.on('ready', () => {
-      if (this.readyOnce) for (const r of this.resyncs) r();
+      if (this.readyOnce) this.resync();
       this.readyOnce = true;
     });
+    // On a Cluster a lost master drops its shard's subscriptions until the replica takes over (the client subscribes
+    // again there); what was published meanwhile is gone.
+    if (this.sharded) sub.on('-node', () => this.readyOnce && this.resync());
+  }
+
+  private resync(): void {
+    for (const r of this.resyncs) r();
   }
 
   /** Connects a lazy client once (concurrent first uses share the attempt). */
-  private connected(client: Redis): Promise<void> {
+  private connected(client: RedisClient): Promise<void> {
     let p = this.connecting.get(client);
     if (!p) {
       p = client.status === 'wait' ? client.connect() : Promise.resolve();
@@ -79,12 +92,13 @@ class RedisTransport implements Transport {
     return p;
   }
 
-  private readonly connecting = new Map<Redis, Promise<void>>();
+  private readonly connecting = new Map<RedisClient, Promise<void>>();
 
   async publish(channel: string, payload: string): Promise<void> {
     // Offline queue on: a publish while the link is down waits for it (bounded by the client's retries).
     await this.connected(this.pub).catch(() => undefined);
-    await this.pub.publish(channel, payload);
+    if (this.sharded) await this.pub.spublish(channel, payload);
+    else await this.pub.publish(channel, payload);
   }
 
   async subscribe(channel: string, handler: (payload: string) => void, o?: SubscribeOptions): Promise<() => Promise<void>> {
@@ -92,7 +106,8 @@ class RedisTransport implements Transport {
     let set = this.handlers.get(channel);
     if (!set) {
       this.handlers.set(channel, (set = new Set()));
-      await this.sub.subscribe(channel);
+      if (this.sharded) await this.sub.ssubscribe(channel);
+      else await this.sub.subscribe(channel);
     }
     set.add(handler);
     const resync = o?.onResync ? () => o.onResync!() : null;
@@ -102,7 +117,7 @@ class RedisTransport implements Transport {
       if (resync) this.resyncs.delete(resync);
       if (!set.size && this.handlers.get(channel) === set) {
         this.handlers.delete(channel);
-        await this.sub.unsubscribe(channel).catch(() => undefined);
+        await (this.sharded ? this.sub.sunsubscribe(channel) : this.sub.unsubscribe(channel)).catch(() => undefined);
       }
     };
   }
@@ -118,7 +133,7 @@ export class PubSubHub {
 
   constructor(o: { redis: RedisClientFactory; keyPrefix: string; log: Logger }) {
     const pub = o.redis.create('core', 'publish', true);
-    const sub = o.redis.create('core', 'subscribe', true);
+    const sub = o.redis.create('core', 'subscribe', true, true);
     this.transport = pub && sub ? new RedisTransport(pub, sub, o.log) : new LocalTransport();
     this.prefix = o.keyPrefix;
   }

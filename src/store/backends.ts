@@ -1,4 +1,3 @@
-import type { Redis } from 'ioredis';
 import { MemoryCooldowns } from './local/memory-cooldowns.js';
 import { MemoryRateWindows } from './local/memory-rate-windows.js';
 import { MemoryThrottle } from './local/memory-throttle.js';
@@ -6,11 +5,11 @@ import { SqlOtpStore } from './local/sql-otp-store.js';
 import { SqlQueue } from './local/sql-queue.js';
 import { RedisCooldowns } from './redis/redis-cooldowns.js';
 import { RedisKeys } from './redis/keys.js';
-import { newRedisClient } from './redis/redis-client.js';
+import { newRedisClient, type RedisClient } from './redis/redis-client.js';
 import { RedisOtpStore } from './redis/redis-otp-store.js';
-import { RedisQueue } from './redis/redis-queue.js';
 import { RedisRateWindows } from './redis/redis-rate-windows.js';
 import { RedisThrottle } from './redis/redis-throttle.js';
+import { ShardedRedisQueue } from './redis/sharded-redis-queue.js';
 import { defineScripts } from './redis/scripts.js';
 import { redactUrl, StorageUnavailableError } from './sql/db.js';
 import type { Backends, Db, FailureCooldowns, OtpStore, Queue, RateWindows, Throttle } from './types.js';
@@ -22,6 +21,13 @@ export interface BackendOptions {
    * store, in-process throttle, rate windows and cool-downs).
    */
   redisUrl?: string | null;
+  /** redis.cluster: redisUrl names seed nodes of a Redis Cluster. */
+  redisCluster?: boolean;
+  /**
+   * Shards per Redis queue (redis.queueShards, default 1), each under its own hash tag. Every Redis queue is a
+   * ShardedRedisQueue, with one shard too, so that lowering the count back to 1 still serves the higher shards.
+   */
+  queueShards?: number;
   /** Prefix of every Redis key (default "ferry:"). */
   keyPrefix?: string;
   /** Epoch-ms clock for queue and throttle times, tests only (they move it); on Redis the scripts otherwise go by the server's TIME. */
@@ -53,13 +59,13 @@ export async function openBackends(opts: BackendOptions): Promise<Backends> {
 
   // The Redis scripts go by the server's TIME; a clock given here (tests only) moves their time instead.
   const redisClock = opts.clock ? { clock, scriptClock: clock } : { clock };
-  const redis = await connectRedis(opts.redisUrl, opts.onRedisError);
+  const redis = await connectRedis(opts.redisUrl, opts.redisCluster ?? false, opts.onRedisError);
   const scripted = defineScripts(redis);
   const keys = new RedisKeys(opts.keyPrefix);
   const queues = new Map<string, Queue<unknown>>();
   const queueOf = (name: string) => {
     let q = queues.get(name);
-    if (!q) queues.set(name, (q = new RedisQueue(scripted, keys, name, redisClock)));
+    if (!q) queues.set(name, (q = new ShardedRedisQueue(scripted, keys, name, { ...redisClock, shards: opts.queueShards ?? 1 })));
     return q;
   };
   return new StoreBackends(
@@ -86,8 +92,8 @@ export { REDIS_CLIENT_OPTIONS } from './redis/redis-client.js';
  * when their caller has long given up). Callers see an error at once and answer with back-pressure
  * (ESME_RTHROTTLED / 503); ioredis keeps reconnecting in the background and traffic resumes by itself.
  */
-async function connectRedis(url: string, onError?: (err: Error) => void): Promise<Redis> {
-  const redis = newRedisClient(url, { connectionName: 'ferry:core:backends' });
+async function connectRedis(url: string, cluster: boolean, onError?: (err: Error) => void): Promise<RedisClient> {
+  const redis = newRedisClient({ url, cluster }, { connectionName: 'ferry:core:backends' });
   // Without a listener ioredis prints every reconnect error; the owner decides whether to log.
   let lastError: Error | null = null;
   redis.on('error', (err: Error) => {
@@ -116,7 +122,7 @@ class StoreBackends implements Backends {
     readonly otp: OtpStore,
     readonly cooldowns: FailureCooldowns,
     private readonly queueOf: (name: string) => Queue<unknown>,
-    private readonly redis: Redis | null,
+    private readonly redis: RedisClient | null,
   ) {}
 
   queue<P = unknown>(name: string): Queue<P> {

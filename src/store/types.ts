@@ -52,6 +52,12 @@ export interface PushItem<P = unknown> {
   runAt?: number;
   /** Attempts before the item is dead; default 10. */
   maxAttempts?: number;
+  /**
+   * Sharded Redis queue only (ShardedRedisQueue; ignored elsewhere): items with the same shard key go to the same
+   * shard, so they keep the order one queue gives them (runAt, then id). Default: the id. Every push of an id must
+   * give the same shard key (a re-push under another key could queue the id a second time, in another shard).
+   */
+  shardKey?: string;
 }
 
 export interface QueueItem<P = unknown> {

@@ -1,9 +1,8 @@
-import { Redis } from 'ioredis';
 import { openBackends } from '../../src/store/backends.js';
 import { openDb } from '../../src/store/sql/db.js';
 import type { Backends, Db } from '../../src/store/types.js';
 import { testDb, type TestDb } from './db.js';
-import { REDIS_URL, testKeyPrefix } from './redis.js';
+import { REDIS_CLUSTER, REDIS_QUEUE_SHARDS, REDIS_URL, scanKeys, testKeyPrefix, testRedisClient } from './redis.js';
 
 /** A clock the test moves by hand; every backend reads its time from here. */
 export interface TestClock {
@@ -36,7 +35,7 @@ export async function openTestBackends(): Promise<TestBackends> {
   const tdb = await testDb();
   const clock = testClock();
   const keyPrefix = REDIS_URL ? testKeyPrefix() : null;
-  const backends = await openBackends({ db: tdb.db, redisUrl: REDIS_URL, keyPrefix: keyPrefix ?? undefined, clock: () => clock.now });
+  const backends = await openBackends({ db: tdb.db, redisUrl: REDIS_URL, redisCluster: REDIS_CLUSTER, queueShards: REDIS_QUEUE_SHARDS, keyPrefix: keyPrefix ?? undefined, clock: () => clock.now });
   return {
     backends,
     tdb,
@@ -53,15 +52,11 @@ export async function openTestBackends(): Promise<TestBackends> {
 /** Deletes every key under a test prefix. */
 export async function deleteKeys(prefix: string): Promise<void> {
   if (!REDIS_URL) return;
-  const redis = new Redis(REDIS_URL, { lazyConnect: true });
+  const redis = testRedisClient({ lazyConnect: true });
   await redis.connect();
   try {
-    let cursor = '0';
-    do {
-      const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 1000);
-      cursor = next;
-      if (keys.length) await redis.unlink(...keys);
-    } while (cursor !== '0');
+    // One UNLINK per key: on a Cluster the keys of one call would have to share a slot.
+    await Promise.all((await scanKeys(redis, `${prefix}*`)).map((k) => redis.unlink(k)));
   } finally {
     await redis.quit();
   }
@@ -114,7 +109,7 @@ export async function handedStorage(t: { teardown(fn: () => unknown): void }): P
       [`${prefix}KEY_PREFIX`]: keyPrefix ?? '',
     }),
     async backends(tt, clock) {
-      const b = await openBackends({ db, redisUrl: REDIS_URL, keyPrefix: keyPrefix ?? undefined, ...(clock ? { clock: () => clock.now } : {}) });
+      const b = await openBackends({ db, redisUrl: REDIS_URL, redisCluster: REDIS_CLUSTER, queueShards: REDIS_QUEUE_SHARDS, keyPrefix: keyPrefix ?? undefined, ...(clock ? { clock: () => clock.now } : {}) });
       tt.teardown(() => b.close());
       return b;
     },

@@ -16,7 +16,7 @@ const deadline = Date.now() + Number(env.PUSHER_MAX_MS ?? 20_000);
 const lanes: Lane[] = ['receipt', 'priority', 'bulk'];
 
 const db = await openDb({ url: env.PUSHER_DB_URL || null, dataDir: env.PUSHER_DATA_DIR ?? '', poolSize: 2 });
-const backends = await openBackends({ db, redisUrl: env.PUSHER_REDIS_URL || null, keyPrefix: env.PUSHER_KEY_PREFIX || undefined });
+const backends = await openBackends({ db, redisUrl: env.PUSHER_REDIS_URL || null, redisCluster: env.FERRY_REDIS_CLUSTER === 'true', keyPrefix: env.PUSHER_KEY_PREFIX || undefined });
 const q = backends.queue<{ b: number; i: number }>(env.PUSHER_QUEUE ?? 'crash');
 process.stdout.write('ready\n');
 

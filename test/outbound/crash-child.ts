@@ -9,7 +9,7 @@ import { makePipeline } from './harness.js';
 
 const env = process.env;
 const db = await openDb({ url: env.OB_DB_URL || null, dataDir: env.OB_DATA_DIR ?? '', poolSize: 4 });
-const backends = await openBackends({ db, redisUrl: env.OB_REDIS_URL || null, keyPrefix: env.OB_KEY_PREFIX || undefined });
+const backends = await openBackends({ db, redisUrl: env.OB_REDIS_URL || null, redisCluster: env.FERRY_REDIS_CLUSTER === 'true', keyPrefix: env.OB_KEY_PREFIX || undefined });
 const clock = {
   get now() {
     return Date.now();

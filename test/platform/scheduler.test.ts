@@ -1,11 +1,10 @@
 import t from 'tap';
-import { Redis } from 'ioredis';
 import pino from 'pino';
 import { Registry } from 'prom-client';
 import { RedisJobLease, SqlJobLease, type JobLease } from '../../src/platform/job-lease.js';
 import { Scheduler, type JobSpec } from '../../src/platform/scheduler.js';
 import { testDb } from '../helpers/db.js';
-import { REDIS_URL, testKeyPrefix } from '../helpers/redis.js';
+import { REDIS_URL, testKeyPrefix, testRedisClient } from '../helpers/redis.js';
 import { waitFor } from '../helpers/wait.js';
 
 const log = pino({ level: 'silent' });
@@ -15,7 +14,7 @@ async function leases(): Promise<Array<{ name: string; lease: JobLease; done(): 
   const db = await testDb();
   const out = [{ name: `sql (${db.url ? 'postgres' : 'pglite'})`, lease: new SqlJobLease(db.db) as JobLease, done: () => db.cleanup() }];
   if (REDIS_URL) {
-    const redis = new Redis(REDIS_URL);
+    const redis = testRedisClient();
     out.push({ name: 'redis', lease: new RedisJobLease(redis, testKeyPrefix()), done: async () => void redis.disconnect() });
   }
   return out;

@@ -1,13 +1,12 @@
 import { createHmac, randomBytes } from 'node:crypto';
 import t from 'tap';
-import { Redis } from 'ioredis';
 import { openBackends } from '../../src/store/backends.js';
 import { SqlOtpStore } from '../../src/store/local/sql-otp-store.js';
 import { RedisKeys } from '../../src/store/redis/keys.js';
 import type { OtpRecord, OtpStore } from '../../src/store/types.js';
 import { openTestBackends } from '../helpers/backends.js';
 import { backendLabel, DATABASE_URL } from '../helpers/env.js';
-import { REDIS_URL } from '../helpers/redis.js';
+import { REDIS_CLUSTER, REDIS_URL, testRedisClient } from '../helpers/redis.js';
 
 const env = await openTestBackends();
 t.teardown(() => env.cleanup());
@@ -256,8 +255,8 @@ contract(backendLabel, otp);
 if (DATABASE_URL && REDIS_URL) contract('postgres+local: SqlOtpStore', new SqlOtpStore(env.tdb.db, { clock: () => clock.now }));
 
 t.test('Redis: an instance remembers where the OTPs it created or found live; others read the id index', { skip: !REDIS_URL && 'Redis only' }, async (t) => {
-  const other = await openBackends({ db: env.tdb.db, redisUrl: REDIS_URL, keyPrefix: env.keyPrefix!, clock: () => clock.now });
-  const raw = new Redis(REDIS_URL!);
+  const other = await openBackends({ db: env.tdb.db, redisUrl: REDIS_URL, redisCluster: REDIS_CLUSTER, keyPrefix: env.keyPrefix!, clock: () => clock.now });
+  const raw = testRedisClient();
   t.teardown(async () => {
     await other.close();
     await raw.quit();

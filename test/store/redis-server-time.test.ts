@@ -3,7 +3,6 @@
 // window exactly, see each other's due items, and never take over a lease the other holds. With the callers' clocks,
 // the instance ahead dropped the other's hits from the window, leased items before they were due and took over
 // live leases.
-import { Redis } from 'ioredis';
 import t from 'tap';
 import { RedisKeys } from '../../src/store/redis/keys.js';
 import { RedisQueue } from '../../src/store/redis/redis-queue.js';
@@ -11,13 +10,13 @@ import { RedisRateWindows } from '../../src/store/redis/redis-rate-windows.js';
 import { RedisThrottle } from '../../src/store/redis/redis-throttle.js';
 import { defineScripts } from '../../src/store/redis/scripts.js';
 import { deleteKeys } from '../helpers/backends.js';
-import { REDIS_URL, testKeyPrefix } from '../helpers/redis.js';
+import { REDIS_URL, testKeyPrefix, testRedisClient } from '../helpers/redis.js';
 
 const SKEW_MS = 10 * 60_000;
 
 t.test('instances whose clocks differ by minutes agree on windows and leases (Redis TIME)', { skip: REDIS_URL ? false : 'Redis only (REDIS_URL)' }, async (t) => {
   const prefix = testKeyPrefix();
-  const clients = [new Redis(REDIS_URL!, { lazyConnect: true }), new Redis(REDIS_URL!, { lazyConnect: true })];
+  const clients = [testRedisClient({ lazyConnect: true }), testRedisClient({ lazyConnect: true })];
   for (const c of clients) await c.connect();
   t.teardown(async () => {
     for (const c of clients) await c.quit();

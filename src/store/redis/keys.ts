@@ -1,3 +1,4 @@
+import calculateSlot from 'cluster-key-slot';
 import type { Lane } from '../types.js';
 
 /** Keys of one queue, all under the hash tag `{q:<name>}` so every script runs on one Cluster slot. */
@@ -45,6 +46,15 @@ export class RedisKeys {
       dead: base + 'dead',
       lanes: [base + 'lane:receipt', base + 'lane:priority', base + 'lane:bulk'],
     };
+  }
+
+  /**
+   * The shard counts a sharded queue (ShardedRedisQueue) has been run with (set of decimal counts), beside shard 0's
+   * keys: its highest is how many shards every instance serves, whatever it is configured with now.
+   */
+  queueShards(name: string): string {
+    if (!QUEUE_NAME.test(name)) throw new Error(`invalid queue name: ${JSON.stringify(name)}`);
+    return `${this.prefix}{q:${name}}:shards`;
   }
 
   /** Token bucket state (hash: tokens, ts). Shares its tag with the window so reset is one DEL. */
@@ -95,6 +105,40 @@ export class RedisKeys {
   private otpTagBase(accountId: string, phone: string): string {
     return `${this.prefix}{o:${accountId.length}:${accountId}:${phone}}:`;
   }
+}
+
+const SLOTS = 16384;
+/**
+ * Where shard i's slot sits from shard 0's, in twelfths of the slot space: any 3 consecutive shards are a third apart,
+ * any 6 a sixth, so on a Cluster whose masters hold equal runs of slots (what `redis-cli --cluster create` makes),
+ * queueShards a multiple of the masters (3, 6, 12, or 2 with a multiple of 6) puts the same number of shards on each.
+ */
+const SHARD_SPREAD = [0, 4, 8, 2, 6, 10, 1, 5, 9, 3, 7, 11];
+const shardNames = new Map<string, string>();
+
+/**
+ * The queue name of shard `shard` of a sharded queue: shard 0 is the queue itself (today's keys, unchanged), shard i
+ * is `<name>:s<i>.<salt>`, under its own hash tag `{q:<name>:s<i>.<salt>}`, the salt being the first that puts the
+ * tag on shard i's slot (SHARD_SPREAD): a plain `:s<i>` lands where its hash happens to, and 3 shards of one queue
+ * were seen on 2 of 3 masters. The name depends on the queue's name and i only, so every instance and every shard
+ * count agree on it. A queue must not be named like another's shard.
+ */
+export function queueShardName(name: string, shard: number): string {
+  if (shard === 0) return name;
+  const memo = `${name}\u0000${shard}`;
+  const known = shardNames.get(memo);
+  if (known) return known;
+  const slot0 = calculateSlot(`q:${name}`);
+  const target = (slot0 + Math.round((SHARD_SPREAD[shard % 12] * SLOTS) / 12) + Math.floor(shard / 12) * 97) % SLOTS;
+  // About SLOTS tries on average (a CRC16 of a short string each); deterministic, bounded well past any real need.
+  for (let salt = 0; salt < 50 * SLOTS; salt++) {
+    const candidate = `${name}:s${shard}.${salt}`;
+    if (calculateSlot(`q:${candidate}`) === target) {
+      shardNames.set(memo, candidate);
+      return candidate;
+    }
+  }
+  throw new Error(`no shard name found for queue ${name} shard ${shard}`);
 }
 
 /**

@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from './redis-client.js';
 import { assetPath } from '../../util/paths.js';
 
 type Arg = string | number;
@@ -15,6 +15,7 @@ const SCRIPTS = {
   queueAck: { file: 'queue-ack.lua', keys: 8 },
   queueRetry: { file: 'queue-retry.lua', keys: 8 },
   queueCancel: { file: 'queue-cancel.lua', keys: 8 },
+  queuePeek: { file: 'queue-peek.lua', keys: 5 },
   throttleTake: { file: 'throttle-take.lua', keys: 1 },
   throttleHit: { file: 'throttle-hit.lua', keys: 1 },
   rateWindows: { file: 'rate-windows.lua', keys: null },
@@ -28,7 +29,7 @@ const SCRIPTS = {
 export type ScriptName = keyof typeof SCRIPTS;
 
 /** A Redis client with Ferry's scripts as commands: each call is EVALSHA, falling back to EVAL once after a script flush. */
-export type ScriptedRedis = Redis & Record<ScriptName, ScriptFn>;
+export type ScriptedRedis = RedisClient & Record<ScriptName, ScriptFn>;
 
 /**
  * Put before every script (on its first line, so line numbers in errors stay): the time a script goes by. Redis's
@@ -57,7 +58,7 @@ export function loadScript(file: string): string {
 }
 
 /** Registers the scripts on a client (once per client). */
-export function defineScripts(redis: Redis): ScriptedRedis {
+export function defineScripts(redis: RedisClient): ScriptedRedis {
   if (!sources) {
     sources = new Map();
     for (const [name, def] of Object.entries(SCRIPTS) as [ScriptName, (typeof SCRIPTS)[ScriptName]][]) sources.set(name, PRELUDE + loadScript(def.file));

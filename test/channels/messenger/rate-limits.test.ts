@@ -1,6 +1,6 @@
 // §8 messenger limits: the three windows of /send exactly, with a test clock, over two instances' RateWindows sharing
 // Redis (one in-process store on the embedded backend); then over HTTP with two daemons sharing Postgres and Redis.
-import { Redis } from 'ioredis';
+import { testRedisClient } from '../../helpers/redis.js';
 import t from 'tap';
 import { MESSENGER_RATE_LIMITS } from '../../../src/limits/messenger-rate-limits.js';
 import { RatePolicy } from '../../../src/limits/rate-policy.js';
@@ -24,7 +24,7 @@ t.test(`the /send windows: 80/s, 3,000/min, 100,000/day, exact across instances 
   const { clock } = env;
   const windows: RateWindows[] = [env.backends.rateWindows];
   if (REDIS_URL) {
-    const other = new Redis(REDIS_URL, { lazyConnect: true, enableAutoPipelining: true });
+    const other = testRedisClient({ lazyConnect: true, enableAutoPipelining: true });
     await other.connect();
     t.teardown(() => other.quit());
     windows.push(new RedisRateWindows(defineScripts(other), new RedisKeys(env.keyPrefix!), { scriptClock: () => clock.now }));

@@ -6,7 +6,7 @@ import t from 'tap';
 import { UssdServiceOp } from '../../../src/smpp/constants.js';
 import { call, startDaemon, simulatorOf } from '../../helpers/daemon.js';
 import { backendLabel, REDIS_URL } from '../../helpers/env.js';
-import { Redis } from 'ioredis';
+import { scanKeys, testRedisClient } from '../../helpers/redis.js';
 import { WebhookReceiver } from '../../helpers/webhook-receiver.js';
 import { atHop, BANK_TREE, customer, newPhone, publishedMenu, until, ussdOf, ussdTo } from './ussd-helpers.js';
 
@@ -258,9 +258,9 @@ t.test(`USSD sessions (${backendLabel})`, async (t) => {
     const sql = (await d.daemon.db.query<{ n: number }>(`SELECT jsonb_array_length(transcript)::int AS n FROM ussd_sessions WHERE id = $1`, [id])).rows[0].n;
     if (REDIS_URL) {
       t.equal(sql, 2, 'with Redis the SQL row holds the start until the end');
-      const redis = new Redis(REDIS_URL);
+      const redis = testRedisClient();
       t.teardown(() => redis.disconnect());
-      const keys = await redis.keys(`${d.reuse.env.FERRY_REDIS_KEY_PREFIX}ussd:live:*live-1}`);
+      const keys = await scanKeys(redis, `${d.reuse.env.FERRY_REDIS_KEY_PREFIX}ussd:live:*live-1}`);
       t.equal(keys.length, 1, 'the live copy is in Redis');
       t.ok((await redis.pttl(keys[0])) > 180_000, 'with a TTL past the session timeout');
     } else t.equal(sql, 4, 'embedded, the SQL row is the live state');
