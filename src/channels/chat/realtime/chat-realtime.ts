@@ -1,12 +1,11 @@
 import type { Server as HttpServer } from 'node:http';
-import { createAdapter } from '@socket.io/redis-adapter';
-import type { Redis } from 'ioredis';
+import { createAdapter, createShardedAdapter } from '@socket.io/redis-adapter';
 import type { Logger } from 'pino';
 import { Server } from 'socket.io';
 import { ApiError, errorEntry } from '../../../http/errors.js';
 import type { Metrics } from '../../../metrics.js';
 import type { ModuleRealtime } from '../../../platform/channel-module.js';
-import type { ModuleRedis } from '../../../platform/redis-clients.js';
+import type { ModuleRedis, RedisClient } from '../../../platform/redis-clients.js';
 import type { RoleSet } from '../../../platform/roles.js';
 import type { Db } from '../../../store/types.js';
 import type { PushModuleService } from '../../push/index.js';
@@ -59,8 +58,8 @@ function refusal(code: string, message?: string): Error & { data: { code: string
 export class ChatRealtime implements ChatRealtimeSink, ModuleRealtime {
   private readonly metrics: RealtimeMetrics;
   private readonly clock: () => number;
-  private redis: Redis | null = null;
-  private sub: Redis | null = null;
+  private redis: RedisClient | null = null;
+  private sub: RedisClient | null = null;
   private presence: Presence = new LocalPresence();
   private offlinePush: OfflinePush | null = null;
   private readonly outbox: PushOutbox;
@@ -117,8 +116,9 @@ export class ChatRealtime implements ChatRealtimeSink, ModuleRealtime {
       this.forwardListener = (ch, payload) => {
         if (ch === channel) this.onForwarded(payload);
       };
-      this.sub!.on('message', this.forwardListener);
-      await this.sub!.subscribe(channel).catch((err: Error) => log.warn({ err: err.message }, 'chat realtime: subscribing to forwarded events failed'));
+      // On a Cluster, sharded pub/sub: the channel lives on one shard instead of being broadcast to every node.
+      this.sub!.on(redis.cluster ? 'smessage' : 'message', this.forwardListener);
+      await (redis.cluster ? this.sub!.ssubscribe(channel) : this.sub!.subscribe(channel)).catch((err: Error) => log.warn({ err: err.message }, 'chat realtime: subscribing to forwarded events failed'));
     }
     // Renews presence before its TTL runs out (three beats per TTL, so one missed beat does not take users offline).
     this.heartbeat = setInterval(() => {
@@ -132,14 +132,13 @@ export class ChatRealtime implements ChatRealtimeSink, ModuleRealtime {
   async attach(server: HttpServer): Promise<void> {
     if (this.io) throw new Error('chat realtime: attached twice');
     const { config, log } = this.o;
-    const adapter =
-      this.redis && this.sub
-        ? createAdapter(
-            adapterSafe(this.redis, (err) => log.debug({ err: err.message }, 'chat realtime: Redis adapter publish failed')),
-            adapterSafe(this.sub, (err) => log.warn({ err: err.message }, 'chat realtime: Redis adapter subscription failed')),
-            { key: adapterKey(this.o.redis.keyPrefix), publishOnSpecificResponseChannel: true },
-          )
-        : undefined;
+    const pub = this.redis && adapterSafe(this.redis, (err) => log.debug({ err: err.message }, 'chat realtime: Redis adapter publish failed'));
+    const sub = this.sub && adapterSafe(this.sub, (err) => log.warn({ err: err.message }, 'chat realtime: Redis adapter subscription failed'));
+    // A Cluster gets the sharded adapter (SPUBLISH/SSUBSCRIBE, a channel per room on the shard of its slot); a single
+    // Redis the classic one.
+    const adapter = !pub || !sub ? undefined : this.o.redis.cluster
+        ? createShardedAdapter(pub, sub, { channelPrefix: adapterKey(this.o.redis.keyPrefix), subscriptionMode: 'dynamic' })
+        : createAdapter(pub, sub, { key: adapterKey(this.o.redis.keyPrefix), publishOnSpecificResponseChannel: true });
     const io = new Server<ClientToServerEvents, ServerToClientEvents, InterServerEvents, SocketData>(server, {
       path: SOCKET_PATH,
       serveClient: false,
@@ -198,7 +197,9 @@ export class ChatRealtime implements ChatRealtimeSink, ModuleRealtime {
       if (event.type === 'message.new') this.offlinePush?.onMessage(event);
       if (this.nsp) return this.emit(event, false);
       if (this.redis) {
-        this.redis.publish(forwardChannel(this.o.redis.keyPrefix), JSON.stringify(event)).catch((err: Error) => {
+        const channel = forwardChannel(this.o.redis.keyPrefix);
+        const payload = JSON.stringify(event);
+        (this.o.redis.cluster ? this.redis.spublish(channel, payload) : this.redis.publish(channel, payload)).catch((err: Error) => {
           this.o.log.warn({ err: err.message, type: event.type }, 'chat realtime: forwarding an event to the realtime instances failed');
         });
       }
@@ -303,8 +304,9 @@ export class ChatRealtime implements ChatRealtimeSink, ModuleRealtime {
     this.heartbeat = null;
     if (this.nsp) await Promise.resolve(this.nsp.adapter.close()).catch(() => undefined);
     if (this.sub && this.forwardListener) {
-      this.sub.off('message', this.forwardListener);
-      await this.sub.unsubscribe(forwardChannel(this.o.redis.keyPrefix)).catch(() => undefined);
+      const channel = forwardChannel(this.o.redis.keyPrefix);
+      this.sub.off(this.o.redis.cluster ? 'smessage' : 'message', this.forwardListener);
+      await (this.o.redis.cluster ? this.sub.sunsubscribe(channel) : this.sub.unsubscribe(channel)).catch(() => undefined);
     }
     await Promise.all([...this.pending]);
     await this.offlinePush?.settled(2000);

@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../../../platform/redis-clients.js';
 import type { Logger } from 'pino';
 import type { PushModuleService } from '../../push/index.js';
 import type { ChatMessage, ChatRealtimeEvent } from '../chat-types.js';
@@ -24,7 +24,7 @@ return 0`;
 
 /** Redis: every instance shares the window. A Redis error lets the push go (one too many, not one lost). */
 export class RedisCollapse implements PushCollapse {
-  constructor(private readonly o: { redis: Redis; keyPrefix: string }) {}
+  constructor(private readonly o: { redis: RedisClient; keyPrefix: string }) {}
 
   async claim(key: string, windowMs: number, owner = '1'): Promise<boolean> {
     try {

@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../../../platform/redis-clients.js';
 import type { Logger } from 'pino';
 
 /** Who has a live socket: this process's sockets always, every instance's with Redis. */
@@ -80,7 +80,7 @@ export class RedisPresence implements Presence {
   private readonly ttlMs: number;
 
   constructor(
-    private readonly o: { redis: Redis; keyPrefix: string; ttlSeconds: number; log: Logger; clock?: () => number },
+    private readonly o: { redis: RedisClient; keyPrefix: string; ttlSeconds: number; log: Logger; clock?: () => number },
   ) {
     this.ttlMs = o.ttlSeconds * 1000;
   }
@@ -135,11 +135,11 @@ export class RedisPresence implements Presence {
     }
     if (!ask.length) return online;
     try {
-      const p = this.o.redis.pipeline();
-      for (const u of ask) p.zcount(this.key(accountId, u), now, '+inf');
-      const r = (await p.exec()) ?? [];
+      // One command per user, sent together by auto-pipelining (grouped per node on a Cluster, where one pipeline
+      // could not span the users' slots); a failed lookup counts as offline.
+      const r = await Promise.all(ask.map((u) => this.o.redis.zcount(this.key(accountId, u), now, '+inf').catch(() => 0)));
       ask.forEach((u, i) => {
-        if (!r[i]?.[0] && Number(r[i]?.[1] ?? 0) > 0) {
+        if (Number(r[i]) > 0) {
           online.add(u);
           this.remoteOnline.set(userKey(accountId, u), now + REMOTE_ONLINE_CACHE_MS);
         }
@@ -159,13 +159,15 @@ export class RedisPresence implements Presence {
     const now = this.now();
     for (const [k, until] of this.remoteOnline) if (until <= now) this.remoteOnline.delete(k);
     if (!this.local.byUser.size) return;
-    const p = this.o.redis.pipeline();
+    // Per user, the same auto-pipelined batch (a Cluster groups it per node; one pipeline could not span the slots).
+    const writes: Promise<unknown>[] = [];
     for (const [k, sockets] of this.local.byUser) {
       const [accountId, userId] = k.split('\u0000');
       const key = this.key(accountId, userId);
-      for (const sid of sockets) p.zadd(key, now + this.ttlMs, sid);
-      p.pexpire(key, this.ttlMs);
+      for (const sid of sockets) writes.push(this.o.redis.zadd(key, now + this.ttlMs, sid));
+      writes.push(this.o.redis.pexpire(key, this.ttlMs));
     }
-    await p.exec();
+    const failed = (await Promise.allSettled(writes)).find((r) => r.status === 'rejected');
+    if (failed) throw (failed as PromiseRejectedResult).reason;
   }
 }
