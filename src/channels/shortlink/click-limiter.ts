@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../../platform/redis-clients.js';
 import { assetPath } from '../../util/paths.js';
 import type { Link } from './link.js';
 import type { LinkStore } from './link-store.js';
@@ -32,7 +32,7 @@ export class SqlClickLimiter implements ClickLimiter {
 const TAKE = readFileSync(assetPath('channels/shortlink/lua/click-take.lua'), 'utf8');
 const PEEK = readFileSync(assetPath('channels/shortlink/lua/click-peek.lua'), 'utf8');
 
-type ScriptedRedis = Redis & {
+type ScriptedRedis = RedisClient & {
   shortlinkClickTake(key: string, max: number, floor: number): Promise<number>;
   shortlinkClickPeek(key: string, max: number, floor: number): Promise<number>;
 };
@@ -40,7 +40,7 @@ type ScriptedRedis = Redis & {
 export class RedisClickLimiter implements ClickLimiter {
   private readonly redis: ScriptedRedis;
   constructor(
-    redis: Redis,
+    redis: RedisClient,
     /** Every key of this limiter starts with it (the daemon's Redis key prefix + "shortlink:"). */
     private readonly prefix: string,
   ) {
