@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../../platform/redis-clients.js';
 import type { Db } from '../../store/types.js';
 import { assetPath } from '../../util/paths.js';
 import type { SessionRow, SessionStore, TranscriptEntry } from './session-store.js';
@@ -60,11 +60,11 @@ const SCRIPT = readFileSync(assetPath('channels', 'ussd', 'lua', 'live-cas.lua')
  * from its SQL row.
  */
 export class RedisLiveSessions implements LiveSessions {
-  private readonly redis: Redis & { ussdLiveCas(key: string, expected: number, row: string, ttl: number): Promise<number> };
+  private readonly redis: RedisClient & { ussdLiveCas(key: string, expected: number, row: string, ttl: number): Promise<number> };
 
   constructor(
     /** From the core's client factory (ctx.redis): fails fast while Redis is down; errors logged there. */
-    redis: Redis,
+    redis: RedisClient,
     private readonly prefix: string,
     private readonly sessions: SessionStore,
     private readonly ttlMs: number,
