@@ -16,7 +16,7 @@ import { childEnv } from './child-env.js';
 import { costed, recordCost } from './costs.js';
 import { cliEntry } from './fresh-build.js';
 import { testDatabase } from './db.js';
-import { REDIS_URL } from './env.js';
+import { REDIS_CLUSTER, REDIS_QUEUE_SHARDS, REDIS_URL } from './env.js';
 import { testKeyPrefix } from './redis.js';
 
 export interface TestDaemon {
@@ -61,6 +61,9 @@ export async function testEnv(extra: Record<string, string> = {}) {
     FERRY_SHUTDOWN_DRAIN_TIMEOUT_MS: '3000',
     ...(store.url ? { DATABASE_URL: store.url } : {}),
     ...(REDIS_URL ? { REDIS_URL, FERRY_REDIS_KEY_PREFIX: testKeyPrefix() } : {}),
+    // A Redis Cluster run (FERRY_REDIS_CLUSTER, FERRY_REDIS_QUEUE_SHARDS) reaches the daemons too.
+    ...(REDIS_URL && REDIS_CLUSTER ? { FERRY_REDIS_CLUSTER: 'true' } : {}),
+    ...(REDIS_URL && REDIS_QUEUE_SHARDS ? { FERRY_REDIS_QUEUE_SHARDS: String(REDIS_QUEUE_SHARDS) } : {}),
     ...extra,
   };
   return { env, store };

@@ -1,7 +1,6 @@
 // A queue spread over shards (ShardedRedisQueue), each a RedisQueue under its own hash tag: the queue contract on 3
 // shards, then what sharding adds: the spread, strict lanes across shards, shard keys, changing the shard count
 // without stranding or duplicating items, and what a lease costs. Redis only: the class exists only there.
-import { Redis } from 'ioredis';
 import t from 'tap';
 import { hashTagOf, queueShardName, RedisKeys } from '../../src/store/redis/keys.js';
 import { newRedisClient } from '../../src/store/redis/redis-client.js';
@@ -9,7 +8,7 @@ import { shardOf, ShardedRedisQueue } from '../../src/store/redis/sharded-redis-
 import { defineScripts, type ScriptedRedis } from '../../src/store/redis/scripts.js';
 import type { Lane, PushItem, Queue, QueueItem } from '../../src/store/types.js';
 import { deleteKeys, testClock } from '../helpers/backends.js';
-import { REDIS_URL, testKeyPrefix } from '../helpers/redis.js';
+import { REDIS_URL, scanKeys, testKeyPrefix, testRedisClient } from '../helpers/redis.js';
 import { redisClusterSkip, startRedisCluster } from '../helpers/redis-cluster.js';
 
 // Its own ports (the CI cluster is on 48600, the harness test on 48620).
@@ -28,7 +27,7 @@ function idsIn(shard: number, count: number, n: number, prefix: string, key?: (i
 
 t.test('sharded Redis queue', { skip: REDIS_URL ? false : 'Redis only (REDIS_URL); ShardedRedisQueue exists only on Redis' }, async (t) => {
   const prefix = testKeyPrefix();
-  const client = new Redis(REDIS_URL!, { lazyConnect: true });
+  const client = testRedisClient({ lazyConnect: true });
   await client.connect();
   t.teardown(async () => {
     await client.quit();
@@ -257,13 +256,7 @@ t.test('sharded Redis queue', { skip: REDIS_URL ? false : 'Redis only (REDIS_URL
     const q = sharded<number>('spread', 3);
     await q.push(Array.from({ length: 300 }, (_, i) => ({ id: `m${i}`, lane: 'bulk' as const, payload: i })));
     const byTag = new Map<string, number>();
-    let cursor = '0';
-    for (let round = 0; round < 1000; round++) {
-      const [next, found] = await client.scan(cursor, 'MATCH', `${prefix}{q:spread*}:meta`, 'COUNT', 1000);
-      for (const k of found) byTag.set(hashTagOf(k), await client.hlen(k));
-      cursor = next;
-      if (cursor === '0') break;
-    }
+    for (const k of await scanKeys(client, `${prefix}{q:spread*}:meta`)) byTag.set(hashTagOf(k), await client.hlen(k));
     t.same([...byTag.keys()].sort(), ['q:spread', `q:${queueShardName('spread', 1)}`, `q:${queueShardName('spread', 2)}`], 'three hash tags; shard 0 is the unsharded queue');
     t.equal([...byTag.values()].reduce((a, b) => a + b, 0), 300);
     for (const [tag, n] of byTag) t.ok(n >= 60, `${tag} holds ${n} of 300`);

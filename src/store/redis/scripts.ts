@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import type { RedisClient } from './redis-client.js';
 import { assetPath } from '../../util/paths.js';
@@ -64,7 +65,28 @@ export function defineScripts(redis: RedisClient): ScriptedRedis {
     for (const [name, def] of Object.entries(SCRIPTS) as [ScriptName, (typeof SCRIPTS)[ScriptName]][]) sources.set(name, PRELUDE + loadScript(def.file));
   }
   for (const [name, def] of Object.entries(SCRIPTS) as [ScriptName, (typeof SCRIPTS)[ScriptName]][]) {
-    if (typeof (redis as unknown as Record<string, unknown>)[name] !== 'function') redis.defineCommand(name, { lua: sources.get(name)!, numberOfKeys: def.keys ?? undefined });
+    const commands = redis as unknown as Record<string, unknown>;
+    if (typeof commands[name] === 'function') continue;
+    if (def.keys !== null) redis.defineCommand(name, { lua: sources.get(name)!, numberOfKeys: def.keys });
+    else commands[name] = variableKeysScript(redis, sources.get(name)!);
   }
   return redis as ScriptedRedis;
+}
+
+/**
+ * A script whose caller passes the number of keys first, sent as EVALSHA (EVAL once after a script flush). Not a
+ * defined command: for those, auto-pipelining on a Cluster groups a call by its first argument, which here is the
+ * key count, so calls for different slots could share a pipeline that the Cluster then refuses; EVALSHA's keys are
+ * known to ioredis and group by the first key.
+ */
+function variableKeysScript(redis: RedisClient, lua: string): ScriptFn {
+  const sha = createHash('sha1').update(lua).digest('hex');
+  return async (...args: Arg[]) => {
+    try {
+      return await redis.evalsha(sha, ...(args as [number, ...Arg[]]));
+    } catch (err) {
+      if (!(err as Error).message.startsWith('NOSCRIPT')) throw err;
+      return redis.eval(lua, ...(args as [number, ...Arg[]]));
+    }
+  };
 }
