@@ -20,6 +20,10 @@ const PROBE_CHUNK = 1000;
 /** Leased id → shard entries kept for ack and retry; past this the oldest are forgotten (they fall back to a probe). */
 const LEASE_MEMORY = 100_000;
 const DEFAULT_LAYOUT_TTL_MS = 5000;
+/** After a failed read of the shard counts, the last ones are used this long before the next try. */
+const LAYOUT_RETRY_MS = 1000;
+/** How long a lease waits for a shard's peek before it leases from the shards that answered. */
+const PEEK_WAIT_MS = 300;
 
 
 interface Layout {
@@ -124,7 +128,7 @@ export class ShardedRedisQueue<P = unknown> implements Queue<P> {
     if (visit === 1) return this.remember(0, await this.shard(0).lease(max, leaseMs, lanes));
 
     const now = this.now();
-    const peeks = await Promise.all(Array.from({ length: visit }, (_, s) => this.peek(s, now)));
+    const peeks = await this.peekAll(visit, now);
     // Lane by lane, shard after shard from this call's first one: a lower lane gets only what every higher one left.
     const start = this.turn++ % visit;
     if (this.turn >= visit) this.turn = 0;
@@ -133,7 +137,7 @@ export class ShardedRedisQueue<P = unknown> implements Queue<P> {
     for (const lane of wanted) {
       for (let k = 0; k < visit && left > 0; k++) {
         const s = (start + k) % visit;
-        const n = Math.min(peeks[s].due[lane], left);
+        const n = Math.min(peeks[s]?.due[lane] ?? 0, left);
         take[s][lane] = n;
         left -= n;
       }
@@ -146,7 +150,7 @@ export class ShardedRedisQueue<P = unknown> implements Queue<P> {
       if (count > 0) {
         const shardLanes = LANES.filter((_, i) => take[s][i] > 0);
         calls.push(this.shard(s).lease(count, leaseMs, shardLanes).then((got) => this.remember(s, got)));
-      } else if (peeks[s].expired > 0) {
+      } else if ((peeks[s]?.expired ?? 0) > 0) {
         calls.push(this.reclaim(s, now, leaseMs).then(() => []));
       }
     }
@@ -244,6 +248,29 @@ export class ShardedRedisQueue<P = unknown> implements Queue<P> {
     return this.shardKeys[s];
   }
 
+  /**
+   * Every shard's peek, null for a shard that did not answer within PEEK_WAIT_MS or failed: while a Cluster master is
+   * lost (until its replica is promoted, seconds) the shards on the other masters are still served; strict lanes then
+   * hold over the shards that answered. Fails only when every shard failed.
+   */
+  private async peekAll(visit: number, now: number | ''): Promise<(ShardPeek | null)[]> {
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<'late'>((resolve) => (timer = setTimeout(() => resolve('late'), PEEK_WAIT_MS)));
+    const errors: unknown[] = [];
+    const peeks = await Promise.all(
+      Array.from({ length: visit }, (_, s) => {
+        const peek = this.peek(s, now).catch((err: unknown) => {
+          errors.push(err);
+          return null;
+        });
+        return Promise.race([peek, late]).then((r) => (r === 'late' ? null : r));
+      }),
+    );
+    clearTimeout(timer);
+    if (errors.length === visit) throw errors[0];
+    return peeks;
+  }
+
   private async peek(s: number, now: number | ''): Promise<ShardPeek> {
     const k = this.keysOf(s);
     const r = (await this.redis.queuePeek(k.leases, k.meta, k.lanes[0], k.lanes[1], k.lanes[2], now, RECLAIM_PER_CALL)) as number[];
@@ -319,16 +346,23 @@ export class ShardedRedisQueue<P = unknown> implements Queue<P> {
   private async layout(): Promise<Layout> {
     const cached = this.layoutCache;
     if (cached && performance.now() - cached.readAt < this.layoutTtlMs) return cached;
-    this.layoutLoading ??= this.loadLayout().finally(() => {
+    this.layoutLoading ??= this.loadLayout(cached).finally(() => {
       this.layoutLoading = null;
     });
     return this.layoutLoading;
   }
 
-  private async loadLayout(): Promise<Layout> {
+  private async loadLayout(cached: Layout | null): Promise<Layout> {
     const key = this.keys.queueShards(this.name);
     // Sent together, in this order, on one slot: the read sees this instance's count.
-    const [, members] = await Promise.all([this.redis.sadd(key, 1, this.configured), this.redis.smembers(key)]);
+    let members: string[];
+    try {
+      [, members] = await Promise.all([this.redis.sadd(key, 1, this.configured), this.redis.smembers(key)]);
+    } catch (err) {
+      // The layout's master is lost (a Cluster failover): the other shards are served on what was last read.
+      if (!cached) throw err;
+      return (this.layoutCache = { ...cached, readAt: performance.now() - this.layoutTtlMs + LAYOUT_RETRY_MS });
+    }
     const counts = new Set<number>([1, this.configured]);
     for (const m of members) {
       const n = Number(m);
