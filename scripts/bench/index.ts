@@ -22,6 +22,7 @@ const SCENARIOS: Record<string, { script: string; about: string }> = {
   email: { script: 'email.ts', about: 'email: POST /v1/email/bulk accepted msg/s and delivered msg/s to the mail simulator over SMTP (DKIM), CPU per 1,000' },
   outbound: { script: 'outbound.ts', about: 'outbound pipeline: jobs/s enqueued and drained to a loopback HTTP provider, CPU per 1,000 jobs' },
   requestlogs: { script: 'requestlogs.ts', about: 'REST req/s, latency and daemon CPU with request logging on vs off, in one run; every request written' },
+  cluster: { script: 'cluster.ts', about: 'SMPP load on a loopback 3+3 Redis Cluster, queueShards=3 vs 1: commands per master (±% of even) and per message, msg/s, CPU per 1,000' },
 };
 
 const NESTED_SCENARIOS: Record<string, string> = { 'voice-agent': 'voice/agents/bench.ts' };
