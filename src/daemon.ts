@@ -31,6 +31,7 @@ import type { EmbeddedUpstream } from './sim/smpp/embedded.js';
 import { openBackends } from './store/backends.js';
 import { loadMigrations, migrate } from './store/sql/migrate.js';
 import { openDb, redactUrl } from './store/sql/db.js';
+import { ReadDb, type ReadDbOptions } from './store/sql/read-db.js';
 import { TableMaintenance } from './store/sql/table-maintenance.js';
 import { isPartitioned, partitionWidthDays, RangePartitions } from './store/sql/range-partitions.js';
 import { Retention } from './store/sql/retention.js';
@@ -96,6 +97,10 @@ export class Daemon {
   readonly metrics = new Metrics();
   readonly warnings: string[] = [];
   db!: Db;
+  /** Reads that tolerate replica lag (database.readUrl): `db` itself when no read URL is set. */
+  readDb!: Db;
+  /** The read replica's wrapper, when database.readUrl is set. */
+  private replica: ReadDb | null = null;
   backends!: Backends;
   accounts!: AccountService;
   keys!: KeyService;
@@ -182,6 +187,8 @@ export class Daemon {
       throw new StartupError((err as Error).message);
     }
     this.closers.unshift({ name: 'database', close: () => this.db.close() });
+    this.readDb = this.db;
+    if (config.database.readUrl) await this.openReadReplica(config.database.readUrl);
     const applied = await migrate(this.db, loadMigrations(this.modules.migrationFolders())).catch((err: Error) => {
       throw new StartupError(`database migration failed: ${err.message}`);
     });
@@ -238,7 +245,7 @@ export class Daemon {
     this.closers.unshift({ name: 'outbound pipeline', close: async () => this.outbound?.stop() });
     // The modules' shared facilities (derived keys, events, Redis clients, pub/sub, guarded HTTP, credentials): their
     // Redis clients close after every module stopped.
-    const platform = (this.platform = buildModulePlatform({ config, db: this.db, master, log }));
+    const platform = (this.platform = buildModulePlatform({ config, db: this.db, readDb: this.readDb, master, log }));
     this.closers.unshift({ name: 'module platform', close: () => platform.close() });
     try {
       await this.modules.create({
@@ -321,12 +328,52 @@ export class Daemon {
         smpp: this.addresses.smpp,
         smppTls: this.addresses.smppTls,
         database: config.database.url ? redactUrl(config.database.url) : `embedded (${config.dataDir}/pg)`,
+        ...(config.database.readUrl ? { databaseRead: redactUrl(config.database.readUrl) } : {}),
         redis: config.redis.url ? redactUrl(config.redis.url) : 'embedded',
         upstreams: this.gateway.upstreamKinds().map(({ id, kind, routable }) => ({ id, kind, routable })),
         simulator: this.embeddedUpstream ? `127.0.0.1:${this.embeddedUpstream.port}` : 'off',
       },
       'ferry started',
     );
+  }
+
+  /**
+   * The read-only pool on database.readUrl (half the primary's pool): closed before the primary. An unreachable
+   * replica does not stop the start: its reads go to the primary, and /readyz lists a warning until it answers.
+   */
+  private async openReadReplica(url: string): Promise<void> {
+    const { config } = this;
+    const unreachable = 'database.readUrl: the read replica is unreachable; lag-tolerant reads go to the primary';
+    const options: ReadDbOptions = {
+      url,
+      primary: this.db,
+      open: (readOnly) =>
+        openDb({
+          url: readOnly,
+          dataDir: config.dataDir,
+          poolSize: Math.max(1, Math.ceil(config.database.poolSize / 2)),
+          preparedStatements: config.database.preparedStatements,
+          pipeline: config.database.pipeline,
+        }),
+      log: this.log.child({ component: 'database-read' }),
+      onChange: (up) => {
+        this.metrics.backendUp.set({ backend: 'database-read' }, up ? 1 : 0);
+        const i = this.warnings.indexOf(unreachable);
+        if (up && i >= 0) this.warnings.splice(i, 1);
+        if (!up && i < 0) this.warnings.push(unreachable);
+      },
+    };
+    let replica: ReadDb;
+    try {
+      replica = new ReadDb(options);
+    } catch (err) {
+      // A read URL that is not a URL (an unreachable replica is not an error).
+      throw new StartupError((err as Error).message);
+    }
+    this.closers.unshift({ name: 'database (read replica)', close: () => replica.close() });
+    await replica.start();
+    this.replica = replica;
+    this.readDb = replica;
   }
 
   private async buildApi(): Promise<FastifyInstance> {
@@ -403,6 +450,8 @@ export class Daemon {
     };
     await probe('database', () => this.db.ping());
     await probe(this.backends.kind === 'redis' ? 'redis' : 'embedded-stores', () => this.backends.ping());
+    // A lost read replica is a warning and the gauge, not a failed check: its reads go to the primary meanwhile.
+    if (this.replica) this.metrics.backendUp.set({ backend: 'database-read' }, (await this.replica.probe()) ? 1 : 0);
     // A module that can tell it cannot serve (its provider's credentials refused, its worker dead) says so here.
     if (this.modules) Object.assign(checks, await this.modules.health());
     const ready = !this.stopping && Object.values(checks).every((c) => c.ok);

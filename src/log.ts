@@ -29,6 +29,7 @@ export const REDACT_PATHS = [
   'config.admin.token',
   'config.security.secretKey',
   'config.database.url',
+  'config.database.readUrl',
   'config.redis.url',
 ];
 

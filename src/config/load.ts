@@ -20,6 +20,7 @@ export class ConfigError extends Error {
 /** Environment names that are not derived from the key path. */
 const ENV_ALIASES: Record<string, string> = {
   DATABASE_URL: 'database.url',
+  DATABASE_READ_URL: 'database.readUrl',
   REDIS_URL: 'redis.url',
   FERRY_ROLE: 'roles',
 };
@@ -180,6 +181,9 @@ export function loadConfig(opts: LoadOptions): LoadedConfig {
 /** Rules a JSON schema cannot say: references between keys. */
 function crossChecks(c: FerryConfig): string[] {
   const out: string[] = [];
+  if (c.database.readUrl && !c.database.url) {
+    out.push('database.readUrl: a read replica needs database.url (Postgres); the embedded database (PGlite) has no replicas');
+  }
   const ids = new Set<string>();
   c.smpp.upstreams.forEach((u, i) => {
     if (ids.has(u.id)) out.push(`smpp.upstreams.${i}.id: duplicate upstream id ${u.id}`);

@@ -292,6 +292,11 @@ export const coreConfigSchema = {
       default: {},
       properties: {
         url: { ...nullableString, description: 'Postgres URL; unset = embedded PGlite in dataDir/pg' },
+        readUrl: {
+          ...nullableString,
+          description:
+            'Postgres URL of a streaming replica for reads that tolerate its lag (request logs, short link analytics, SMS status and lists), on a read-only pool half database.poolSize; reads go to the primary while it is unreachable. Unset = every read on database.url; needs database.url',
+        },
         poolSize: { type: 'integer', minimum: 1, maximum: 200, default: 10 },
         commitsInFlight: {
           type: 'integer',
@@ -335,7 +340,7 @@ export const coreConfigSchema = {
           minimum: 1,
           maximum: 64,
           default: 1,
-          description: 'shards per queue (SMS lanes, outbound, webhooks), each its own hash tag so one busy queue spreads over the masters of a Cluster; raising it is safe at any time, lowering it still serves what the higher shards hold',
+          description: 'shards of each Redis queue (the SMS message lanes; outbound jobs and webhook events live in Postgres), each its own hash tag so one busy queue spreads over the masters of a Cluster; raising it is safe at any time, lowering it still serves what the higher shards hold',
         },
       },
     },
@@ -472,7 +477,7 @@ export interface FerryConfig {
   billing: { refundOnFailure: boolean };
   outbound: { reconcileIntervalSeconds: number; staleSeconds: number };
   retention: RetentionConfig;
-  database: { url: string | null; poolSize: number; commitsInFlight: number; preparedStatements: boolean; pipeline: boolean; maintenanceSeconds: number };
+  database: { url: string | null; readUrl: string | null; poolSize: number; commitsInFlight: number; preparedStatements: boolean; pipeline: boolean; maintenanceSeconds: number };
   redis: { url: string | null; keyPrefix: string; cluster: boolean; queueShards: number };
   security: { secretKey: string | null; allowPrivateTargets: boolean | 'auto' | null };
   auth: { failureLimit: number; failureWindowSeconds: number; rotationGraceSeconds: number; cacheSeconds: number };

@@ -18,7 +18,7 @@ function privateTargetsSetting(config: FerryConfig): boolean | 'auto' {
  * The daemon's ModulePlatform from its config: Redis from redis.url and redis.keyPrefix, the SSRF guard from
  * webhooks.allowPrivateTargets (decided once, logged once, the same policy for webhooks, USSD apps and media links).
  */
-export function buildModulePlatform(o: { config: FerryConfig; db: Db; master: Buffer; log: Logger }): ModulePlatform {
+export function buildModulePlatform(o: { config: FerryConfig; db: Db; readDb?: Db; master: Buffer; log: Logger }): ModulePlatform {
   const { config } = o;
   const privateTargets = privateTargetsAllowed(privateTargetsSetting(config), {
     httpHost: config.http.host,
@@ -32,6 +32,7 @@ export function buildModulePlatform(o: { config: FerryConfig; db: Db; master: Bu
   );
   return new ModulePlatform({
     db: o.db,
+    readDb: o.readDb,
     master: o.master,
     redisUrl: config.redis.url,
     redisCluster: config.redis.cluster,

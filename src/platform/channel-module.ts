@@ -62,6 +62,12 @@ export interface ModuleContext {
   /** The roles this process runs (`ferry start --role`); every role by default. */
   readonly roles: RoleSet;
   // What products kept rebuilding, from the core and scoped to the module (src/platform/module-platform.ts).
+  /**
+   * For reads that tolerate replica lag (lists, searches, analytics): a read-only pool on database.readUrl, falling
+   * back to the primary while the replica is unreachable; `db` itself when no read URL is set. Never for a write, nor
+   * for a read that must see a write just made (idempotency, auth, balances, a check before an update).
+   */
+  readonly readDb: Db;
   /** Events in the caller's transaction (types from the module's `events`), delivered by the webhooks module. */
   readonly events: ModuleEvents;
   /** Redis clients from the one factory (null when embedded), closed by the core at shutdown. */

@@ -11,6 +11,7 @@ import { RedisClientFactory, type ModuleRedis } from './redis-clients.js';
 /** The parts of a module's context that are its own (scoped to it by name); see ModuleContext. */
 export interface ModuleFacilities {
   deriveKey(purpose: string): Buffer;
+  readonly readDb: Db;
   readonly events: ModuleEvents;
   readonly redis: ModuleRedis;
   readonly pubsub: ModulePubSub;
@@ -21,6 +22,8 @@ export interface ModuleFacilities {
 
 export interface ModulePlatformOptions {
   db: Db;
+  /** Reads that tolerate replica lag (database.readUrl, src/store/sql/read-db.ts); `db` itself when unset. */
+  readDb?: Db;
   /** The daemon's secret key: it stays here; modules get keys derived from it. */
   master: Buffer;
   redisUrl: string | null;
@@ -53,6 +56,7 @@ export class ModulePlatform {
     const deriveKey = moduleKeyDeriver(this.o.master, module.name);
     return {
       deriveKey,
+      readDb: this.o.readDb ?? this.o.db,
       events: this.events.forModule(module),
       redis: this.redis.forModule(module.name),
       pubsub: this.pubsub.forModule(module.name),
