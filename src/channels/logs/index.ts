@@ -32,7 +32,8 @@ export const logsModule: ChannelModule<LogsService> = {
   async create(ctx) {
     const { config } = ctx;
     const section = ctx.section<LogsConfig>();
-    const store = new RequestLogStore(ctx.db);
+    // Searches and key statistics tolerate replica lag (the rows are written in batches anyway).
+    const store = new RequestLogStore(ctx.db, ctx.readDb);
     const logs = new LogsService({ db: ctx.db, store, accounts: ctx.accounts, config, section, otpLimits: ctx.use<OtpService>('otp').limits });
     const writer = new RequestLogWriter({
       store,

@@ -145,9 +145,16 @@ export interface KeyUsage {
 /** The codes that count as a rate-limit refusal in the key statistics. */
 export const RATE_LIMIT_CODES = ['RATE_LIMIT_EXCEEDED', 'RESEND_COOLDOWN', 'TOO_MANY_AUTH_FAILURES'];
 
-/** SQL over request_logs: the batch insert, an account's search, one request, retention, key statistics. */
+/**
+ * SQL over request_logs: the batch insert, an account's search, one request, retention, key statistics. Searches and
+ * statistics read `readDb` (the read replica when database.readUrl is set): rows are written in batches, so they
+ * already trail the requests by up to logs.flushMs, and may trail them by the replica's lag besides.
+ */
 export class RequestLogStore {
-  constructor(private readonly db: Db) {}
+  constructor(
+    private readonly db: Db,
+    private readonly readDb: Db = db,
+  ) {}
 
   /** One statement per batch whatever its size: one array per column, so the text (and its plan) never changes. */
   async insert(rows: readonly RequestLogInsert[], q: Queryable = this.db): Promise<void> {
@@ -183,7 +190,7 @@ export class RequestLogStore {
     if (f.to !== undefined) add('at <= ?', f.to);
     if (f.before) add('id < ?', f.before);
     params.push(limit + 1);
-    const { rows } = await this.db.query<DbRow>(
+    const { rows } = await this.readDb.query<DbRow>(
       `SELECT ${COLUMNS} FROM request_logs WHERE ${where.join(' AND ')} ORDER BY id DESC LIMIT $${params.length}`,
       params,
     );
@@ -192,7 +199,7 @@ export class RequestLogStore {
 
   /** An account's rows after a position, oldest first (the live tail). */
   async after(accountId: string, seq: string, limit: number): Promise<RequestLogRow[]> {
-    const { rows } = await this.db.query<DbRow>(
+    const { rows } = await this.readDb.query<DbRow>(
       `SELECT ${COLUMNS} FROM request_logs WHERE account_id = $1 AND id > $2 ORDER BY id LIMIT $3`,
       [accountId, seq, limit],
     );
@@ -201,13 +208,13 @@ export class RequestLogStore {
 
   /** The newest position of an account's rows ('0' when none). */
   async latest(accountId: string): Promise<string> {
-    const { rows } = await this.db.query<{ id: string | null }>(`SELECT max(id) AS id FROM request_logs WHERE account_id = $1`, [accountId]);
+    const { rows } = await this.readDb.query<{ id: string | null }>(`SELECT max(id) AS id FROM request_logs WHERE account_id = $1`, [accountId]);
     return rows[0]?.id ? String(rows[0].id) : '0';
   }
 
   /** One request of an account, with its bodies; null when unknown or another account's. */
   async get(accountId: string, requestId: string): Promise<RequestLogDetail | null> {
-    const { rows } = await this.db.query<DbRow>(
+    const { rows } = await this.readDb.query<DbRow>(
       `SELECT ${COLUMNS}, request_body, response_body FROM request_logs WHERE request_id = $1 AND account_id = $2 ORDER BY id DESC LIMIT 1`,
       [requestId, accountId],
     );
@@ -234,20 +241,20 @@ export class RequestLogStore {
   async keyUsage(accountId: string, since: number): Promise<KeyUsage[]> {
     const limited = `(error_code = ANY($3::text[]))`;
     const [byDay, byProduct, last] = await Promise.all([
-      this.db.query<{ key_id: string; day: string; requests: string; errors: string; limited: string }>(
+      this.readDb.query<{ key_id: string; day: string; requests: string; errors: string; limited: string }>(
         `SELECT key_id, (at / 86400000)::int8 AS day, count(*)::int8 AS requests, count(*) FILTER (WHERE status >= 400)::int8 AS errors,
                 count(*) FILTER (WHERE ${limited})::int8 AS limited
          FROM request_logs WHERE account_id = $1 AND at >= $2 AND key_id IS NOT NULL GROUP BY key_id, day ORDER BY key_id, day`,
         [accountId, since, RATE_LIMIT_CODES],
       ),
-      this.db.query<{ key_id: string; product: string; requests: string; errors: string; limited: string }>(
+      this.readDb.query<{ key_id: string; product: string; requests: string; errors: string; limited: string }>(
         `SELECT key_id, product, count(*)::int8 AS requests, count(*) FILTER (WHERE status >= 400)::int8 AS errors,
                 count(*) FILTER (WHERE ${limited})::int8 AS limited
          FROM request_logs WHERE account_id = $1 AND at >= $2 AND key_id IS NOT NULL GROUP BY key_id, product ORDER BY key_id, product`,
         [accountId, since, RATE_LIMIT_CODES],
       ),
       // The last use of each of the account's keys: one index probe per key (request_logs_key), not a scan.
-      this.db.query<{ key_id: string; at: string; client_ip: string | null }>(
+      this.readDb.query<{ key_id: string; at: string; client_ip: string | null }>(
         `SELECT k.id AS key_id, l.at, l.client_ip FROM api_keys k
          CROSS JOIN LATERAL (SELECT at, client_ip FROM request_logs r WHERE r.key_id = k.id ORDER BY at DESC LIMIT 1) l
          WHERE k.account_id = $1`,
