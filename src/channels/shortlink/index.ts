@@ -59,7 +59,8 @@ export const shortlinkModule: ChannelModule<ShortlinkService> = {
       batchMax: cfg.clickBatchMax,
       log: ctx.log,
     });
-    const service = new ShortlinkService(ctx.db, store, cache, limiter, recorder, cfg.denyHosts);
+    // Click analytics tolerate replica lag (clicks are written in batches anyway); links are read on the primary.
+    const service = new ShortlinkService(ctx.readDb, store, cache, limiter, recorder, cfg.denyHosts);
     const addresses = new ClientAddress(cfg.trustedProxies);
     let server: FastifyInstance | null = null;
     return {

@@ -78,7 +78,8 @@ export class ShortlinkService {
   destinationPolicy: DestinationPolicy;
 
   constructor(
-    private readonly db: Db,
+    /** The analytics' reads (rollups, raw clicks): the read replica when database.readUrl is set; links are read from `store`. */
+    private readonly analyticsDb: Db,
     readonly store: LinkStore,
     readonly cache: LinkCache,
     readonly limiter: ClickLimiter,
@@ -211,16 +212,16 @@ export class ShortlinkService {
     let where = `account_id = $1 AND hour >= date_trunc('hour', $2::timestamptz) AND hour < $3::timestamptz`;
     if (q.linkId) where += ` AND link_id = $${params.push(q.linkId)}`;
     if (!q.includeBots) where += ' AND NOT bot';
-    const totalQ = this.db.query<{ n: string | null }>(`SELECT sum(clicks)::text AS n FROM shortlink_rollups WHERE ${where} AND dim = 'total'`, params);
+    const totalQ = this.analyticsDb.query<{ n: string | null }>(`SELECT sum(clicks)::text AS n FROM shortlink_rollups WHERE ${where} AND dim = 'total'`, params);
     let groupsQ;
     if (q.groupBy === 'time') {
       const unit = q.interval === 'day' ? 'day' : 'hour';
-      groupsQ = this.db.query<{ key: Date | string; n: string }>(
+      groupsQ = this.analyticsDb.query<{ key: Date | string; n: string }>(
         `SELECT date_trunc('${unit}', hour) AS key, sum(clicks)::text AS n FROM shortlink_rollups WHERE ${where} AND dim = 'total' GROUP BY 1 ORDER BY 1`,
         params,
       );
     } else {
-      groupsQ = this.db.query<{ key: string; n: string }>(
+      groupsQ = this.analyticsDb.query<{ key: string; n: string }>(
         `SELECT value AS key, sum(clicks)::text AS n FROM shortlink_rollups WHERE ${where} AND dim = $${params.length + 1} GROUP BY 1 ORDER BY sum(clicks) DESC, 1 LIMIT 250`,
         [...params, q.groupBy],
       );
@@ -234,7 +235,7 @@ export class ShortlinkService {
 
   /** The raw clicks of a link, newest first, before a click id (the cursor). */
   async clicks(accountId: string, linkId: string, before: string | undefined, limit: number): Promise<RawClick[]> {
-    const r = await this.db.query<RawClick & { at: Date | string }>(
+    const r = await this.analyticsDb.query<RawClick & { at: Date | string }>(
       `SELECT id, at, country, device, browser, os, referrer, bot, method, outcome FROM shortlink_clicks
        WHERE link_id = $1 AND account_id = $2 AND ($3::text IS NULL OR id < $3) ORDER BY id DESC LIMIT $4`,
       [linkId, accountId, before ?? null, limit],
