@@ -2,6 +2,7 @@ import type { ChannelModule, ModuleListener } from '../../platform/channel-modul
 import { ROLES } from '../../platform/roles.js';
 import type { JobSpec } from '../../platform/scheduler.js';
 import { IdempotencyStore } from '../../http/idempotency.js';
+import { Ledger } from '../../ledger/ledger.js';
 import { SMS_MCP_TOOLS } from './sms-mcp-tools.js';
 import { smsRoutes } from './sms-routes.js';
 import { buildSmsGateway, type SmsGateway } from './sms-gateway.js';
@@ -79,6 +80,8 @@ export const smsModule: ChannelModule<SmsGateway> = {
           ledger: gateway.ledger,
           idempotency,
           db: ctx.db,
+          // Status and list reads tolerate replica lag (database.readUrl); a ledger on it only reads (no writes queued).
+          replica: ctx.readDb === ctx.db ? null : { db: ctx.readDb, ledger: new Ledger(ctx.readDb) },
           showUpstreams: ctx.section<SmsConfig>().showUpstreams,
           scheduleHorizonDays: ctx.section<SmsConfig>().scheduleHorizonDays,
         });

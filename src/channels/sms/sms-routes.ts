@@ -17,6 +17,11 @@ export interface SmsRoutesDeps {
   ledger: Ledger;
   idempotency: IdempotencyStore;
   db: Db;
+  /**
+   * Reads that tolerate replica lag (database.readUrl): the status of a message, a bulk request's summary and the
+   * inbound list. A message or batch the replica has not seen yet is read on the primary. Null or absent: `db`.
+   */
+  replica?: { db: Db; ledger: Pick<Ledger, 'get' | 'history'> } | null;
   /** Show upstream ids in status and inbound reads (operators' own deployments); hidden from customers otherwise. */
   showUpstreams: boolean;
   /** How far ahead scheduledAt may be (default 30 days). */
@@ -192,6 +197,7 @@ function decodeCursor(s: string): { us: string; id: string } {
 export async function smsRoutes(app: FastifyInstance, deps: SmsRoutesDeps): Promise<void> {
   const horizonDays = deps.scheduleHorizonDays ?? 30;
   const batches = new BatchStore(deps.db);
+  const replicaBatches = deps.replica ? new BatchStore(deps.replica.db) : null;
   const horizonMs = horizonDays * 86_400_000;
   const idemHeaders = { type: 'object', properties: { 'idempotency-key': idempotencyHeaderSchema } } as const;
 
@@ -437,11 +443,14 @@ export async function smsRoutes(app: FastifyInstance, deps: SmsRoutesDeps): Prom
       },
     },
     async (req) => {
-      const rec = await deps.sms.find(req.params.messageId, req.auth.accountId);
+      // The replica's view when it has the message (it may lag); one sent a moment ago is read on the primary.
+      const seen = deps.replica ? await deps.replica.ledger.get(req.params.messageId, req.auth.accountId) : null;
+      const source = seen && deps.replica ? deps.replica : { db: deps.db, ledger: deps.ledger };
+      const rec = seen ?? (await deps.sms.find(req.params.messageId, req.auth.accountId));
       if (!rec) throw new ApiError('MESSAGE_NOT_FOUND', { message: `No message ${req.params.messageId}` });
       const [history, resends] = await Promise.all([
-        deps.ledger.history(rec.id),
-        deps.db.query<{ id: string }>(`SELECT id FROM messages WHERE resend_of = $1 AND account_id = $2 ORDER BY created_at, id`, [rec.id, rec.accountId]),
+        source.ledger.history(rec.id),
+        source.db.query<{ id: string }>(`SELECT id FROM messages WHERE resend_of = $1 AND account_id = $2 ORDER BY created_at, id`, [rec.id, rec.accountId]),
       ]);
       return ok(req, 'SMS_STATUS', statusData(rec, history, resends.rows.map((r) => r.id), deps.showUpstreams), `Message is ${rec.status}`);
     },
@@ -480,13 +489,20 @@ export async function smsRoutes(app: FastifyInstance, deps: SmsRoutesDeps): Prom
     },
     async (req) => {
       const { batchId } = req.params;
-      const recorded = await batches.get(batchId, req.auth.accountId);
-      const { rows } = await deps.db.query<{ status: MessageStatus; n: number; cost: number; segments: number; created_at: unknown; currency: string }>(
-        `SELECT status, count(*)::int AS n, sum(cost_micros)::bigint AS cost, sum(segments)::bigint AS segments,
-                min(created_at) AS created_at, min(currency) AS currency
-         FROM messages WHERE batch_id = $1 AND account_id = $2 GROUP BY status`,
-        [batchId, req.auth.accountId],
-      );
+      const summary = async (db: Db, store: BatchStore) => {
+        const recorded = await store.get(batchId, req.auth.accountId);
+        const { rows } = await db.query<{ status: MessageStatus; n: number; cost: number; segments: number; created_at: unknown; currency: string }>(
+          `SELECT status, count(*)::int AS n, sum(cost_micros)::bigint AS cost, sum(segments)::bigint AS segments,
+                  min(created_at) AS created_at, min(currency) AS currency
+           FROM messages WHERE batch_id = $1 AND account_id = $2 GROUP BY status`,
+          [batchId, req.auth.accountId],
+        );
+        return { recorded, rows };
+      };
+      // The replica's counts when it has the batch (they may lag); one accepted a moment ago is read on the primary.
+      let read = deps.replica && replicaBatches ? await summary(deps.replica.db, replicaBatches) : null;
+      if (!read || (!read.rows.length && !read.recorded)) read = await summary(deps.db, batches);
+      const { recorded, rows } = read;
       if (!rows.length && !recorded) throw new ApiError('BATCH_NOT_FOUND', { message: `No batch ${batchId}` });
       const counts = Object.fromEntries(ALL_STATUSES.map((s) => [s, 0])) as Record<MessageStatus, number>;
       let stored = 0;
@@ -602,7 +618,7 @@ export async function smsRoutes(app: FastifyInstance, deps: SmsRoutesDeps): Prom
         params.push(c.us, c.id);
         where += ` AND (received_at, id) < ('epoch'::timestamptz + $3::double precision * interval '1 microsecond', $4)`;
       }
-      const { rows } = await deps.db.query<{
+      const { rows } = await (deps.replica?.db ?? deps.db).query<{
         id: string;
         source: string;
         destination: string;
