@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import type { Server as HttpServer } from 'node:http';
 import { createAdapter, createShardedAdapter } from '@socket.io/redis-adapter';
 import type { Logger } from 'pino';
@@ -55,6 +56,9 @@ function refusal(code: string, message?: string): Error & { data: { code: string
  * acks, and pushes to offline members. The service calls publish() after each commit; a process without the realtime
  * role forwards what it publishes over Redis pub/sub to those with it.
  */
+/** The field of a forwarded event naming the instance that sent it. */
+const ORIGIN = '__origin';
+
 export class ChatRealtime implements ChatRealtimeSink, ModuleRealtime {
   private readonly metrics: RealtimeMetrics;
   private readonly clock: () => number;
@@ -74,6 +78,8 @@ export class ChatRealtime implements ChatRealtimeSink, ModuleRealtime {
   private draining = false;
   /** Sockets of other instances are reached through the Redis adapter. */
   private clustered = false;
+  /** Marks this process's own forwarded events (a Cluster's realtime instances forward theirs too). */
+  private readonly instanceId = randomUUID();
   private forwardListener: ((channel: string, payload: string) => void) | null = null;
 
   constructor(private readonly o: ChatRealtimeOptions) {
@@ -134,10 +140,11 @@ export class ChatRealtime implements ChatRealtimeSink, ModuleRealtime {
     const { config, log } = this.o;
     const pub = this.redis && adapterSafe(this.redis, (err) => log.debug({ err: err.message }, 'chat realtime: Redis adapter publish failed'));
     const sub = this.sub && adapterSafe(this.sub, (err) => log.warn({ err: err.message }, 'chat realtime: Redis adapter subscription failed'));
-    // A Cluster gets the sharded adapter (SPUBLISH/SSUBSCRIBE, a channel per room on the shard of its slot); a single
-    // Redis the classic one.
+    // A Cluster gets the sharded adapter (SPUBLISH/SSUBSCRIBE), a single Redis the classic one. Static mode: one channel
+    // per namespace, so a leave or a disconnect and the emits around it arrive in the order they were sent (a channel
+    // per room, on the shards of their slots, let a "revoked" emit arrive after the disconnect it announced).
     const adapter = !pub || !sub ? undefined : this.o.redis.cluster
-        ? createShardedAdapter(pub, sub, { channelPrefix: adapterKey(this.o.redis.keyPrefix), subscriptionMode: 'dynamic' })
+        ? createShardedAdapter(pub, sub, { channelPrefix: adapterKey(this.o.redis.keyPrefix), subscriptionMode: 'static' })
         : createAdapter(pub, sub, { key: adapterKey(this.o.redis.keyPrefix), publishOnSpecificResponseChannel: true });
     const io = new Server<ClientToServerEvents, ServerToClientEvents, InterServerEvents, SocketData>(server, {
       path: SOCKET_PATH,
@@ -195,10 +202,14 @@ export class ChatRealtime implements ChatRealtimeSink, ModuleRealtime {
   publish(event: ChatRealtimeEvent): void {
     try {
       if (event.type === 'message.new') this.offlinePush?.onMessage(event);
-      if (this.nsp) return this.emit(event, false);
+      // On a Cluster the sharded adapter sends an emit to this process's own sockets only after its SPUBLISH came
+      // back, after a leave or disconnect applied here at once: there every instance applies each event itself, this
+      // one now, the others from the forward channel (one channel, so in the order sent).
+      if (this.nsp && !this.o.redis.cluster) return this.emit(event, false);
+      if (this.nsp) this.emit(event, true);
       if (this.redis) {
         const channel = forwardChannel(this.o.redis.keyPrefix);
-        const payload = JSON.stringify(event);
+        const payload = JSON.stringify(this.nsp ? { ...event, [ORIGIN]: this.instanceId } : event);
         (this.o.redis.cluster ? this.redis.spublish(channel, payload) : this.redis.publish(channel, payload)).catch((err: Error) => {
           this.o.log.warn({ err: err.message, type: event.type }, 'chat realtime: forwarding an event to the realtime instances failed');
         });
@@ -211,7 +222,10 @@ export class ChatRealtime implements ChatRealtimeSink, ModuleRealtime {
 
   private onForwarded(payload: string): void {
     try {
-      if (this.nsp) this.emit(JSON.parse(payload) as ChatRealtimeEvent, true);
+      const ev = JSON.parse(payload) as ChatRealtimeEvent & { [ORIGIN]?: string };
+      if (ev[ORIGIN] === this.instanceId) return;
+      delete ev[ORIGIN];
+      if (this.nsp) this.emit(ev, true);
     } catch (err) {
       this.o.log.warn({ err: (err as Error).message }, 'chat realtime: a forwarded event could not be emitted');
     }
