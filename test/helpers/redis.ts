@@ -26,6 +26,12 @@ export function testRedisClient(o: Pick<RedisOptions, 'lazyConnect' | 'enableAut
 
 /** Every key matching the pattern: SCAN on a single Redis, on each master of a Cluster. */
 export async function scanKeys(client: RedisClient, pattern: string): Promise<string[]> {
+  // A Cluster knows its masters once it is ready (the slots are read at connect).
+  if ((client as Cluster).isCluster && client.status !== 'ready') {
+    const ready = new Promise((resolve) => client.once('ready', resolve));
+    if (client.status === 'wait') await client.connect();
+    await ready;
+  }
   const nodes: Redis[] = (client as Cluster).isCluster ? (client as Cluster).nodes('master') : [client as Redis];
   const out: string[] = [];
   for (const node of nodes) {
