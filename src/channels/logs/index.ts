@@ -1,4 +1,5 @@
 import type { ChannelModule } from '../../platform/channel-module.js';
+import { RangePartitions } from '../../store/sql/range-partitions.js';
 import { LOGS_MCP_TOOLS } from './logs-mcp-tools.js';
 import { logPageRoutes } from './log-page.js';
 import { LogSessions } from './log-sessions.js';
@@ -34,7 +35,7 @@ export const logsModule: ChannelModule<LogsService> = {
     const section = ctx.section<LogsConfig>();
     // Searches and key statistics tolerate replica lag (the rows are written in batches anyway).
     const store = new RequestLogStore(ctx.db, ctx.readDb);
-    const logs = new LogsService({ db: ctx.db, store, accounts: ctx.accounts, config, section, otpLimits: ctx.use<OtpService>('otp').limits });
+    const logs = new LogsService({ db: ctx.db, store, partitions: new RangePartitions(ctx.db, ctx.log), accounts: ctx.accounts, config, section, otpLimits: ctx.use<OtpService>('otp').limits });
     const writer = new RequestLogWriter({
       store,
       log: ctx.log,

@@ -99,9 +99,36 @@ const INSERT_COLUMNS = [
 ] as const;
 
 const INSERT_TYPES = ['text', 'int8', 'text', 'text', 'text', 'text', 'int2', 'float4', 'text', 'text', 'text', 'text', 'text', 'text', 'text', 'text'];
+// created_at, the partition key, is the request's time: a row lands in the partition of its day, and retention drops it
+// with the requests of that day.
 const INSERT_SQL = prepared(
-  `INSERT INTO request_logs (${INSERT_COLUMNS.join(', ')}) SELECT * FROM unnest(${INSERT_TYPES.map((t, i) => `$${i + 1}::${t}[]`).join(', ')})`,
+  `INSERT INTO request_logs (${INSERT_COLUMNS.join(', ')}, created_at)
+   SELECT u.*, to_timestamp(u.at / 1000.0) FROM unnest(${INSERT_TYPES.map((t, i) => `$${i + 1}::${t}[]`).join(', ')}) AS u(${INSERT_COLUMNS.join(', ')})`,
 );
+
+const CROCKFORD = '0123456789abcdefghjkmnpqrstvwxyz';
+/** A request id as the HTTP app makes it (src/util/ids.ts newId('req_')): its first ten characters are its time. */
+const REQUEST_ID = /^req_([0-9a-hjkmnp-tv-z]{10})[0-9a-hjkmnp-tv-z]{16}$/;
+/** How far a row's `at` (the request's start) may precede the time in its id. */
+const ID_SLACK_MS = 3_600_000;
+
+/** The time a request id carries (epoch ms), or null for an id not made by newId('req_'). */
+export function requestIdTime(requestId: string): number | null {
+  const m = REQUEST_ID.exec(requestId);
+  if (!m) return null;
+  let ms = 0;
+  for (const c of m[1]) ms = ms * 32 + CROCKFORD.indexOf(c);
+  return ms;
+}
+
+/**
+ * A lower bound on created_at for rows at or after `ms` (epoch ms), so a read prunes the partitions before it: a row's
+ * created_at is its `at` (the writer sets it so), or later for rows from before the table was partitioned (they took
+ * the migration's time) or written by an older daemon (now() when inserted).
+ */
+function createdSince(ms: number): string {
+  return new Date(Math.max(0, ms)).toISOString();
+}
 
 function toRow(r: DbRow): RequestLogRow {
   return {
@@ -146,9 +173,10 @@ export interface KeyUsage {
 export const RATE_LIMIT_CODES = ['RATE_LIMIT_EXCEEDED', 'RESEND_COOLDOWN', 'TOO_MANY_AUTH_FAILURES'];
 
 /**
- * SQL over request_logs: the batch insert, an account's search, one request, retention, key statistics. Searches and
- * statistics read `readDb` (the read replica when database.readUrl is set): rows are written in batches, so they
- * already trail the requests by up to logs.flushMs, and may trail them by the replica's lag besides.
+ * SQL over request_logs: the batch insert, an account's search, one request, key statistics (retention drops whole
+ * partitions: logs-service.ts). Searches and statistics read `readDb` (the read replica when database.readUrl is set):
+ * rows are written in batches, so they already trail the requests by up to logs.flushMs, and may trail them by the
+ * replica's lag besides.
  */
 export class RequestLogStore {
   constructor(
@@ -186,7 +214,10 @@ export class RequestLogStore {
     if (f.path) add("path LIKE ? ESCAPE '\\'", `${f.path.replace(/[\\%_]/g, (c) => `\\${c}`)}%`);
     if (f.keyId) add('key_id = ?', f.keyId);
     if (f.requestId) add('request_id = ?', f.requestId);
-    if (f.from !== undefined) add('at >= ?', f.from);
+    if (f.from !== undefined) {
+      add('at >= ?', f.from);
+      add('created_at >= ?::timestamptz', createdSince(f.from));
+    }
     if (f.to !== undefined) add('at <= ?', f.to);
     if (f.before) add('id < ?', f.before);
     params.push(limit + 1);
@@ -212,29 +243,20 @@ export class RequestLogStore {
     return rows[0]?.id ? String(rows[0].id) : '0';
   }
 
-  /** One request of an account, with its bodies; null when unknown or another account's. */
+  /**
+   * One request of an account, with its bodies; null when unknown or another account's. A request id carries its time:
+   * the read then skips every partition older than it (an hour's slack), so a recent request costs one or two
+   * partitions' index probes, an old one those from its day on.
+   */
   async get(accountId: string, requestId: string): Promise<RequestLogDetail | null> {
+    const made = requestIdTime(requestId);
+    const since = made === null ? '' : ' AND created_at >= $3::timestamptz';
     const { rows } = await this.readDb.query<DbRow>(
-      `SELECT ${COLUMNS}, request_body, response_body FROM request_logs WHERE request_id = $1 AND account_id = $2 ORDER BY id DESC LIMIT 1`,
-      [requestId, accountId],
+      `SELECT ${COLUMNS}, request_body, response_body FROM request_logs WHERE request_id = $1 AND account_id = $2${since} ORDER BY id DESC LIMIT 1`,
+      made === null ? [requestId, accountId] : [requestId, accountId, createdSince(made - ID_SLACK_MS)],
     );
     if (!rows.length) return null;
     return { ...toRow(rows[0]), requestBody: rows[0].request_body ?? null, responseBody: rows[0].response_body ?? null };
-  }
-
-  /** Deletes rows older than `before` (epoch ms) in bounded batches; returns how many. */
-  async purge(before: number, batch = 5000): Promise<number> {
-    let total = 0;
-    for (;;) {
-      const { rows } = await this.db.query<{ n: string }>(
-        `WITH gone AS (DELETE FROM request_logs WHERE id IN (SELECT id FROM request_logs WHERE at < $1 ORDER BY id LIMIT $2) RETURNING 1)
-         SELECT count(*)::int8 AS n FROM gone`,
-        [before, batch],
-      );
-      const n = Number(rows[0]?.n ?? 0);
-      total += n;
-      if (n < batch) return total;
-    }
   }
 
   /** Usage of an account's keys since `since` (epoch ms), from the request logs. */
@@ -244,14 +266,14 @@ export class RequestLogStore {
       this.readDb.query<{ key_id: string; day: string; requests: string; errors: string; limited: string }>(
         `SELECT key_id, (at / 86400000)::int8 AS day, count(*)::int8 AS requests, count(*) FILTER (WHERE status >= 400)::int8 AS errors,
                 count(*) FILTER (WHERE ${limited})::int8 AS limited
-         FROM request_logs WHERE account_id = $1 AND at >= $2 AND key_id IS NOT NULL GROUP BY key_id, day ORDER BY key_id, day`,
-        [accountId, since, RATE_LIMIT_CODES],
+         FROM request_logs WHERE account_id = $1 AND at >= $2 AND created_at >= $4::timestamptz AND key_id IS NOT NULL GROUP BY key_id, day ORDER BY key_id, day`,
+        [accountId, since, RATE_LIMIT_CODES, createdSince(since)],
       ),
       this.readDb.query<{ key_id: string; product: string; requests: string; errors: string; limited: string }>(
         `SELECT key_id, product, count(*)::int8 AS requests, count(*) FILTER (WHERE status >= 400)::int8 AS errors,
                 count(*) FILTER (WHERE ${limited})::int8 AS limited
-         FROM request_logs WHERE account_id = $1 AND at >= $2 AND key_id IS NOT NULL GROUP BY key_id, product ORDER BY key_id, product`,
-        [accountId, since, RATE_LIMIT_CODES],
+         FROM request_logs WHERE account_id = $1 AND at >= $2 AND created_at >= $4::timestamptz AND key_id IS NOT NULL GROUP BY key_id, product ORDER BY key_id, product`,
+        [accountId, since, RATE_LIMIT_CODES, createdSince(since)],
       ),
       // The last use of each of the account's keys: one index probe per key (request_logs_key), not a scan.
       this.readDb.query<{ key_id: string; at: string; client_ip: string | null }>(
