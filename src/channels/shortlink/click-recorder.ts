@@ -152,7 +152,7 @@ export class ClickRecorder {
         `INSERT INTO shortlink_clicks (id, link_id, account_id, at, country, device, browser, os, referrer, bot, method, outcome)
          SELECT u.id, u.l, u.a, to_timestamp(u.t / 1000.0), u.c, u.d, u.b, u.o, u.r, u.bot, u.m, u.x
          FROM json_to_recordset($1::json) AS u(id text, l text, a text, t float8, c text, d text, b text, o text, r text, bot bool, m text, x text)
-         ON CONFLICT (link_id, id) DO NOTHING`,
+         ON CONFLICT (link_id, id, at) DO NOTHING`,
         [JSON.stringify(batch.map((c) => ({ id: c.id, l: c.linkId, a: c.accountId, t: c.at, c: c.country, d: c.device, b: c.browser, o: c.os, r: c.referrer, bot: c.bot, m: c.method, x: c.outcome })))],
       );
       const s2 = rows.length

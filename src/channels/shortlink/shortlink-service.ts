@@ -233,13 +233,34 @@ export class ShortlinkService {
     };
   }
 
-  /** The raw clicks of a link, newest first, before a click id (the cursor). */
+  /**
+   * The raw clicks of a link, newest first, before a click id (the cursor). A click id carries the click's time, so a
+   * page after the first skips the partitions newer than its cursor.
+   */
   async clicks(accountId: string, linkId: string, before: string | undefined, limit: number): Promise<RawClick[]> {
+    const until = before === undefined ? null : clickIdTime(before);
+    const params: unknown[] = [linkId, accountId, before ?? null, limit];
+    if (until !== null) params.push(new Date(until + CLICK_TIME_SLACK_MS).toISOString());
     const r = await this.analyticsDb.query<RawClick & { at: Date | string }>(
       `SELECT id, at, country, device, browser, os, referrer, bot, method, outcome FROM shortlink_clicks
-       WHERE link_id = $1 AND account_id = $2 AND ($3::text IS NULL OR id < $3) ORDER BY id DESC LIMIT $4`,
-      [linkId, accountId, before ?? null, limit],
+       WHERE link_id = $1 AND account_id = $2 AND ($3::text IS NULL OR id < $3)${until === null ? '' : ' AND at < $5::timestamptz'} ORDER BY id DESC LIMIT $4`,
+      params,
     );
     return r.rows.map((c) => ({ ...c, at: new Date(c.at) }));
   }
+}
+
+const CROCKFORD = '0123456789abcdefghjkmnpqrstvwxyz';
+/** A click id as the recorder makes it (newId('clk_', at)): its first ten characters are the click's time. */
+const CLICK_ID = /^clk_([0-9a-hjkmnp-tv-z]{10})[0-9a-hjkmnp-tv-z]{16}$/;
+/** Rounding between the id's milliseconds and the stored timestamptz, with room to spare. */
+const CLICK_TIME_SLACK_MS = 1000;
+
+/** The time a click id carries (epoch ms), or null for another id (the cursor then bounds nothing). */
+export function clickIdTime(id: string): number | null {
+  const m = CLICK_ID.exec(id);
+  if (!m) return null;
+  let ms = 0;
+  for (const c of m[1]) ms = ms * 32 + CROCKFORD.indexOf(c);
+  return ms;
 }
