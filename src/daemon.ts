@@ -217,7 +217,7 @@ export class Daemon {
     // Partitioned tables get their partitions ahead of time before anything writes, then hourly (store.partitions).
     const ensurePartitions = async (): Promise<void> => {
       for (const table of this.modules.tables().filter(isPartitioned)) {
-        await partitions.ensure(table, partitionWidthDays(retention.days(table.retention?.family ?? '')));
+        await partitions.ensure(table, table.partitions.widthDays ?? partitionWidthDays(retention.days(table.retention?.family ?? '')));
       }
     };
     await ensurePartitions().catch((err: Error) => log.warn({ err: err.message }, 'partitions not created ahead; retried hourly (rows go to the default partition meanwhile)'));

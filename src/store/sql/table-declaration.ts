@@ -38,8 +38,10 @@ export interface TableDeclaration {
    * partition `<name>_default`): the core creates partitions ahead (src/store/sql/range-partitions.ts) and retention
    * drops a whole partition past the retention instead of deleting rows, once `dropWhen` holds. `dropWhen` is a
    * condition over the partition, named `{partition}` in it (e.g. nothing in it is still needed by a reader).
+   * `widthDays` fixes the partitions' width, for a table whose retention is its product's own setting rather than a
+   * `retention` family (default: about a tenth of the family's days, one day to a week).
    */
-  partitions?: { column: string; dropWhen?: string };
+  partitions?: { column: string; dropWhen?: string; widthDays?: number };
 }
 
 const IDENTIFIER = /^[a-z_][a-z0-9_]*$/;
@@ -59,6 +61,8 @@ export function checkTables(tables: readonly TableDeclaration[]): readonly Table
     if (!IDENTIFIER.test(t.name)) fail('the name is not a lower-case SQL identifier');
     if (seen.has(t.name)) fail('declared twice');
     if (t.partitions && !IDENTIFIER.test(t.partitions.column)) fail(`partition column ${t.partitions.column} is not an identifier`);
+    const width = t.partitions?.widthDays;
+    if (width !== undefined && (!Number.isInteger(width) || width < 1 || width > 31)) fail(`partition width ${width} is not a whole number of days from 1 to 31`);
     seen.add(t.name);
     const r = t.retention;
     if (!r) continue;
