@@ -6,7 +6,7 @@ import { assetPath } from '../../util/paths.js';
  * The request logs, partitioned by their request time (migration 0053): the core creates partitions ahead, and the
  * module's purge drops a whole one once past logs.retentionDays (logs-service.ts), so the core's retention leaves it be.
  */
-export const REQUEST_LOGS_TABLE: PartitionedTable = { name: 'request_logs', vacuum: 'ledger', partitions: { column: 'created_at' } };
+export const REQUEST_LOGS_TABLE: PartitionedTable = { name: 'request_logs', vacuum: 'ledger', partitions: { column: 'created_at', widthDays: 1 } };
 
 /** Request logs' migrations and the tables the core purges and vacuums for them (request_logs has its own retention, logs.retentionDays). */
 export const logsStorage: Pick<ChannelModule, 'migrations' | 'tables'> = {
