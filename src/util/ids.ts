@@ -58,6 +58,21 @@ export function idFloor(prefix: string, ms: number): string {
   return prefix + out + '0'.repeat(16);
 }
 
+const ID_BODY = /^([0-9a-hjkmnp-tv-z]{10})[0-9a-hjkmnp-tv-z]{16}$/;
+
+/**
+ * The time (epoch ms) an id made by newId(prefix) carries in its first ten characters, or null for any other id: a
+ * lookup by id bounds its rows' time with it, so a table partitioned by time is read in the partitions near it.
+ */
+export function idTime(prefix: string, id: string): number | null {
+  if (!id.startsWith(prefix)) return null;
+  const m = ID_BODY.exec(id.slice(prefix.length));
+  if (!m) return null;
+  let ms = 0;
+  for (const c of m[1]) ms = ms * 32 + CROCKFORD.indexOf(c);
+  return ms;
+}
+
 /** High-entropy secret (url-safe base64, 32 bytes = 256 bits by default). */
 export function newSecret(bytes = 32): string {
   return randomBytes(bytes).toString('base64url');

@@ -1,5 +1,5 @@
 import t from 'tap';
-import { newId, randomBytesPooled, idFloor } from '../../src/util/ids.js';
+import { idFloor, idTime, newId, randomBytesPooled } from '../../src/util/ids.js';
 
 t.test('pooled random bytes: the length asked, never handed out twice, across pool refills', async (t) => {
   const seen = new Set<string>();
@@ -32,4 +32,11 @@ t.test('idFloor: every id made before the instant sorts below it, every id made 
     }
     t.ok(newId('msg_', ms + 1) > floor, 'made after');
   }
+});
+
+t.test('idTime: the time an id carries, null for another prefix or shape', async (t) => {
+  for (const ms of [0, 1, 1_767_225_600_123, 32 ** 10 - 1]) t.equal(idTime('req_', newId('req_', ms)), ms, `made at ${ms}`);
+  t.equal(idTime('clk_', newId('req_', 5)), null, 'another prefix');
+  t.equal(idTime('req_', 'req_short'), null, 'not an id newId makes');
+  t.equal(idTime('req_', 'req_' + 'u'.repeat(26)), null, 'a letter Crockford base 32 leaves out');
 });
