@@ -1,5 +1,6 @@
 import { prepared } from '../../store/sql/prepared.js';
 import type { Db, Queryable } from '../../store/types.js';
+import { idTime } from '../../util/ids.js';
 
 /** One request as the logs keep it. */
 export interface RequestLogRow {
@@ -106,19 +107,12 @@ const INSERT_SQL = prepared(
    SELECT u.*, to_timestamp(u.at / 1000.0) FROM unnest(${INSERT_TYPES.map((t, i) => `$${i + 1}::${t}[]`).join(', ')}) AS u(${INSERT_COLUMNS.join(', ')})`,
 );
 
-const CROCKFORD = '0123456789abcdefghjkmnpqrstvwxyz';
-/** A request id as the HTTP app makes it (src/util/ids.ts newId('req_')): its first ten characters are its time. */
-const REQUEST_ID = /^req_([0-9a-hjkmnp-tv-z]{10})[0-9a-hjkmnp-tv-z]{16}$/;
 /** How far a row's `at` (the request's start) may precede the time in its id. */
 const ID_SLACK_MS = 3_600_000;
 
 /** The time a request id carries (epoch ms), or null for an id not made by newId('req_'). */
 export function requestIdTime(requestId: string): number | null {
-  const m = REQUEST_ID.exec(requestId);
-  if (!m) return null;
-  let ms = 0;
-  for (const c of m[1]) ms = ms * 32 + CROCKFORD.indexOf(c);
-  return ms;
+  return idTime('req_', requestId);
 }
 
 /**
