@@ -1,6 +1,6 @@
 import { hashPassword } from '../../security/secrets.js';
 import type { Db } from '../../store/types.js';
-import { newId } from '../../util/ids.js';
+import { idTime, newId } from '../../util/ids.js';
 import type { ClickLimiter } from './click-limiter.js';
 import type { ClickRecorder, RollupDim } from './click-recorder.js';
 import type { Link, Utm } from './link.js';
@@ -250,17 +250,10 @@ export class ShortlinkService {
   }
 }
 
-const CROCKFORD = '0123456789abcdefghjkmnpqrstvwxyz';
-/** A click id as the recorder makes it (newId('clk_', at)): its first ten characters are the click's time. */
-const CLICK_ID = /^clk_([0-9a-hjkmnp-tv-z]{10})[0-9a-hjkmnp-tv-z]{16}$/;
 /** Rounding between the id's milliseconds and the stored timestamptz, with room to spare. */
 const CLICK_TIME_SLACK_MS = 1000;
 
-/** The time a click id carries (epoch ms), or null for another id (the cursor then bounds nothing). */
+/** The time a click id carries (newId('clk_', at): epoch ms), or null for another id (the cursor then bounds nothing). */
 export function clickIdTime(id: string): number | null {
-  const m = CLICK_ID.exec(id);
-  if (!m) return null;
-  let ms = 0;
-  for (const c of m[1]) ms = ms * 32 + CROCKFORD.indexOf(c);
-  return ms;
+  return idTime('clk_', id);
 }
