@@ -30,6 +30,16 @@ t.test('openBackends', async (t) => {
     t.notMatch(err?.message, /s3cret/);
   });
 
+  t.test('an unreachable Redis Cluster fails the start, naming every seed without the password', async (t) => {
+    const err = await openBackends({ db: env.tdb.db, redisUrl: 'redis://ferry:s3cret@127.0.0.1:1,127.0.0.1:2', redisCluster: true }).then(
+      () => null,
+      (e: Error) => e,
+    );
+    t.ok(err, 'rejected');
+    t.match(err?.message, /Redis unreachable at redis:\/\/ferry:\*\*\*@127\.0\.0\.1:1,127\.0\.0\.1:2/);
+    t.notMatch(err?.message, /s3cret/);
+  });
+
   t.test('ping checks the backends', async (t) => {
     await t.resolves(env.backends.ping());
     t.equal(env.backends.kind, REDIS_URL ? 'redis' : 'local');

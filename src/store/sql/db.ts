@@ -297,6 +297,8 @@ export async function openDb(opts: DbOptions): Promise<Db> {
 
 /** postgres://user:pass@host/db → postgres://user:***@host/db, for messages and logs. */
 export function redactUrl(url: string): string {
+  // A Redis Cluster's seed list: each seed on its own (`host:port` without a scheme carries no password).
+  if (url.includes(',')) return url.split(',').map((seed) => (seed.includes('://') ? redactUrl(seed.trim()) : seed.includes('@') ? '(unparseable url)' : seed.trim())).join(',');
   try {
     const u = new URL(url);
     if (u.password) u.password = '***';
