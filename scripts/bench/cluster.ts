@@ -1,7 +1,7 @@
 /**
  * Redis Cluster scenario: the smpp load on a loopback 3-master/3-replica cluster with queueShards=N and with 1.
  *
- * Starts its own cluster (scripts/ci/redis-cluster.sh on 127.0.0.1:48660–48665, stopped and removed at the end
+ * Starts its own cluster (scripts/ci/redis-cluster.sh on 127.0.0.1:16660–16665, stopped and removed at the end
  * whatever happens), then one run per queueShards value, each its own process (harness/cluster-run.ts: a daemon with
  * FERRY_REDIS_CLUSTER=true, Postgres from DATABASE_URL, the SMSC simulator, the smpp scenario's load with receipts).
  * Each master's INFO commandstats and total_commands_processed are read when the measured phase starts and when its
@@ -23,8 +23,8 @@ import { BenchCluster, HOUSEKEEPING, redisMajorVersion, slotIn, workload } from 
 import { fmt, printJson, verdict } from './harness/report.js';
 import { COMMON_FLAGS, COMMON_USAGE } from './harness/scenario.js';
 
-/** The cluster's ports: 48660–48665 (bus 58660–58665), this scenario's alone. */
-const BASE_PORT = 48660;
+/** The cluster's ports: 16660–16665 (bus 26660–26665), this scenario's alone. */
+const BASE_PORT = 16660;
 /** Each master's share of the daemon's commands should stay within this of an even share (with shards ≥ 3). */
 const TARGET_SPREAD_PCT = 20;
 /** The queue the SMS pipeline runs on (src/gateway.ts). */

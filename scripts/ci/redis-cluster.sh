@@ -19,13 +19,13 @@ WAIT_SECONDS=30
 NODE_TIMEOUT_MS=2000
 
 usage() {
-  echo "usage: $0 start|stop|status [BASE_PORT]  (default 48600; nodes on BASE_PORT..BASE_PORT+5, BASE_PORT <= 54995)" >&2
+  echo "usage: $0 start|stop|status [BASE_PORT]  (default 16600; nodes on BASE_PORT..BASE_PORT+5, bus +10000; keep both below 32768)" >&2
   exit 2
 }
 
 [ $# -ge 1 ] && [ $# -le 2 ] || usage
 action="$1"
-base="${2:-48600}"
+base="${2:-16600}"
 [[ "$base" =~ ^[0-9]+$ ]] || usage
 # The bus port (port+10000) of the last node must be a valid port too.
 if [ "$base" -lt 1024 ] || [ "$base" -gt $((55000 - NODES + 1)) ]; then
@@ -135,8 +135,10 @@ logs_tail() {
   done >&2
 }
 
-# Starts one node and waits until it answers. Its ports lie in the kernel's ephemeral range (32768-60999 by default),
-# so a client socket elsewhere on the machine can hold one for a moment: a node that could not bind is tried again.
+# Starts one node and waits until it answers. The default ports (16600.., bus 26600..) lie below the kernel's ephemeral
+# range (32768-60999 by default); a base inside it lets any client socket on the machine hold a node's port or bus port
+# for as long as its connection lives (a CI run once lost a restarted node that way). A node that could not bind is
+# still tried again, for ports some other program holds briefly.
 start_node() { # port
   local port="$1" attempt pid
   for attempt in 1 2 3 4 5; do

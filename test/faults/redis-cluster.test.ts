@@ -19,8 +19,8 @@ import { redisClusterSkip, startRedisCluster, type Failover } from '../helpers/r
 import { CustomerClient } from '../smpp/customer/customer-client.js';
 import { DEST, countBy, settle, simulator, sleep, smppLoad, upstreamConfig, type LoadResult } from './common.js';
 
-/** Its own ports (48640..48645, bus +10000): no other test's cluster meets it. */
-const BASE_PORT = 48640;
+/** Its own ports (16640..16645, bus +10000): no other test's cluster meets it. */
+const BASE_PORT = 16640;
 const SHARDS = 3;
 /** The SMS module's queue (src/gateway.ts). */
 const QUEUE = 'messages';

@@ -143,9 +143,9 @@ t.test('ReadDb: a replica down at start is not fatal', async (t) => {
 // ---------------------------------------------------------------------------------------------------------------------
 // A real streaming replica on loopback.
 
-const REPLICA_PORT = 48590;
+const REPLICA_PORT = 16590;
 /** A private primary's port, when the local one refuses replication connections. */
-const PRIVATE_PRIMARY_PORT = 48589;
+const PRIVATE_PRIMARY_PORT = 16589;
 
 /** The newest /usr/lib/postgresql/<version>/bin holding what the test runs, or null. */
 function postgresBin(): string | null {

@@ -1,14 +1,14 @@
 // The Redis Cluster the cluster tests run against (scripts/ci/redis-cluster.sh through test/helpers/redis-cluster.ts)
 // is what it claims: three masters with a replica each serving all 16384 slots, reachable through ioredis' Cluster
 // client; a killed master's replica takes over its slots with the data it had acknowledged, and the killed node comes
-// back as a replica. Its own base port (48620), so it never meets the CI cluster on 48600.
+// back as a replica. Its own base port (16620), so it never meets the CI cluster on 16600.
 import { existsSync } from 'node:fs';
 import { connect } from 'node:net';
 import { Cluster } from 'ioredis';
 import t from 'tap';
 import { redisClusterSkip, startRedisCluster } from '../helpers/redis-cluster.js';
 
-const BASE_PORT = 48620;
+const BASE_PORT = 16620;
 const KEYS_PER_TAG = 20;
 
 /** CLUSTER SLOTS as [from, to, [host, port, id], ...replicas]. */

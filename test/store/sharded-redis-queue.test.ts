@@ -12,8 +12,8 @@ import { REDIS_URL, scanKeys, testKeyPrefix, testRedisClient } from '../helpers/
 import { queueContract } from './queue-contract.js';
 import { redisClusterSkip, startRedisCluster } from '../helpers/redis-cluster.js';
 
-// Its own ports (the CI cluster is on 48600, the harness test on 48620).
-const CLUSTER_BASE_PORT = 48680;
+// Its own ports (the CI cluster is on 16600, the harness test on 16620).
+const CLUSTER_BASE_PORT = 16680;
 
 const LEASE = 30_000;
 const ids = (items: readonly QueueItem[]) => items.map((i) => i.id);
