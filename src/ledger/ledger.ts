@@ -2,6 +2,7 @@ import { prepared } from '../store/sql/prepared.js';
 import type { Db, Queryable, QueryResult, Transaction } from '../store/types.js';
 import { GroupCommit, type GroupCommitOptions, type GroupCommitStats } from './group-commit.js';
 import { decide, isFinal } from './transitions.js';
+import { idBounds, idInBatch } from '../store/sql/id-batch.js';
 import type {
   MessageEvent,
   MessageRecord,
@@ -61,7 +62,7 @@ const RECORD_COLUMNS = `id, account_id, channel, ingress, batch_id, reference, s
   customer_system_id, resend_of, created_at, updated_at, final_at`;
 
 // The dispatcher reads every leased batch with this: prepared, so Postgres does not plan it again for each batch.
-const GET_MANY_SQL = prepared(`SELECT ${RECORD_COLUMNS} FROM messages WHERE id = ANY($1::text[])`);
+const GET_MANY_SQL = prepared(`SELECT ${RECORD_COLUMNS} FROM messages WHERE ${idInBatch('id', '$1')}`);
 const GET_SQL = prepared(`SELECT ${RECORD_COLUMNS} FROM messages WHERE id = $1`);
 const GET_OF_ACCOUNT_SQL = prepared(`SELECT ${RECORD_COLUMNS} FROM messages WHERE id = $1 AND account_id = $2`);
 
@@ -74,7 +75,7 @@ const APPLY_TRANSITIONS_SQL = prepared(`WITH upd AS (
   SET status = u.status, error_code = COALESCE(u.error_code, m.error_code), updated_at = now(),
       final_at = CASE WHEN u.final THEN now() ELSE m.final_at END
   FROM unnest($1::text[], $2::text[], $3::text[], $4::bool[]) AS u(id, status, error_code, final)
-  WHERE m.id = u.id AND m.id = ANY($1::text[])
+  WHERE m.id = u.id AND ${idBounds('m.id', '$1')}
 )
 INSERT INTO message_events (message_id, status, detail)
   SELECT e.id, e.status, NULLIF(e.detail, 'null'::jsonb)
@@ -82,12 +83,12 @@ INSERT INTO message_events (message_id, status, detail)
   ORDER BY e.n`);
 
 // Batches lock their rows in id order, so two batches never deadlock.
-const LOCK_SQL = prepared(`SELECT id, status FROM messages WHERE id = ANY($1::text[]) ORDER BY id FOR UPDATE`);
+const LOCK_SQL = prepared(`SELECT id, status FROM messages WHERE ${idInBatch('id', '$1')} ORDER BY id FOR UPDATE`);
 
 // Keep a part's final state when its receipt came before this record.
 const UPSERT_SUBMITTED_PARTS_SQL = prepared(`INSERT INTO message_parts (message_id, part_index, upstream_id, upstream_message_id, status)
   SELECT u.id, u.i, u.up, u.m, 'submitted' FROM unnest($1::text[], $2::int[], $3::text[], $4::text[]) AS u(id, i, up, m)
-  WHERE EXISTS (SELECT 1 FROM messages WHERE messages.id = u.id AND messages.id = ANY($1::text[]))
+  WHERE EXISTS (SELECT 1 FROM messages WHERE messages.id = u.id AND ${idBounds('messages.id', '$1')})
   ON CONFLICT (message_id, part_index) DO UPDATE
     SET upstream_id = EXCLUDED.upstream_id, upstream_message_id = EXCLUDED.upstream_message_id,
         status = CASE WHEN message_parts.status = 'submitted' OR message_parts.status = 'queued' THEN 'submitted' ELSE message_parts.status END,
@@ -101,7 +102,7 @@ const RECORD_SUBMITS_SQL = prepared(`WITH upd AS (
     parts_done = COALESCE(u.known, (SELECT count(*) FROM message_parts p WHERE p.message_id = m.id)),
     upstream_message_id = COALESCE(u.umid, m.upstream_message_id), attempts = m.attempts + u.n, updated_at = now()
   FROM unnest($1::text[], $2::text[], $3::text[], $4::int[], $5::int[], $6::bool[], $7::int[], $8::text[]) AS u(id, up, rule, total, n, late, known, umid)
-  WHERE m.id = u.id AND m.id = ANY($1::text[])
+  WHERE m.id = u.id AND ${idBounds('m.id', '$1')}
 )
 INSERT INTO message_events (message_id, status, detail)
   SELECT e.id, 'submitted', e.d FROM ROWS FROM (unnest($1::text[]), jsonb_array_elements($9::jsonb)) WITH ORDINALITY AS e(id, d, n) ORDER BY e.n`);
@@ -110,7 +111,7 @@ INSERT INTO message_events (message_id, status, detail)
 // One row per (message, part) in a batch: an upsert may not touch a row twice (recordParts merges repeats first).
 const RECORD_PARTS_SQL = prepared(`INSERT INTO message_parts (message_id, part_index, upstream_id, upstream_message_id, status, error_code)
   SELECT u.id, u.i, u.up, u.m, u.s, u.e FROM unnest($1::text[], $2::int[], $3::text[], $4::text[], $5::text[], $6::text[]) AS u(id, i, up, m, s, e)
-  WHERE EXISTS (SELECT 1 FROM messages WHERE messages.id = u.id AND messages.id = ANY($1::text[]))
+  WHERE EXISTS (SELECT 1 FROM messages WHERE messages.id = u.id AND ${idBounds('messages.id', '$1')})
   ON CONFLICT (message_id, part_index) DO UPDATE
     SET status = EXCLUDED.status, error_code = COALESCE(EXCLUDED.error_code, message_parts.error_code),
         upstream_id = COALESCE(EXCLUDED.upstream_id, message_parts.upstream_id),

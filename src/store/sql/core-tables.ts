@@ -34,10 +34,13 @@ export const CORE_TABLES: readonly TableDeclaration[] = [
     vacuum: 'churn',
     retention: { family: 'webhooks', ageColumn: 'created_at', ageUnit: 'timestamptz', finishedWhere: `status NOT IN ('pending', 'failed')` },
   },
-  // SMS messages in a final status (final_at is set then), their status history and parts.
+  // SMS messages in a final status (final_at is set then), their status history and parts. Partitioned by ranges of
+  // the message id, which carries its time (0055), the history and parts alike: a range past the retention goes whole,
+  // its still-open messages moved to the default partitions first.
   {
     name: 'messages',
     vacuum: 'ledger',
+    partitions: { column: 'id', idPrefix: 'msg_', storage: 'fillfactor = 60' },
     retention: {
       family: 'sms',
       ageColumn: 'final_at',

@@ -1,5 +1,6 @@
 import type { Logger } from 'pino';
 import type { Db, Queryable } from '../types.js';
+import { idFloor, idTime } from '../../util/ids.js';
 import type { TableDeclaration } from './table-declaration.js';
 
 const DAY_MS = 86_400_000;
@@ -35,11 +36,23 @@ export function partitionWidthDays(days: number): number {
   return Math.min(7, Math.max(1, Math.floor(days / 10)));
 }
 
-const LIST_SQL = `SELECT c.relname AS name, pg_get_expr(c.relpartbound, c.oid) AS bound,
-    extract(epoch FROM (regexp_match(pg_get_expr(c.relpartbound, c.oid), 'FROM \\(''([^'']+)''\\)'))[1]::timestamptz) * 1000 AS from_ms,
-    extract(epoch FROM (regexp_match(pg_get_expr(c.relpartbound, c.oid), 'TO \\(''([^'']+)''\\)'))[1]::timestamptz) * 1000 AS to_ms
+// A bound is a timestamp (tables partitioned by a timestamptz column) or an id (by time-sortable ids, `idPrefix`).
+const LIST_SQL = `SELECT c.relname AS name, b.from_bound, b.to_bound,
+    CASE WHEN b.from_bound ~ '^[0-9]{4}-' THEN extract(epoch FROM b.from_bound::timestamptz) * 1000 END AS from_ms,
+    CASE WHEN b.to_bound ~ '^[0-9]{4}-' THEN extract(epoch FROM b.to_bound::timestamptz) * 1000 END AS to_ms
   FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
+  CROSS JOIN LATERAL (SELECT (regexp_match(pg_get_expr(c.relpartbound, c.oid), 'FROM \\(''([^'']+)''\\)'))[1] AS from_bound,
+    (regexp_match(pg_get_expr(c.relpartbound, c.oid), 'TO \\(''([^'']+)''\\)'))[1] AS to_bound) b
   WHERE i.inhparent = to_regclass($1)`;
+
+const ID_BOUND = /^([a-z]+_)[0-9a-z]{26}$/;
+
+/** A bound's time: a timestamp's (from SQL), else the time an id bound carries; null for none (MINVALUE, DEFAULT). */
+function boundMs(bound: string | null, ms: string | null): number | null {
+  if (ms !== null) return Number(ms);
+  const m = bound === null ? null : ID_BOUND.exec(bound);
+  return m ? idTime(m[1], bound as string) : null;
+}
 
 function stamp(ms: number): string {
   return new Date(ms).toISOString();
@@ -63,29 +76,41 @@ export class RangePartitions {
 
   /** The table's range partitions, oldest first (the default partition is not listed). */
   async list(table: string, q: Queryable = this.db): Promise<RangePartition[]> {
-    const { rows } = await q.query<{ name: string; bound: string; from_ms: string | null; to_ms: string | null }>(LIST_SQL, [table]);
-    return rows
-      .filter((r) => r.to_ms !== null)
-      .map((r) => ({ name: r.name, fromMs: r.from_ms === null ? null : Number(r.from_ms), toMs: Number(r.to_ms) }))
-      .sort((a, b) => a.toMs - b.toMs);
+    const { rows } = await q.query<{ name: string; from_bound: string | null; to_bound: string | null; from_ms: string | null; to_ms: string | null }>(LIST_SQL, [table]);
+    const out: RangePartition[] = [];
+    for (const r of rows) {
+      const toMs = boundMs(r.to_bound, r.to_ms);
+      if (toMs !== null) out.push({ name: r.name, fromMs: boundMs(r.from_bound, r.from_ms), toMs });
+    }
+    return out.sort((a, b) => a.toMs - b.toMs);
   }
 
-  /** Creates the partitions missing from the newest one's end to `now` + two days, `widthDays` each; returns their names. */
+  /**
+   * Creates the partitions missing from the newest one's end to `now` + two days, `widthDays` each, for the table and
+   * the children partitioned alike (`idPrefix`); returns their names.
+   */
   async ensure(table: PartitionedTable, widthDays: number, now = Date.now()): Promise<string[]> {
     const until = now + AHEAD_MS;
-    const existing = await this.list(table.name);
-    if (existing.length && existing[existing.length - 1].toMs >= until) return [];
+    const members = alike(table);
+    let due = false;
+    for (const m of members) {
+      const existing = await this.list(m.table);
+      if (!existing.length || existing[existing.length - 1].toMs < until) due = true;
+    }
+    if (!due) return [];
     return this.db.tx(async (q) => {
       await q.query(`SET LOCAL lock_timeout = '${LOCK_TIMEOUT}'`);
       await q.query('SELECT pg_advisory_xact_lock($1)', [PARTITION_LOCK]);
       const made: string[] = [];
-      const parts = await this.list(table.name, q);
-      // A table with none yet starts at today's midnight (UTC).
-      let from = parts.length ? parts[parts.length - 1].toMs : Math.floor(now / DAY_MS) * DAY_MS;
-      while (from < until) {
-        const to = from + widthDays * DAY_MS;
-        made.push(await this.create(q, table, from, to));
-        from = to;
+      for (const m of members) {
+        const parts = await this.list(m.table, q);
+        // A table with none yet starts at today's midnight (UTC).
+        let from = parts.length ? parts[parts.length - 1].toMs : Math.floor(now / DAY_MS) * DAY_MS;
+        while (from < until) {
+          const to = from + widthDays * DAY_MS;
+          made.push(await this.create(q, table, m, from, to));
+          from = to;
+        }
       }
       if (made.length) this.log.info({ table: table.name, partitions: made }, 'partitions created ahead');
       return made;
@@ -95,12 +120,18 @@ export class RangePartitions {
   /**
    * Drops each partition whose whole range is older than `cutoffMs` and whose declaration's `dropWhen` holds (checked
    * in the dropping transaction); returns those dropped with their rows (the planner's estimate: counting would read
-   * them all). A partition that may not go yet is looked at again next pass.
+   * them all). A partition that may not go yet is looked at again next pass. A table partitioned by id ranges drops
+   * its children's partitions of the same range with it, after moving the rows its retention still keeps to the
+   * default partitions.
    */
   async dropExpired(table: PartitionedTable, cutoffMs: number): Promise<Array<{ name: string; rows: number }>> {
     const dropped: Array<{ name: string; rows: number }> = [];
     for (const p of await this.list(table.name)) {
       if (p.toMs > cutoffMs) break;
+      // Found before the lock, through a scan that blocks no writer: a row past its retention never comes back into
+      // it (final stays final, and no new id falls in a range this old), so what the dropping transaction moves is
+      // at least every row still needed.
+      const kept = table.partitions.idPrefix ? await this.keptRows(table, p.name, cutoffMs) : [];
       const gone = await this.db.tx(async (q) => {
         await q.query(`SET LOCAL lock_timeout = '${LOCK_TIMEOUT}'`);
         await q.query('SELECT pg_advisory_xact_lock($1)', [PARTITION_LOCK]);
@@ -110,40 +141,80 @@ export class RangePartitions {
           if (!rows[0]?.ok) return false;
         }
         const { rows } = await q.query<{ n: string }>(`SELECT greatest(reltuples, 0)::int8 AS n FROM pg_class WHERE oid = to_regclass($1)`, [p.name]);
-        await q.query(`ALTER TABLE ${table.name} DETACH PARTITION ${p.name}`);
-        await q.query(`DROP TABLE ${p.name}`);
-        return Number(rows[0]?.n ?? 0);
+        const suffix = p.name.slice(table.name.length);
+        const members = alike(table).map((m) => ({ ...m, partition: m.table + suffix }));
+        for (const m of members) await q.query(`ALTER TABLE ${m.table} DETACH PARTITION ${m.partition}`);
+        if (kept.length) {
+          // No range covers these rows any more: through the parents they land in the default partitions.
+          for (const m of members) await q.query(`INSERT INTO ${m.table} SELECT * FROM ${m.partition} WHERE ${m.column} = ANY($1::text[])`, [kept]);
+        }
+        for (const m of members) await q.query(`DROP TABLE ${m.partition}`);
+        return Math.max(0, Number(rows[0]?.n ?? 0) - kept.length);
       });
       if (gone === false) {
         this.log.info({ table: table.name, partition: p.name }, 'partition past its retention kept: rows in it are still needed');
         break;
       }
       dropped.push({ name: p.name, rows: gone });
-      this.log.info({ table: table.name, partition: p.name, rows: gone }, 'partition past its retention dropped');
+      this.log.info({ table: table.name, partition: p.name, rows: gone, kept: kept.length }, 'partition past its retention dropped');
     }
     return dropped;
   }
 
-  /** One partition [from, to): rows the default partition holds for the range move into it in the same transaction. */
-  private async create(q: Queryable, table: PartitionedTable, from: number, to: number): Promise<string> {
-    const name = partitionName(table.name, from);
-    const column = table.partitions.column;
-    const fallback = `${table.name}_default`;
-    const range = `FOR VALUES FROM ('${stamp(from)}') TO ('${stamp(to)}')`;
+  /**
+   * The partitions of an id-partitioned table no drop reaches, as suffixes of its name (`_default`, and `_p_before`
+   * while the table from before it was partitioned is there): retention purges them row by row.
+   */
+  async rowPurgedSuffixes(table: PartitionedTable): Promise<string[]> {
+    const unbounded = (await this.list(table.name)).filter((p) => p.fromMs === null).map((p) => p.name.slice(table.name.length));
+    return [...unbounded, '_default'];
+  }
+
+  /** Keys of the rows in a partition of an id-partitioned table that its retention does not purge yet. */
+  private async keptRows(table: PartitionedTable, partition: string, cutoffMs: number): Promise<string[]> {
+    const r = table.retention;
+    if (!r) return [];
+    const cutoff = r.ageUnit === 'ms' ? cutoffMs : new Date(cutoffMs).toISOString();
+    const past = `${r.ageColumn} < $1${r.finishedWhere ? ` AND (${r.finishedWhere})` : ''}`;
+    const { rows } = await this.db.query<{ k: string }>(`SELECT ${table.partitions.column} AS k FROM ${partition} WHERE NOT coalesce(${past}, false)`, [cutoff]);
+    return rows.map((x) => x.k);
+  }
+
+  /** One partition [from, to) of a member: rows its default partition holds for the range move into it in the same transaction. */
+  private async create(q: Queryable, table: PartitionedTable, m: Member, from: number, to: number): Promise<string> {
+    const name = partitionName(m.table, from);
+    const fallback = `${m.table}_default`;
+    const bound = (ms: number): string => (table.partitions.idPrefix ? idFloor(table.partitions.idPrefix, ms) : stamp(ms));
+    const range = `FOR VALUES FROM ('${bound(from)}') TO ('${bound(to)}')`;
+    // Storage parameters are the table's own, not its children's.
+    const storage = m.table === table.name && table.partitions.storage ? ` WITH (${table.partitions.storage})` : '';
     const { rows } = await q.query<{ stray: boolean }>(
-      `SELECT EXISTS (SELECT 1 FROM ${fallback} WHERE ${column} >= $1 AND ${column} < $2) AS stray`,
-      [stamp(from), stamp(to)],
+      `SELECT EXISTS (SELECT 1 FROM ${fallback} WHERE ${m.column} >= $1 AND ${m.column} < $2) AS stray`,
+      [bound(from), bound(to)],
     );
     if (!rows[0]?.stray) {
-      await q.query(`CREATE TABLE ${name} PARTITION OF ${table.name} ${range}`);
+      await q.query(`CREATE TABLE ${name} PARTITION OF ${m.table} ${range}${storage}`);
       return name;
     }
-    await q.query(`CREATE TABLE ${name} (LIKE ${table.name} INCLUDING DEFAULTS INCLUDING CONSTRAINTS)`);
+    await q.query(`CREATE TABLE ${name} (LIKE ${m.table} INCLUDING DEFAULTS INCLUDING CONSTRAINTS)${storage}`);
     await q.query(
-      `WITH moved AS (DELETE FROM ${fallback} WHERE ${column} >= $1 AND ${column} < $2 RETURNING *) INSERT INTO ${name} SELECT * FROM moved`,
-      [stamp(from), stamp(to)],
+      `WITH moved AS (DELETE FROM ${fallback} WHERE ${m.column} >= $1 AND ${m.column} < $2 RETURNING *) INSERT INTO ${name} SELECT * FROM moved`,
+      [bound(from), bound(to)],
     );
-    await q.query(`ALTER TABLE ${table.name} ATTACH PARTITION ${name} ${range}`);
+    await q.query(`ALTER TABLE ${m.table} ATTACH PARTITION ${name} ${range}`);
     return name;
   }
+}
+
+/** A table partitioned together with others: its name and the column its ranges are on. */
+interface Member {
+  table: string;
+  column: string;
+}
+
+/** The table and, when partitioned by id ranges, its retention's children: their partitions share bounds and suffixes. */
+function alike(table: PartitionedTable): Member[] {
+  const own = { table: table.name, column: table.partitions.column };
+  if (!table.partitions.idPrefix) return [own];
+  return [own, ...(table.retention?.children ?? []).map((c) => ({ table: c.table, column: c.column }))];
 }

@@ -77,6 +77,14 @@ export class Retention {
             out[table.name] = (out[table.name] ?? 0) + p.rows;
             this.o.onPurged?.(table.name, p.rows);
           }
+          // A table partitioned by id ranges purges row by row where no drop reaches: its default partition (rows kept
+          // past their partition's drop) and the first, unbounded one (the table from before it was partitioned).
+          if (table.partitions.idPrefix && table.retention.key) {
+            for (const suffix of await this.partitions.rowPurgedSuffixes(table)) {
+              if (this.stopped) break;
+              await this.purge(onPartition(table as Purged, suffix), new Date(cutoff).toISOString(), out, table as Purged);
+            }
+          }
           continue;
         }
         await this.purge(table as Purged, table.retention.ageUnit === 'ms' ? cutoff : new Date(cutoff).toISOString(), out);
@@ -101,7 +109,8 @@ export class Retention {
     return rows.length === 1;
   }
 
-  private async purge(spec: Purged, cutoff: number | string, out: Record<string, number>): Promise<void> {
+  /** Purges `spec` in batches; counts go under `tallied`'s names (the declared table, when `spec` is one of its partitions). */
+  private async purge(spec: Purged, cutoff: number | string, out: Record<string, number>, tallied: Purged = spec): Promise<void> {
     const batch = this.o.config.batchRows;
     const sql = statement(spec);
     let done = 0;
@@ -117,8 +126,8 @@ export class Retention {
         out[table] = (out[table] ?? 0) + rowsDeleted;
         this.o.onPurged?.(table, rowsDeleted);
       };
-      tally(spec.name, n);
-      (spec.retention.children ?? []).forEach((c, i) => tally(c.table, Number(counts[`c${i}`] ?? 0)));
+      tally(tallied.name, n);
+      (tallied.retention.children ?? []).forEach((c, i) => tally(c.table, Number(counts[`c${i}`] ?? 0)));
       done += n;
       if (n < limit) break;
     }
@@ -137,6 +146,12 @@ export class Retention {
     }, seconds * 1000);
     this.timer.unref();
   }
+}
+
+/** The same purge on one partition of a table partitioned by id ranges, its children's partitions of the same range with it. */
+function onPartition(table: Purged, suffix: string): Purged {
+  const r = table.retention;
+  return { name: table.name + suffix, retention: { ...r, children: (r.children ?? []).map((c) => ({ table: c.table + suffix, column: c.column })) } };
 }
 
 /** What makes a row purgeable, with $1 the cutoff (and $3 the cutoff's first id, for a time-ordered key). */

@@ -40,8 +40,19 @@ export interface TableDeclaration {
    * condition over the partition, named `{partition}` in it (e.g. nothing in it is still needed by a reader).
    * `widthDays` fixes the partitions' width, for a table whose retention is its product's own setting rather than a
    * `retention` family (default: about a tenth of the family's days, one day to a week).
+   *
+   * `idPrefix`: the column is instead the table's key, a time-sortable id of this prefix (src/util/ids.ts newId), and
+   * the ranges are id bounds (idFloor of each range's start). A lookup by id then reaches one partition with no time
+   * beside it, and a unique key on the id alone stays possible. The retention's children are partitioned alike (same
+   * bounds, on their column holding the key; their migration makes them so): made and dropped with the table. Such a
+   * table keeps its retention's row semantics (finishedWhere, ageColumn): a partition past the cutoff is dropped whole,
+   * the few rows in it not yet past their retention (still open, or final only lately) moving to the default
+   * partition first; rows in the default partition and in the first, unbounded one (the table from before it was
+   * partitioned) are purged row by row as before.
+   *
+   * `storage`: the storage parameters each new partition gets (a partitioned table has none of its own).
    */
-  partitions?: { column: string; dropWhen?: string; widthDays?: number };
+  partitions?: { column: string; dropWhen?: string; widthDays?: number; idPrefix?: string; storage?: string };
 }
 
 const IDENTIFIER = /^[a-z_][a-z0-9_]*$/;
@@ -63,13 +74,18 @@ export function checkTables(tables: readonly TableDeclaration[]): readonly Table
     if (t.partitions && !IDENTIFIER.test(t.partitions.column)) fail(`partition column ${t.partitions.column} is not an identifier`);
     const width = t.partitions?.widthDays;
     if (width !== undefined && (!Number.isInteger(width) || width < 1 || width > 31)) fail(`partition width ${width} is not a whole number of days from 1 to 31`);
+    if (t.partitions?.idPrefix !== undefined && !/^[a-z]+_$/.test(t.partitions.idPrefix)) fail(`id prefix ${t.partitions.idPrefix} is not lower-case letters and an underscore`);
+    if (t.partitions?.storage !== undefined && !/^[a-z_]+ = [0-9]+(, [a-z_]+ = [0-9]+)*$/.test(t.partitions.storage)) fail(`partition storage ${t.partitions.storage} is not a list of numeric parameters`);
     seen.add(t.name);
     const r = t.retention;
     if (!r) continue;
     if (!IDENTIFIER.test(r.family) || RETENTION_SETTINGS.has(r.family)) fail(`retention family ${r.family} is not a valid family name`);
     for (const column of [r.ageColumn, ...(r.key ? [r.key] : [])]) if (!IDENTIFIER.test(column)) fail(`column ${column} is not an identifier`);
     if (r.children?.length && !r.key) fail('retention children need the key they reference');
-    if (t.partitions) {
+    if (t.partitions?.idPrefix) {
+      if (r.key !== t.partitions.column || r.keyTimeOrdered !== t.partitions.idPrefix) fail('a table partitioned by id ranges has that id as its retention key, time-ordered by the same prefix');
+      if (t.partitions.dropWhen) fail("a table partitioned by id ranges keeps its retention's rows: it has no dropWhen");
+    } else if (t.partitions) {
       if (r.ageColumn !== t.partitions.column || r.ageUnit !== 'timestamptz') fail('a partitioned table ages by its timestamptz partition column');
       if (r.finishedWhere || r.children?.length) fail('a partitioned table is purged by dropping partitions: its condition is partitions.dropWhen');
     }

@@ -53,11 +53,9 @@ export class TableMaintenance {
   private stopped = false;
   private readonly churn: readonly string[];
   private readonly ledger: readonly string[];
-  private readonly partitioned: ReadonlySet<string>;
 
   constructor(private readonly o: TableMaintenanceOptions) {
     ({ churn: this.churn, ledger: this.ledger } = vacuumedTables(o.tables));
-    this.partitioned = new Set(o.tables.filter((t) => t.partitions).map((t) => t.name));
   }
 
   start(): void {
@@ -104,14 +102,14 @@ export class TableMaintenance {
 
   /** A partitioned table has no storage of its own: its partitions are what is vacuumed (and what the statistics list). */
   private async leaves(tables: string[]): Promise<string[]> {
-    const parents = tables.filter((t) => this.partitioned.has(t));
-    if (!parents.length) return tables;
-    const { rows } = await this.o.db.query<{ name: string }>(
-      `SELECT c.relname AS name FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
-       WHERE i.inhparent IN (SELECT to_regclass(x) FROM unnest($1::text[]) AS x)`,
-      [parents],
+    const { rows } = await this.o.db.query<{ parent: string; name: string }>(
+      `SELECT p.relname AS parent, c.relname AS name FROM pg_class p JOIN pg_inherits i ON i.inhparent = p.oid JOIN pg_class c ON c.oid = i.inhrelid
+       WHERE p.relkind = 'p' AND p.oid IN (SELECT to_regclass(x) FROM unnest($1::text[]) AS x)`,
+      [tables],
     );
-    return [...tables.filter((t) => !this.partitioned.has(t)), ...rows.map((r) => r.name)];
+    if (!rows.length) return tables;
+    const parents = new Set(rows.map((r) => r.parent));
+    return [...tables.filter((t) => !parents.has(t)), ...rows.map((r) => r.name)];
   }
 
   private async candidates(pass: number): Promise<Array<{ table: string; deadRows: number | null; analyzeOnly?: boolean }>> {
