@@ -1,7 +1,7 @@
 // The SMS ledger is partitioned by ranges of the message id (0055): messages, message_events and message_parts share
 // their bounds, a lookup by id reaches one partition, and retention drops a range of all three whole once past it,
-// moving what is still needed (an open message, one final only lately) to the default partitions, where it is
-// purged row by row once its time comes.
+// moving the messages still open to the default partitions, where they are purged row by row once final and past
+// the retention.
 import pino from 'pino';
 import t from 'tap';
 import type { RetentionConfig } from '../../src/config/schema.js';
@@ -107,8 +107,10 @@ t.test(`the SMS ledger's partitions: shared bounds, lookups by id in one partiti
     t.match(await where(table, column, ahead), [/_p\d{8}$/], `${table}: the message from ahead moved into its range once that was made`);
   }
 
-  // Fates inside tomorrow's range (past the retention at `clock`): still queued, final lately, final long ago.
+  // Fates inside tomorrow's range (past the retention at `clock`): still queued, still waiting for a receipt, final
+  // only lately (a final row goes with its range whatever its final time), final long ago.
   const open = await sms(tomorrow + 1, 'queued', null);
+  const waiting = await sms(tomorrow + 4, 'submitted', null);
   const lately = await sms(tomorrow + 2, 'delivered', clock - DAY);
   const gone = await sms(tomorrow + 3, 'delivered', now + 3);
   const retention = new Retention({ db, log, config: config(10), tables: [MESSAGES], partitions: parts, clock: () => clock });
@@ -121,7 +123,8 @@ t.test(`the SMS ledger's partitions: shared bounds, lookups by id in one partiti
   for (const table of TABLES) {
     const column = table === 'messages' ? 'id' : 'message_id';
     t.same(await where(table, column, open), [`${table}_default`], `${table}: the open message is kept, moved to the default partition`);
-    t.same(await where(table, column, lately), [`${table}_default`], `${table}: the one final only lately too`);
+    t.same(await where(table, column, waiting), [`${table}_default`], `${table}: the one waiting for its receipt too`);
+    t.same(await where(table, column, lately), [], `${table}: the one final only lately went with its range`);
     t.same(await where(table, column, gone), [], `${table}: the one final long ago went with its partition`);
     t.same(await where(table, column, today), [], `${table}: so did today's message, with the first partition`);
     t.same(await where(table, column, next), [], `${table}: and the rest of its range`);
@@ -135,7 +138,7 @@ t.test(`the SMS ledger's partitions: shared bounds, lookups by id in one partiti
   const second = await retention.runOnce();
   t.same(second?.message_events, 2, `the second pass purged its events from the default partition: ${JSON.stringify(second)}`);
   for (const table of TABLES) t.same(await where(table, table === 'messages' ? 'id' : 'message_id', open), [], `${table}: now it is gone`);
-  t.same(await where('messages', 'id', lately), ['messages_default'], 'the one final lately stays until its own time');
+  t.same(await where('messages', 'id', waiting), ['messages_default'], 'the one still waiting stays');
 
   // A new message after all that lands in its range; the event sequence survived the first partition's drop.
   const fresh = await sms(clock, 'queued', null);

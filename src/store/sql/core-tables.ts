@@ -36,11 +36,12 @@ export const CORE_TABLES: readonly TableDeclaration[] = [
   },
   // SMS messages in a final status (final_at is set then), their status history and parts. Partitioned by ranges of
   // the message id, which carries its time (0055), the history and parts alike: a range past the retention goes whole,
-  // its still-open messages moved to the default partitions first.
+  // its still-open messages moved to the default partitions first (purged there once final and past the retention).
   {
     name: 'messages',
     vacuum: 'ledger',
-    partitions: { column: 'id', idPrefix: 'msg_', storage: 'fillfactor = 60' },
+    // Open messages are those without final_at (0014's messages_open index serves that on each partition).
+    partitions: { column: 'id', idPrefix: 'msg_', openWhere: 'final_at IS NULL', storage: 'fillfactor = 60' },
     retention: {
       family: 'sms',
       ageColumn: 'final_at',

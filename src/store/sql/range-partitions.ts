@@ -121,17 +121,15 @@ export class RangePartitions {
    * Drops each partition whose whole range is older than `cutoffMs` and whose declaration's `dropWhen` holds (checked
    * in the dropping transaction); returns those dropped with their rows (the planner's estimate: counting would read
    * them all). A partition that may not go yet is looked at again next pass. A table partitioned by id ranges drops
-   * its children's partitions of the same range with it, after moving the rows its retention still keeps to the
-   * default partitions.
+   * its children's partitions of the same range with it, after moving its open rows (`openWhere`) and theirs to the
+   * default partitions. The transaction's work does not grow with the partition: a lookup of the open rows through
+   * their partial index, the detaches and the drops.
    */
   async dropExpired(table: PartitionedTable, cutoffMs: number): Promise<Array<{ name: string; rows: number }>> {
     const dropped: Array<{ name: string; rows: number }> = [];
     for (const p of await this.list(table.name)) {
       if (p.toMs > cutoffMs) break;
-      // Found before the lock, through a scan that blocks no writer: a row past its retention never comes back into
-      // it (final stays final, and no new id falls in a range this old), so what the dropping transaction moves is
-      // at least every row still needed.
-      const kept = table.partitions.idPrefix ? await this.keptRows(table, p.name, cutoffMs) : [];
+      let kept = 0;
       const gone = await this.db.tx(async (q) => {
         await q.query(`SET LOCAL lock_timeout = '${LOCK_TIMEOUT}'`);
         await q.query('SELECT pg_advisory_xact_lock($1)', [PARTITION_LOCK]);
@@ -144,19 +142,23 @@ export class RangePartitions {
         const suffix = p.name.slice(table.name.length);
         const members = alike(table).map((m) => ({ ...m, partition: m.table + suffix }));
         for (const m of members) await q.query(`ALTER TABLE ${m.table} DETACH PARTITION ${m.partition}`);
-        if (kept.length) {
-          // No range covers these rows any more: through the parents they land in the default partitions.
-          for (const m of members) await q.query(`INSERT INTO ${m.table} SELECT * FROM ${m.partition} WHERE ${m.column} = ANY($1::text[])`, [kept]);
+        const open = table.partitions.openWhere;
+        if (open) {
+          // Detached, the partition takes no more writes: its open rows, through their partial index, are all there
+          // is to keep. No range covers them any more, so through the parents they land in the default partitions.
+          const keys = (await q.query<{ k: string }>(`SELECT ${table.partitions.column} AS k FROM ${p.name} WHERE ${open}`)).rows.map((r) => r.k);
+          kept = keys.length;
+          if (kept) for (const m of members) await q.query(`INSERT INTO ${m.table} SELECT * FROM ${m.partition} WHERE ${m.column} = ANY($1::text[])`, [keys]);
         }
         for (const m of members) await q.query(`DROP TABLE ${m.partition}`);
-        return Math.max(0, Number(rows[0]?.n ?? 0) - kept.length);
+        return Math.max(0, Number(rows[0]?.n ?? 0) - kept);
       });
       if (gone === false) {
         this.log.info({ table: table.name, partition: p.name }, 'partition past its retention kept: rows in it are still needed');
         break;
       }
       dropped.push({ name: p.name, rows: gone });
-      this.log.info({ table: table.name, partition: p.name, rows: gone, kept: kept.length }, 'partition past its retention dropped');
+      this.log.info({ table: table.name, partition: p.name, rows: gone, kept }, 'partition past its retention dropped');
     }
     return dropped;
   }
@@ -168,16 +170,6 @@ export class RangePartitions {
   async rowPurgedSuffixes(table: PartitionedTable): Promise<string[]> {
     const unbounded = (await this.list(table.name)).filter((p) => p.fromMs === null).map((p) => p.name.slice(table.name.length));
     return [...unbounded, '_default'];
-  }
-
-  /** Keys of the rows in a partition of an id-partitioned table that its retention does not purge yet. */
-  private async keptRows(table: PartitionedTable, partition: string, cutoffMs: number): Promise<string[]> {
-    const r = table.retention;
-    if (!r) return [];
-    const cutoff = r.ageUnit === 'ms' ? cutoffMs : new Date(cutoffMs).toISOString();
-    const past = `${r.ageColumn} < $1${r.finishedWhere ? ` AND (${r.finishedWhere})` : ''}`;
-    const { rows } = await this.db.query<{ k: string }>(`SELECT ${table.partitions.column} AS k FROM ${partition} WHERE NOT coalesce(${past}, false)`, [cutoff]);
-    return rows.map((x) => x.k);
   }
 
   /** One partition [from, to) of a member: rows its default partition holds for the range move into it in the same transaction. */

@@ -44,15 +44,15 @@ export interface TableDeclaration {
    * `idPrefix`: the column is instead the table's key, a time-sortable id of this prefix (src/util/ids.ts newId), and
    * the ranges are id bounds (idFloor of each range's start). A lookup by id then reaches one partition with no time
    * beside it, and a unique key on the id alone stays possible. The retention's children are partitioned alike (same
-   * bounds, on their column holding the key; their migration makes them so): made and dropped with the table. Such a
-   * table keeps its retention's row semantics (finishedWhere, ageColumn): a partition past the cutoff is dropped whole,
-   * the few rows in it not yet past their retention (still open, or final only lately) moving to the default
-   * partition first; rows in the default partition and in the first, unbounded one (the table from before it was
-   * partitioned) are purged row by row as before.
+   * bounds, on their column holding the key; their migration makes them so): made and dropped with the table. A
+   * partition past the cutoff goes whole, with every final row in it whatever its final time, after its rows still
+   * open (`openWhere`, which a partial index on the table serves) moved to the default partition with their children.
+   * Rows in the default partition and in the first, unbounded one (the table from before it was partitioned) are
+   * purged row by row by the retention's own rule (finishedWhere, ageColumn).
    *
    * `storage`: the storage parameters each new partition gets (a partitioned table has none of its own).
    */
-  partitions?: { column: string; dropWhen?: string; widthDays?: number; idPrefix?: string; storage?: string };
+  partitions?: { column: string; dropWhen?: string; widthDays?: number; idPrefix?: string; openWhere?: string; storage?: string };
 }
 
 const IDENTIFIER = /^[a-z_][a-z0-9_]*$/;
@@ -84,7 +84,8 @@ export function checkTables(tables: readonly TableDeclaration[]): readonly Table
     if (r.children?.length && !r.key) fail('retention children need the key they reference');
     if (t.partitions?.idPrefix) {
       if (r.key !== t.partitions.column || r.keyTimeOrdered !== t.partitions.idPrefix) fail('a table partitioned by id ranges has that id as its retention key, time-ordered by the same prefix');
-      if (t.partitions.dropWhen) fail("a table partitioned by id ranges keeps its retention's rows: it has no dropWhen");
+      if (t.partitions.dropWhen) fail('a table partitioned by id ranges keeps its open rows (openWhere): it has no dropWhen');
+      if (!t.partitions.openWhere) fail('a table partitioned by id ranges says which rows are still open (openWhere)');
     } else if (t.partitions) {
       if (r.ageColumn !== t.partitions.column || r.ageUnit !== 'timestamptz') fail('a partitioned table ages by its timestamptz partition column');
       if (r.finishedWhere || r.children?.length) fail('a partitioned table is purged by dropping partitions: its condition is partitions.dropWhen');
