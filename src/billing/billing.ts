@@ -2,7 +2,6 @@ import { GroupCommit } from '../ledger/group-commit.js';
 import type { AppliedChange, EffectStatement } from '../ledger/ledger.js';
 import { prepared } from '../store/sql/prepared.js';
 import type { Db, Queryable } from '../store/types.js';
-import { idInBatch } from '../store/sql/id-batch.js';
 
 // A debit batch locks its accounts (in id order, so two batches never deadlock), decides each debit in arrival order
 // against the running balance and the account's credit limit, then writes every account's new balance and one
@@ -28,7 +27,7 @@ const CREDIT_SQL = `WITH u AS (
 // transaction: one UPDATE per account, one transaction row per message. The accounts are locked in id order first,
 // as debit batches lock them, so a refund and a debit batch holding several accounts never deadlock.
 const REFUND_FAILED_SQL = `WITH r AS (
-    SELECT m.id, m.account_id, m.cost_micros FROM messages m WHERE ${idInBatch('m.id', '$1')} AND m.cost_micros > 0
+    SELECT m.id, m.account_id, m.cost_micros FROM messages m WHERE m.id = ANY($1::text[]) AND m.cost_micros > 0
   ), s AS (
     SELECT account_id, sum(cost_micros)::bigint AS total FROM r GROUP BY account_id
   ), l AS (

@@ -1,8 +1,7 @@
 import type { AppliedChange, EffectStatement } from '../ledger/ledger.js';
-import { prepared } from '../store/sql/prepared.js';
+import { plannedPerBatch, prepared } from '../store/sql/prepared.js';
 import type { Queryable } from '../store/types.js';
 import { smsEventOf, type EventType } from './catalogue.js';
-import { idBounds } from '../store/sql/id-batch.js';
 
 /** SQL for a new event id: random (order comes from webhook_events.seq), prefix evt_. */
 export const EVENT_ID_SQL = `'evt_' || replace(gen_random_uuid()::text, '-', '')`;
@@ -16,11 +15,11 @@ export const SUBSCRIBED_SQL = (account: string, type: string) =>
   `(EXISTS (SELECT 1 FROM webhook_endpoints e0 WHERE e0.enabled) AND ` +
   `EXISTS (SELECT 1 FROM webhook_endpoints e WHERE e.account_id = ${account} AND e.enabled AND e.events && ARRAY['*', ${type}]::text[]))`;
 
-const INSERT_SMS_SQL = prepared(`INSERT INTO webhook_events (id, account_id, type, message_key, payload)
+const INSERT_SMS_SQL = plannedPerBatch(`INSERT INTO webhook_events (id, account_id, type, message_key, payload)
   SELECT ${EVENT_ID_SQL}, m.account_id, u.type, m.id,
     jsonb_build_object('messageId', m.id, 'reference', m.reference, 'status', u.status, 'to', m.destination, 'from', m.source, 'error', u.error_code)
   FROM unnest($1::text[], $2::text[], $3::text[], $4::text[]) WITH ORDINALITY AS u(id, type, status, error_code, n)
-  JOIN messages m ON m.id = u.id AND ${idBounds('m.id', '$1')}
+  JOIN messages m ON m.id = u.id AND m.id = ANY($1::text[])
   WHERE ${SUBSCRIBED_SQL('m.account_id', 'u.type')}
   ORDER BY u.n`);
 

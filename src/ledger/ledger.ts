@@ -1,8 +1,7 @@
-import { prepared } from '../store/sql/prepared.js';
+import { plannedPerBatch, prepared } from '../store/sql/prepared.js';
 import type { Db, Queryable, QueryResult, Transaction } from '../store/types.js';
 import { GroupCommit, type GroupCommitOptions, type GroupCommitStats } from './group-commit.js';
 import { decide, isFinal } from './transitions.js';
-import { idBounds, idInBatch } from '../store/sql/id-batch.js';
 import type {
   MessageEvent,
   MessageRecord,
@@ -61,8 +60,8 @@ const RECORD_COLUMNS = `id, account_id, channel, ingress, batch_id, reference, s
   expires_at, status, error_code, attempts, route_rule, upstream_id, upstream_message_id, parts_total, parts_done, cost_micros, currency,
   customer_system_id, resend_of, created_at, updated_at, final_at`;
 
-// The dispatcher reads every leased batch with this: prepared, so Postgres does not plan it again for each batch.
-const GET_MANY_SQL = prepared(`SELECT ${RECORD_COLUMNS} FROM messages WHERE ${idInBatch('id', '$1')}`);
+// The dispatcher reads every leased batch with this (planned per batch: see plannedPerBatch).
+const GET_MANY_SQL = plannedPerBatch(`SELECT ${RECORD_COLUMNS} FROM messages WHERE id = ANY($1::text[])`);
 const GET_SQL = prepared(`SELECT ${RECORD_COLUMNS} FROM messages WHERE id = $1`);
 const GET_OF_ACCOUNT_SQL = prepared(`SELECT ${RECORD_COLUMNS} FROM messages WHERE id = $1 AND account_id = $2`);
 
@@ -70,12 +69,12 @@ const GET_OF_ACCOUNT_SQL = prepared(`SELECT ${RECORD_COLUMNS} FROM messages WHER
 // CTE, which Postgres executes to completion although nothing reads it. A batch of only late events updates nothing.
 // The events' details travel as one JSON array (null for none), not as a text[] of JSON texts: that array's literal
 // escaped every quote of every detail, in the daemon and again in Postgres's array parser.
-const APPLY_TRANSITIONS_SQL = prepared(`WITH upd AS (
+const APPLY_TRANSITIONS_SQL = plannedPerBatch(`WITH upd AS (
   UPDATE messages m
   SET status = u.status, error_code = COALESCE(u.error_code, m.error_code), updated_at = now(),
       final_at = CASE WHEN u.final THEN now() ELSE m.final_at END
   FROM unnest($1::text[], $2::text[], $3::text[], $4::bool[]) AS u(id, status, error_code, final)
-  WHERE m.id = u.id AND ${idBounds('m.id', '$1')}
+  WHERE m.id = u.id AND m.id = ANY($1::text[])
 )
 INSERT INTO message_events (message_id, status, detail)
   SELECT e.id, e.status, NULLIF(e.detail, 'null'::jsonb)
@@ -83,12 +82,12 @@ INSERT INTO message_events (message_id, status, detail)
   ORDER BY e.n`);
 
 // Batches lock their rows in id order, so two batches never deadlock.
-const LOCK_SQL = prepared(`SELECT id, status FROM messages WHERE ${idInBatch('id', '$1')} ORDER BY id FOR UPDATE`);
+const LOCK_SQL = plannedPerBatch(`SELECT id, status FROM messages WHERE id = ANY($1::text[]) ORDER BY id FOR UPDATE`);
 
 // Keep a part's final state when its receipt came before this record.
-const UPSERT_SUBMITTED_PARTS_SQL = prepared(`INSERT INTO message_parts (message_id, part_index, upstream_id, upstream_message_id, status)
+const UPSERT_SUBMITTED_PARTS_SQL = plannedPerBatch(`INSERT INTO message_parts (message_id, part_index, upstream_id, upstream_message_id, status)
   SELECT u.id, u.i, u.up, u.m, 'submitted' FROM unnest($1::text[], $2::int[], $3::text[], $4::text[]) AS u(id, i, up, m)
-  WHERE EXISTS (SELECT 1 FROM messages WHERE messages.id = u.id AND ${idBounds('messages.id', '$1')})
+  WHERE EXISTS (SELECT 1 FROM messages WHERE messages.id = u.id AND messages.id = ANY($1::text[]))
   ON CONFLICT (message_id, part_index) DO UPDATE
     SET upstream_id = EXCLUDED.upstream_id, upstream_message_id = EXCLUDED.upstream_message_id,
         status = CASE WHEN message_parts.status = 'submitted' OR message_parts.status = 'queued' THEN 'submitted' ELSE message_parts.status END,
@@ -96,22 +95,22 @@ const UPSERT_SUBMITTED_PARTS_SQL = prepared(`INSERT INTO message_parts (message_
 
 // The submit records and their events in one statement, like APPLY_TRANSITIONS_SQL. parts_done counts the parts
 // upserted by the batch's earlier statement (a resumed or late record of a split message).
-const RECORD_SUBMITS_SQL = prepared(`WITH upd AS (
+const RECORD_SUBMITS_SQL = plannedPerBatch(`WITH upd AS (
   UPDATE messages m SET status = CASE WHEN u.late THEN m.status ELSE 'submitted' END, upstream_id = u.up,
     route_rule = COALESCE(u.rule, m.route_rule), parts_total = GREATEST(u.total, m.parts_total),
     parts_done = COALESCE(u.known, (SELECT count(*) FROM message_parts p WHERE p.message_id = m.id)),
     upstream_message_id = COALESCE(u.umid, m.upstream_message_id), attempts = m.attempts + u.n, updated_at = now()
   FROM unnest($1::text[], $2::text[], $3::text[], $4::int[], $5::int[], $6::bool[], $7::int[], $8::text[]) AS u(id, up, rule, total, n, late, known, umid)
-  WHERE m.id = u.id AND ${idBounds('m.id', '$1')}
+  WHERE m.id = u.id AND m.id = ANY($1::text[])
 )
 INSERT INTO message_events (message_id, status, detail)
   SELECT e.id, 'submitted', e.d FROM ROWS FROM (unnest($1::text[]), jsonb_array_elements($9::jsonb)) WITH ORDINALITY AS e(id, d, n) ORDER BY e.n`);
 
 // Guarded like every ledger write of history: no part row without its message (there is no foreign key to check).
 // One row per (message, part) in a batch: an upsert may not touch a row twice (recordParts merges repeats first).
-const RECORD_PARTS_SQL = prepared(`INSERT INTO message_parts (message_id, part_index, upstream_id, upstream_message_id, status, error_code)
+const RECORD_PARTS_SQL = plannedPerBatch(`INSERT INTO message_parts (message_id, part_index, upstream_id, upstream_message_id, status, error_code)
   SELECT u.id, u.i, u.up, u.m, u.s, u.e FROM unnest($1::text[], $2::int[], $3::text[], $4::text[], $5::text[], $6::text[]) AS u(id, i, up, m, s, e)
-  WHERE EXISTS (SELECT 1 FROM messages WHERE messages.id = u.id AND ${idBounds('messages.id', '$1')})
+  WHERE EXISTS (SELECT 1 FROM messages WHERE messages.id = u.id AND messages.id = ANY($1::text[]))
   ON CONFLICT (message_id, part_index) DO UPDATE
     SET status = EXCLUDED.status, error_code = COALESCE(EXCLUDED.error_code, message_parts.error_code),
         upstream_id = COALESCE(EXCLUDED.upstream_id, message_parts.upstream_id),

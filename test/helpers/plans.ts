@@ -5,6 +5,7 @@ export interface PlanNode {
   'Node Type': string;
   'Relation Name'?: string;
   'Index Name'?: string;
+  'Index Cond'?: string;
   Plans?: PlanNode[];
 }
 
@@ -46,4 +47,14 @@ export function recording(db: Db, log: Recorded[]): Db {
     ping: () => db.ping(),
     close: () => db.close(),
   };
+}
+
+/**
+ * The index reads of a plan, with their conditions: a batch statement must reach each row by its key (`id = …`),
+ * never by a range that holds every row between the batch's lowest and highest id.
+ */
+export function indexReads(node: PlanNode, out: Array<{ relation: string; index: string; cond: string }> = []): Array<{ relation: string; index: string; cond: string }> {
+  if (node['Index Name']) out.push({ relation: node['Relation Name'] ?? '', index: node['Index Name'], cond: node['Index Cond'] ?? '' });
+  for (const p of node.Plans ?? []) indexReads(p, out);
+  return out;
 }

@@ -1,5 +1,4 @@
 import type { Db } from '../../store/types.js';
-import { idInBatch } from '../../store/sql/id-batch.js';
 
 /** One page of the discovery walk over open messages. */
 export interface DiscoveryPage {
@@ -57,7 +56,7 @@ const CLAIM_SQL = `UPDATE receipt_queries q SET next_at = $3::int8, attempts = q
 
 const TARGETS_SQL = `SELECT id, final_at IS NOT NULL OR status <> 'submitted' AS closed, source, source_ton, source_npi, upstream_id,
     upstream_message_id, parts_total
-  FROM messages WHERE ${idInBatch('id', '$1')}`;
+  FROM messages WHERE id = ANY($1::text[])`;
 
 // One index probe per message (as the ledger's part counts do), and only parts still waiting for a receipt.
 const PARTS_SQL = `SELECT p.message_id, p.part_index, p.upstream_id, p.upstream_message_id, p.status
