@@ -12,6 +12,13 @@ export class Metrics {
     registers: [this.registry],
   });
 
+  readonly httpErrors = new Counter({
+    name: 'ferry_http_errors_total',
+    help: 'HTTP API error answers by error code (the body\'s `code`) and route',
+    labelNames: ['code', 'route'] as const,
+    registers: [this.registry],
+  });
+
   readonly authFailures = new Counter({
     name: 'ferry_auth_failures_total',
     help: 'Failed API authentications by reason',

@@ -1,5 +1,5 @@
 import { Counter, Gauge, type Registry } from 'prom-client';
-import type { Queue } from '../store/types.js';
+import type { Queue, QueueStats } from '../store/types.js';
 
 /** Dispatcher and queue metrics. Labels are bounded: outcomes, reasons and lanes, never ids. */
 export class DispatchMetrics {
@@ -7,6 +7,7 @@ export class DispatchMetrics {
   readonly retries: Counter<'reason'>;
   readonly inFlight: Gauge;
   readonly queueDepth: Gauge<'lane' | 'state'>;
+  readonly queueOldest: Gauge<'lane'>;
   readonly reconciled: Counter;
 
   constructor(registry: Registry, queue: Queue) {
@@ -28,6 +29,13 @@ export class DispatchMetrics {
       help: 'Ledger rows pushed to the queue again by the reconciler (start-up sweep and periodic repair)',
       registers: [registry],
     });
+    // One read of the queue's stats serves both gauges of a scrape (prom-client collects them concurrently).
+    let read: { at: number; stats: Promise<QueueStats> } | undefined;
+    const stats = (): Promise<QueueStats> => {
+      const now = Date.now();
+      if (!read || now - read.at > 1000) read = { at: now, stats: queue.stats() };
+      return read.stats;
+    };
     this.queueDepth = new Gauge({
       name: 'ferry_queue_depth',
       help: 'Message queue items by lane and state (due, scheduled), plus leased and dead (lane "all"); read on scrape',
@@ -35,15 +43,31 @@ export class DispatchMetrics {
       registers: [registry],
       async collect() {
         try {
-          const st = await queue.stats();
+          const st = await stats();
           for (const l of st.lanes) {
             this.set({ lane: l.lane, state: 'due' }, l.due);
             this.set({ lane: l.lane, state: 'scheduled' }, l.scheduled);
           }
           this.set({ lane: 'all', state: 'leased' }, st.leased);
           this.set({ lane: 'all', state: 'dead' }, st.dead);
+
         } catch {
           // The backend is down: ferry_backend_up says so; keep the last values.
+        }
+      },
+    });
+    this.queueOldest = new Gauge({
+      name: 'ferry_queue_oldest_due_seconds',
+      help: 'How long the message queue item due the longest has waited since it became due, by lane (0: none due); read on scrape',
+      labelNames: ['lane'] as const,
+      registers: [registry],
+      async collect() {
+        try {
+          const st = await stats();
+          const now = Date.now();
+          for (const l of st.lanes) this.set({ lane: l.lane }, l.oldestDueAt === null ? 0 : Math.max(0, now - l.oldestDueAt) / 1000);
+        } catch {
+          // As for the depth: keep the last values.
         }
       },
     });

@@ -365,6 +365,7 @@ export async function createApp(opts: AppOptions): Promise<FastifyInstance> {
     const status = reply.statusCode;
     const durationMs = reply.elapsedTime;
     opts.metrics.httpDuration.observe({ method: req.method, route, status: String(status) }, durationMs / 1000);
+    if (req.errorCode) opts.metrics.httpErrors.inc({ code: req.errorCode, route });
     accessLog(req, status, durationMs, route);
     for (const observe of observers) {
       try {

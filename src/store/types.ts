@@ -82,6 +82,8 @@ export interface LaneStats {
   due: number;
   /** Items waiting for a future runAt. */
   scheduled: number;
+  /** When the item due the longest became due (epoch ms), or null with none due: how long the lane is behind. */
+  oldestDueAt: number | null;
 }
 
 export interface QueueStats {

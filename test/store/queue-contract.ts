@@ -52,7 +52,7 @@ export function queueContract(t: Test, o: { fresh: <P = unknown>() => Queue<P>; 
     await q.push([{ id: 's', lane: 'priority', payload: 'later', runAt }]);
     t.same(await q.lease(5, LEASE), []);
     const st = await q.stats();
-    t.same(st.lanes.find((l) => l.lane === 'priority'), { lane: 'priority', due: 0, scheduled: 1 });
+    t.same(st.lanes.find((l) => l.lane === 'priority'), { lane: 'priority', due: 0, scheduled: 1, oldestDueAt: null });
     clock.advance(999);
     t.same(await q.lease(5, LEASE), [], 'still 1 ms early');
     clock.advance(1);
@@ -229,9 +229,9 @@ export function queueContract(t: Test, o: { fresh: <P = unknown>() => Queue<P>; 
     ]);
     t.same(await q.stats(), {
       lanes: [
-        { lane: 'receipt', due: 2, scheduled: 0 },
-        { lane: 'priority', due: 0, scheduled: 1 },
-        { lane: 'bulk', due: 2, scheduled: 1 },
+        { lane: 'receipt', due: 2, scheduled: 0, oldestDueAt: now },
+        { lane: 'priority', due: 0, scheduled: 1, oldestDueAt: null },
+        { lane: 'bulk', due: 2, scheduled: 1, oldestDueAt: now },
       ],
       leased: 0,
       dead: 0,
@@ -243,9 +243,10 @@ export function queueContract(t: Test, o: { fresh: <P = unknown>() => Queue<P>; 
     await q.lease(1, LEASE, ['receipt']);
     t.same(await q.stats(), {
       lanes: [
-        { lane: 'receipt', due: 0, scheduled: 0 },
-        { lane: 'priority', due: 0, scheduled: 1 },
-        { lane: 'bulk', due: 3, scheduled: 0 },
+        { lane: 'receipt', due: 0, scheduled: 0, oldestDueAt: null },
+        { lane: 'priority', due: 0, scheduled: 1, oldestDueAt: null },
+        // b2 has been due since the push, 10 ms ago: how far behind the lane is.
+        { lane: 'bulk', due: 3, scheduled: 0, oldestDueAt: now },
       ],
       leased: 3,
       dead: 0,

@@ -235,9 +235,9 @@ t.test('sharded Redis queue', { skip: REDIS_URL ? false : 'Redis only (REDIS_URL
     ]);
     t.same(await q.stats(), {
       lanes: [
-        { lane: 'receipt', due: 4, scheduled: 2 },
-        { lane: 'priority', due: 4, scheduled: 2 },
-        { lane: 'bulk', due: 3, scheduled: 0 },
+        { lane: 'receipt', due: 4, scheduled: 2, oldestDueAt: clock.now },
+        { lane: 'priority', due: 4, scheduled: 2, oldestDueAt: clock.now },
+        { lane: 'bulk', due: 3, scheduled: 0, oldestDueAt: clock.now },
       ],
       leased: 0,
       dead: 0,

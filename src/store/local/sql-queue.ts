@@ -203,18 +203,20 @@ export class SqlQueue<P = unknown> implements Queue<P> {
 
   async stats(): Promise<QueueStats> {
     const now = Math.floor(this.clock());
-    const { rows } = await this.db.query<{ lane: number; due: number; scheduled: number; leased: number; dead: number }>(
+    const { rows } = await this.db.query<{ lane: number; due: number; scheduled: number; leased: number; dead: number; oldest: string | null }>(
       `SELECT lane,
          count(*) FILTER (WHERE state = ${READY} AND visible_at <= $2)::int AS due,
+         min(visible_at) FILTER (WHERE state = ${READY} AND visible_at <= $2)::text AS oldest,
          count(*) FILTER (WHERE state = ${READY} AND visible_at > $2)::int AS scheduled,
          count(*) FILTER (WHERE state = ${LEASED})::int AS leased,
          count(*) FILTER (WHERE state = ${DEAD})::int AS dead
        FROM queue_items WHERE queue = $1 GROUP BY lane`,
       [this.name, now],
     );
-    const stats: QueueStats = { lanes: LANES.map((lane) => ({ lane, due: 0, scheduled: 0 })), leased: 0, dead: 0 };
+    const stats: QueueStats = { lanes: LANES.map((lane) => ({ lane, due: 0, scheduled: 0, oldestDueAt: null })), leased: 0, dead: 0 };
     for (const r of rows) {
       stats.lanes[r.lane].due = r.due;
+      stats.lanes[r.lane].oldestDueAt = r.oldest === null ? null : Number(r.oldest);
       stats.lanes[r.lane].scheduled = r.scheduled;
       stats.leased += r.leased;
       stats.dead += r.dead;

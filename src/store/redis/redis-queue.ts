@@ -126,14 +126,19 @@ export class RedisQueue<P = unknown> implements Queue<P> {
     const k = this.keys;
     const now = Math.floor(this.clock());
     const p = this.redis.pipeline();
-    for (const lane of k.lanes) p.zcount(lane, '-inf', now).zcount(lane, `(${now}`, '+inf');
+    // Per lane: due, scheduled, and the first item by due time (its score says when it became due).
+    for (const lane of k.lanes) p.zcount(lane, '-inf', now).zcount(lane, `(${now}`, '+inf').zrange(lane, '0', '0', 'WITHSCORES');
     p.zcard(k.leases).zcard(k.dead);
     const r = await p.exec();
     if (!r) throw new Error('redis pipeline returned nothing');
     for (const [err] of r) if (err) throw err;
     const n = (i: number) => Number(r[i][1]);
-    const lanes: LaneStats[] = LANES.map((lane, i) => ({ lane, due: n(2 * i), scheduled: n(2 * i + 1) }));
-    return { lanes, leased: n(6), dead: n(7) };
+    const first = (i: number): number | null => {
+      const head = r[i][1] as string[];
+      return head.length === 2 && Number(head[1]) <= now ? Number(head[1]) : null;
+    };
+    const lanes: LaneStats[] = LANES.map((lane, i) => ({ lane, due: n(3 * i), scheduled: n(3 * i + 1), oldestDueAt: first(3 * i + 2) }));
+    return { lanes, leased: n(3 * LANES.length), dead: n(3 * LANES.length + 1) };
   }
 
   async dead(limit: number): Promise<QueueItem<P>[]> {

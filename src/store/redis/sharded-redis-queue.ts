@@ -205,13 +205,15 @@ export class ShardedRedisQueue<P = unknown> implements Queue<P> {
   async stats(): Promise<QueueStats> {
     const { visit } = await this.layout();
     const all = await Promise.all(Array.from({ length: visit }, (_, s) => this.shard(s).stats()));
-    const lanes: LaneStats[] = LANES.map((lane) => ({ lane, due: 0, scheduled: 0 }));
+    const lanes: LaneStats[] = LANES.map((lane) => ({ lane, due: 0, scheduled: 0, oldestDueAt: null }));
     let leased = 0;
     let dead = 0;
     for (const st of all) {
       st.lanes.forEach((l, i) => {
         lanes[i].due += l.due;
         lanes[i].scheduled += l.scheduled;
+        const oldest = lanes[i].oldestDueAt;
+        if (l.oldestDueAt !== null && (oldest === null || l.oldestDueAt < oldest)) lanes[i].oldestDueAt = l.oldestDueAt;
       });
       leased += st.leased;
       dead += st.dead;
