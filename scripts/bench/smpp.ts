@@ -12,6 +12,16 @@ import type { SmppLoadConfig, SmppLoadResult } from './harness/loadgen-smpp.js';
 import { runScenario } from './harness/scenario.js';
 import { histogramQuantile, histogramSince } from './harness/stats.js';
 import { preloadBudgetSeconds } from './harness/preload-events.js';
+import {
+  measureRetention,
+  PRELOAD_MESSAGES_FLAGS,
+  PRELOAD_MESSAGES_USAGE,
+  preloadMessages,
+  preloadMessagesBudgetSeconds,
+  preloadMessagesOption,
+  type MessagePreload,
+  type RetentionDrop,
+} from './harness/preload-messages.js';
 import { checkWebhookOptions, EVENTS_PER_MESSAGE, webhookDaemonEnv, WEBHOOK_FLAGS, WEBHOOKS_USAGE, WebhookBench } from './harness/webhooks.js';
 
 const TARGET_RATE = 20_000;
@@ -30,17 +40,21 @@ const USAGE = `usage: npm run bench -- smpp [options]
                    (the latency target is stated at --rate ${TARGET_P99_AT})
   --warmup N       warm-up submits before measuring (default 40000: enough for the JIT to settle,
                    so the measured phase sees the daemon as it runs for days)
+${PRELOAD_MESSAGES_USAGE}
 ${WEBHOOKS_USAGE}`;
 
 await runScenario({
   name: 'smpp',
-  flags: ['messages', 'seconds', 'binds', 'window', 'rate', 'warmup', ...WEBHOOK_FLAGS],
+  flags: ['messages', 'seconds', 'binds', 'window', 'rate', 'warmup', ...PRELOAD_MESSAGES_FLAGS, ...WEBHOOK_FLAGS],
   usage: USAGE,
-  validate: checkWebhookOptions,
+  validate: (args, common) => {
+    preloadMessagesOption(args, common);
+    checkWebhookOptions(args, common);
+  },
   stackOverrides: (args) => (args.has('webhooks') ? { daemonEnv: webhookDaemonEnv(args) } : {}),
   // Warm-up submits (at most max(10, T) s) and measured ones (T s), each followed by its receipts.
   budgetSeconds: (args, common) =>
-    Math.max(10, args.number('seconds', 20)) + args.number('seconds', 20) + 30 + 2 * common.finalTimeoutSeconds + preloadBudgetSeconds(args),
+    Math.max(10, args.number('seconds', 20)) + args.number('seconds', 20) + 30 + 2 * common.finalTimeoutSeconds + preloadBudgetSeconds(args) + preloadMessagesBudgetSeconds(args),
   async run(ctx) {
     const { args, common, stack, sampler, machine, log, addChild, mark, cpuSince, fail } = ctx;
     const binds = args.number('binds', 4, { min: 1, max: 100, integer: true });
@@ -52,6 +66,12 @@ await runScenario({
 
     const password = 'bench123';
     const account = await stack.createAccount('bench', password, binds);
+    const preloadAsked = preloadMessagesOption(args, common);
+    let preloaded: MessagePreload | undefined;
+    if (preloadAsked.messages > 0) {
+      preloaded = await preloadMessages(stack.dbUrl!, preloadAsked.messages, preloadAsked.days, log);
+      log(`preload done: ${preloadLine(preloaded)}`);
+    }
     const webhooks = args.has('webhooks') ? await WebhookBench.start(ctx, stack.apiUrl, account) : undefined;
     const config: SmppLoadConfig = {
       host: '127.0.0.1',
@@ -84,7 +104,7 @@ await runScenario({
     const measureFrom = Date.now();
     const cpu0 = mark();
     // Read together: the measured phase is already running.
-    const [gc0, wal0, answer0] = await Promise.all([stack.gc(), stack.walBytes(), stack.histogram(RECEIPT_ANSWER)]);
+    const [gc0, wal0, answer0, pg0] = await Promise.all([stack.gc(), stack.walBytes(), stack.histogram(RECEIPT_ANSWER), stack.pgCounters()]);
     log('warm-up done; measuring');
     const submitted = await gen.next<{ type: string; offered: number; accepted: number }>('submitted', (seconds + 90) * 1000);
     const measureTo = Date.now();
@@ -99,6 +119,8 @@ await runScenario({
     const gc1 = await stack.gc();
     const answer = histogramSince(answer0, await stack.histogram(RECEIPT_ANSWER));
     const wal1 = await stack.walBytes();
+    // Postgres publishes its counters within about a second.
+    const pg1 = pg0 ? await new Promise((r) => setTimeout(r, 1200)).then(() => stack.pgCounters()) : null;
     const { result } = await gen.next<{ type: string; result: SmppLoadResult }>('result', 30_000);
     await gen.finish();
     const simStats = await stack.freshSimStats();
@@ -108,7 +130,9 @@ await runScenario({
     const w = result.warmup;
     const acceptedAll = m.accepted + w.accepted;
     if (stack.dbUrl && (await stack.waitFinal(0, 30_000)) === null) log('ledger still has open messages after 30 s');
-    const ledger = await stack.ledgerCounts();
+    const ledger = await stack.ledgerCounts(preloaded ? account.accountId : undefined);
+    // After the rounds: what retention costs on the preloaded history.
+    const drops: RetentionDrop[] = preloaded ? await measureRetention(stack.dbUrl!, preloaded.days) : [];
     if (m.final !== m.accepted) fail(`${m.accepted - m.final} of ${m.accepted} accepted messages got no receipt within ${common.finalTimeoutSeconds} s`);
     if (ledger.total !== acceptedAll) fail(`the ledger holds ${ledger.total} messages; the load generator had ${acceptedAll} accepted (warm-up included)`);
     if (ledger.open !== 0) fail(`${ledger.open} messages in the ledger are not final (${JSON.stringify(ledger.byStatus)})`);
@@ -129,6 +153,11 @@ await runScenario({
     const gcPer1000 = (kind: string, f: 'count' | 'seconds') => (((gc1[kind]?.[f] ?? 0) - (gc0[kind]?.[f] ?? 0)) / n) * 1000;
     // WAL per accepted message of the measured phase (receipts included: the phase ends when the last one is in).
     const walPerMessage = wal0 !== null && wal1 !== null ? Number(wal1 - wal0) / n : null;
+    // Postgres's own counters over the measured phase, per accepted message (receipts included).
+    const pgPerMessage =
+      pg0 && pg1
+        ? { commits: (pg1.commits - pg0.commits) / n, inserted: (pg1.inserted - pg0.inserted) / n, updated: (pg1.updated - pg0.updated) / n, deleted: (pg1.deleted - pg0.deleted) / n }
+        : null;
     const gcSeconds = ['minor', 'major', 'incremental', 'weakcb'].reduce((s, k) => s + gcPer1000(k, 'seconds'), 0);
     const acceptedRate = m.accepted / Math.max(1e-9, m.submitSeconds);
     const finalRate = m.final / Math.max(1e-9, m.finalSeconds);
@@ -167,6 +196,16 @@ await runScenario({
         ? [{ figure: 'CPU s per 1,000 messages: Postgres / Redis servers (this machine)', value: `${fmt.cpu(per1000('postgres'))} / ${fmt.cpu(per1000('redis'))}` }]
         : []),
       ...(walPerMessage !== null ? [{ figure: 'Postgres WAL bytes per message', value: fmt.int(walPerMessage) }] : []),
+      ...(pgPerMessage
+        ? [
+            {
+              figure: 'Postgres per message: commits; rows inserted / updated / deleted',
+              value: `${pgPerMessage.commits.toFixed(2)}; ${pgPerMessage.inserted.toFixed(2)} / ${pgPerMessage.updated.toFixed(2)} / ${pgPerMessage.deleted.toFixed(2)}`,
+            },
+          ]
+        : []),
+      ...(preloaded ? [{ figure: 'ledger preloaded before the first round (other accounts)', value: preloadLine(preloaded) }] : []),
+      ...(drops.length ? [{ figure: 'retention after the rounds, each: rows, seconds', value: drops.map((d) => `${d.partition} ${fmt.int(d.rows)} rows ${d.seconds.toFixed(3)} s`).join('; ') }] : []),
       { figure: 'machine while measured (every process on it)', value: fmt.load(load, machine.cores) },
       ...(hooks && hookStats
         ? WebhookBench.rows(
@@ -236,6 +275,9 @@ await runScenario({
         cpuSecondsPer1000: Object.fromEntries(Object.keys(cpu).map((p) => [p, per1000(p)])),
         daemonGcPer1000: { young: gcPer1000('minor', 'count'), full: gcPer1000('major', 'count'), pauseSeconds: gcSeconds },
         postgresWalBytesPerMessage: walPerMessage,
+        postgresPerMessage: pgPerMessage,
+        preloadedMessages: preloaded ?? null,
+        retentionDrops: drops,
         machineLoad: load ?? null,
         peakRssMB: Object.fromEntries(Object.entries(sampler.peakRss).map(([k, v]) => [k, v / 2 ** 20])),
         daemonDrift: drift ?? null,
@@ -254,3 +296,8 @@ await runScenario({
     }
   },
 });
+
+function preloadLine(p: MessagePreload): string {
+  const where = p.partitions ? `${p.partitions} partitions` : 'one table';
+  return `${fmt.int(p.messages)} messages over ${p.days} days in ${where}, ${fmt.mb(p.totalBytes)} MB with history; loaded in ${p.loadSeconds.toFixed(0)} s, VACUUM (ANALYZE) ${p.vacuumSeconds.toFixed(0)} s`;
+}

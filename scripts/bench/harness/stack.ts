@@ -115,7 +115,8 @@ function cleanEnv(): NodeJS.ProcessEnv {
   return env;
 }
 
-async function withPg<T>(url: string, fn: (c: pg.Client) => Promise<T>): Promise<T> {
+/** One client of the database at `url` for `fn`, closed after. */
+export async function withPg<T>(url: string, fn: (c: pg.Client) => Promise<T>): Promise<T> {
   const c = new pg.Client({ connectionString: url });
   await c.connect();
   try {
@@ -479,8 +480,9 @@ export class Stack {
    * Message rows by status. redis+postgres: read live. embedded: PGlite cannot be opened while the daemon holds it,
    * so this stops the daemon first (gracefully) and reads the data folder.
    */
-  async ledgerCounts(): Promise<LedgerCounts> {
-    const sql = 'SELECT status, count(*)::int AS n FROM messages GROUP BY status';
+  async ledgerCounts(accountId?: string): Promise<LedgerCounts> {
+    // One account's (a ledger preloaded with other accounts' history), else every message.
+    const sql = `SELECT status, count(*)::int AS n FROM messages${accountId ? ` WHERE account_id = '${accountId.replace(/'/g, "''")}'` : ''} GROUP BY status`;
     let rows: Array<{ status: string; n: number }>;
     if (this.dbUrl) {
       rows = await withPg(this.dbUrl, async (c) => (await c.query(sql)).rows);

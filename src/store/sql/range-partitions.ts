@@ -89,7 +89,7 @@ export class RangePartitions {
    * Creates the partitions missing from the newest one's end to `now` + two days, `widthDays` each, for the table and
    * the children partitioned alike (`idPrefix`); returns their names.
    */
-  async ensure(table: PartitionedTable, widthDays: number, now = Date.now()): Promise<string[]> {
+  async ensure(table: PartitionedTable, widthDays: number, now = Date.now(), firstMs = Math.floor(now / DAY_MS) * DAY_MS): Promise<string[]> {
     const until = now + AHEAD_MS;
     const members = alike(table);
     let due = false;
@@ -104,8 +104,8 @@ export class RangePartitions {
       const made: string[] = [];
       for (const m of members) {
         const parts = await this.list(m.table, q);
-        // A table with none yet starts at today's midnight (UTC).
-        let from = parts.length ? parts[parts.length - 1].toMs : Math.floor(now / DAY_MS) * DAY_MS;
+        // A table with none yet starts at `firstMs` (default today's midnight, UTC).
+        let from = parts.length ? parts[parts.length - 1].toMs : firstMs;
         while (from < until) {
           const to = from + widthDays * DAY_MS;
           made.push(await this.create(q, table, m, from, to));
