@@ -4,7 +4,6 @@
 // the retention.
 import pino from 'pino';
 import t from 'tap';
-import type { RetentionConfig } from '../../src/config/schema.js';
 import { Ledger } from '../../src/ledger/ledger.js';
 import { CORE_TABLES } from '../../src/store/sql/core-tables.js';
 import { RangePartitions, type PartitionedTable } from '../../src/store/sql/range-partitions.js';
@@ -13,27 +12,13 @@ import { TableMaintenance } from '../../src/store/sql/table-maintenance.js';
 import { newId } from '../../src/util/ids.js';
 import { testDb } from '../helpers/db.js';
 import { backendLabel } from '../helpers/env.js';
+import { retentionConfig } from '../helpers/retention-config.js';
 
 const log = pino({ level: 'silent' });
 const DAY = 86_400_000;
 const MESSAGES = CORE_TABLES.find((x) => x.name === 'messages') as PartitionedTable;
 const TABLES = ['messages', 'message_events', 'message_parts'];
 const iso = (ms: number) => new Date(ms).toISOString();
-
-const config = (sms: number): RetentionConfig => ({
-  days: 0,
-  outbound: 0,
-  webhooks: 0,
-  sms,
-  messenger: 0,
-  email: 0,
-  ussd: 0,
-  shortlink: 0,
-  logs: 0,
-  intervalSeconds: 0,
-  batchRows: 1000,
-  maxRowsPerPass: 100_000,
-});
 
 t.test(`the SMS ledger's partitions: shared bounds, lookups by id in one partition, dropped whole with what is still needed kept (${backendLabel})`, async (t) => {
   const tdb = await testDb();
@@ -113,7 +98,7 @@ t.test(`the SMS ledger's partitions: shared bounds, lookups by id in one partiti
   const waiting = await sms(tomorrow + 4, 'submitted', null);
   const lately = await sms(tomorrow + 2, 'delivered', clock - DAY);
   const gone = await sms(tomorrow + 3, 'delivered', now + 3);
-  const retention = new Retention({ db, log, config: config(10), tables: [MESSAGES], partitions: parts, clock: () => clock });
+  const retention = new Retention({ db, log, config: retentionConfig({ sms: 10 }), tables: [MESSAGES], partitions: parts, clock: () => clock });
   const out = await retention.runOnce();
   t.ok(out && 'messages' in out, `the pass dropped partitions: ${JSON.stringify(out)}`);
   const left = (await parts.list('messages')).map((p) => p.name);

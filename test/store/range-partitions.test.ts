@@ -2,33 +2,18 @@
 // one and moves when its range is made, and retention drops a whole partition only once nothing still needs it.
 import pino from 'pino';
 import t from 'tap';
-import type { RetentionConfig } from '../../src/config/schema.js';
 import { CORE_TABLES } from '../../src/store/sql/core-tables.js';
 import { isPartitioned, partitionWidthDays, RangePartitions, type PartitionedTable } from '../../src/store/sql/range-partitions.js';
 import { Retention } from '../../src/store/sql/retention.js';
 import { TableMaintenance } from '../../src/store/sql/table-maintenance.js';
 import { testDb } from '../helpers/db.js';
 import { backendLabel } from '../helpers/env.js';
+import { retentionConfig } from '../helpers/retention-config.js';
 
 const log = pino({ level: 'silent' });
 const DAY = 86_400_000;
 const EVENTS = CORE_TABLES.find((x) => x.name === 'webhook_events') as PartitionedTable;
 const iso = (ms: number) => new Date(ms).toISOString();
-
-const config = (webhooks: number): RetentionConfig => ({
-  days: 90,
-  outbound: 0,
-  webhooks,
-  sms: 0,
-  messenger: 0,
-  email: 0,
-  ussd: 0,
-  shortlink: 0,
-  logs: 0,
-  intervalSeconds: 0,
-  batchRows: 1000,
-  maxRowsPerPass: 100_000,
-});
 
 t.test('partition width: about a tenth of the retention, one day to a week', async (t) => {
   t.ok(isPartitioned(EVENTS), 'the event log is declared partitioned');
@@ -78,7 +63,7 @@ t.test(`the event log's partitions: made ahead, strays moved, dropped whole once
   // Forty days on, retention 10 days: everything up to 30 days ahead is past it.
   const clock = now + 40 * DAY;
   await parts.ensure(EVENTS, 1, clock);
-  const retention = new Retention({ db, log, config: config(10), tables: [EVENTS], partitions: parts, clock: () => clock });
+  const retention = new Retention({ db, log, config: retentionConfig({ webhooks: 10 }), tables: [EVENTS], partitions: parts, clock: () => clock });
   t.same(await retention.runOnce(), {}, 'nothing dropped: the oldest partition has an unread event and an open delivery');
   t.ok(await whereIs('evt_unread'), 'the unread event is kept');
 

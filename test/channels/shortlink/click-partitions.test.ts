@@ -4,7 +4,6 @@ import pino from 'pino';
 import t from 'tap';
 import { CHANNEL_MODULES } from '../../../src/channels/index.js';
 import { clickIdTime, ShortlinkService } from '../../../src/channels/shortlink/shortlink-service.js';
-import type { RetentionConfig } from '../../../src/config/schema.js';
 import { bootOrder, declaredTables, migrationFolders } from '../../../src/platform/module-order.js';
 import { loadMigrations, migrate } from '../../../src/store/sql/migrate.js';
 import { RangePartitions, type PartitionedTable } from '../../../src/store/sql/range-partitions.js';
@@ -12,6 +11,7 @@ import { Retention } from '../../../src/store/sql/retention.js';
 import { newId } from '../../../src/util/ids.js';
 import { testDb } from '../../helpers/db.js';
 import { backendLabel } from '../../helpers/env.js';
+import { retentionConfig } from '../../helpers/retention-config.js';
 
 const log = pino({ level: 'silent' });
 const DAY = 86_400_000;
@@ -20,21 +20,6 @@ const TABLES = declaredTables(bootOrder(CHANNEL_MODULES));
 const CLICKS = TABLES.find((x) => x.name === 'shortlink_clicks') as PartitionedTable;
 const iso = (ms: number) => new Date(ms).toISOString();
 const day = (ms: number) => iso(ms).slice(0, 10).replace(/-/g, '');
-
-const config = (shortlink: number): RetentionConfig => ({
-  days: 0,
-  outbound: 0,
-  webhooks: 0,
-  sms: 0,
-  messenger: 0,
-  email: 0,
-  ussd: 0,
-  shortlink,
-  logs: 0,
-  intervalSeconds: 0,
-  batchRows: 1000,
-  maxRowsPerPass: 100_000,
-});
 
 t.test('a click id carries its time', async (t) => {
   const at = Date.UTC(2026, 10, 1, 12, 30, 5, 123);
@@ -102,7 +87,7 @@ t.test(`shortlink_clicks partitioned by time: migrated with its rows, paged acro
   await parts.ensure(CLICKS, 1, clock);
   const recent = click(now + 18 * DAY);
   await insert([recent]);
-  const r = new Retention({ db, log, config: config(14), tables: TABLES, partitions: parts, clock: () => clock });
+  const r = new Retention({ db, log, config: retentionConfig({ shortlink: 14 }), tables: TABLES, partitions: parts, clock: () => clock });
   const out = await r.runOnce();
   t.ok(out && 'shortlink_clicks' in out, 'retention reports the table');
   const left = (await parts.list('shortlink_clicks')).map((p) => p.name);
