@@ -42,7 +42,7 @@ t.test(`the SMS ledger's partitions: shared bounds, lookups by id in one partiti
   const bounds = async (table: string) => (await parts.list(table)).map((p) => [p.name.slice(table.length), p.fromMs, p.toMs]);
   t.same(await bounds('message_events'), await bounds('messages'), 'message_events: the same ranges under the same suffixes');
   t.same(await bounds('message_parts'), await bounds('messages'), 'message_parts: the same ranges under the same suffixes');
-  const { rows: storage } = await q(`SELECT relname, reloptions FROM pg_class WHERE relname LIKE 'messages\\_p2%' AND relkind = 'r'`);
+  const { rows: storage } = await q(`SELECT relname, reloptions FROM pg_class WHERE relnamespace = current_schema()::regnamespace AND relname LIKE 'messages\\_p2%' AND relkind = 'r'`);
   t.ok(storage.length >= 1 && storage.every((r) => String(r.reloptions).includes('fillfactor=60')), 'each new messages partition keeps room for heap-only updates (fillfactor 60)');
 
   // Messages of three ages: forty days ago (each a fate), today, and ahead of every partition (a daemon's clock ahead).

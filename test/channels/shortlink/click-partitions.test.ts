@@ -54,7 +54,7 @@ t.test(`shortlink_clicks partitioned by time: migrated with its rows, paged acro
   t.same((await parts.list('shortlink_clicks')).map((p) => [p.name, p.fromMs]), [['shortlink_clicks_p_before', null]], 'the table so far is the first partition');
   const dflt = await db.query(`SELECT 1 FROM pg_inherits WHERE inhrelid = to_regclass('shortlink_clicks_default') AND inhparent = to_regclass('shortlink_clicks')`);
   t.equal(dflt.rows.length, 1, 'a default partition');
-  const adopted = await db.query<{ n: number }>(`SELECT count(*)::int AS n FROM pg_indexes WHERE tablename = 'shortlink_clicks_p_before'`);
+  const adopted = await db.query<{ n: number }>(`SELECT count(*)::int AS n FROM pg_indexes WHERE schemaname = current_schema() AND tablename = 'shortlink_clicks_p_before'`);
   t.equal(adopted.rows[0].n, 1, 'the first partition has one index: its key, adopted by the parent');
 
   // New clicks land in their day's partition.
