@@ -72,7 +72,7 @@ export interface RetentionDrop {
 /** newId('msg_', t) in SQL: ten base32 characters of `t`, then sixteen of the random `r1`, `r2` (40 bits each). */
 const ID_SQL = `'msg_' || pg_temp.b32(t, 10) || pg_temp.b32(r1, 8) || pg_temp.b32(r2, 8)`;
 const B32_SQL = `CREATE FUNCTION pg_temp.b32(v bigint, n int) RETURNS text LANGUAGE sql IMMUTABLE AS $$
-  SELECT string_agg(substr('0123456789abcdefghjkmnpqrstvwxyz', ((v >> (5 * (n - i)))::int & 31) + 1, 1), '' ORDER BY i)
+  SELECT string_agg(substr('0123456789abcdefghjkmnpqrstvwxyz', ((v >> (5 * (n - i))) & 31)::int + 1, 1), '' ORDER BY i)
   FROM generate_series(1, n) AS i $$`;
 
 /*
@@ -96,8 +96,11 @@ const INSERT_SQL = `WITH m AS (
   INSERT INTO message_events (message_id, status, at)
   SELECT m.id, e.status, m.created_at FROM m CROSS JOIN LATERAL (VALUES ('queued'), ('submitted'), (m.status)) AS e(status)`;
 
-const SIZE_SQL = `SELECT COALESCE(sum(pg_total_relation_size(relid)), 0)::text AS bytes
-  FROM unnest($1::text[]) AS t(name) CROSS JOIN LATERAL pg_partition_tree(t.name::regclass) WHERE isleaf`;
+// A partitioned table's size is its partitions' (pg_partition_tree lists nothing for a plain table).
+const SIZE_SQL = `SELECT sum(COALESCE(
+    (SELECT sum(pg_total_relation_size(relid)) FROM pg_partition_tree(t.name::regclass) WHERE isleaf),
+    pg_total_relation_size(t.name::regclass)))::text AS bytes
+  FROM unnest($1::text[]) AS t(name)`;
 
 async function isPartitioned(c: pg.Client): Promise<boolean> {
   return (await c.query<{ p: boolean }>(`SELECT relkind = 'p' AS p FROM pg_class WHERE oid = 'messages'::regclass`)).rows[0]?.p === true;
