@@ -114,9 +114,18 @@ export async function preloadMessages(dbUrl: string, messages: number, days: num
     const { rows } = await c.query<{ n: string }>(`SELECT count(*)::text AS n FROM messages`);
     if (Number(rows[0].n) > 0) throw new Error('--preload-messages needs an empty ledger');
     if (!(await isPartitioned(c))) return false;
-    // The empty first partitions give way to partitions from `days` ago (the three tables share their bounds).
-    for (const t of LEDGER_TABLES) await c.query(`ALTER TABLE ${t} DETACH PARTITION ${t}_p_before`);
-    for (const t of LEDGER_TABLES) await c.query(`DROP TABLE ${t}_p_before`);
+    // The empty ranges (the first partition, and those the daemon made ahead at start) give way to ranges from `days`
+    // ago; the default partitions stay (the three tables share their bounds).
+    for (const t of LEDGER_TABLES) {
+      const { rows: parts } = await c.query<{ name: string }>(
+        `SELECT c.relname AS name FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid WHERE i.inhparent = $1::regclass AND c.relname <> $2`,
+        [t, `${t}_default`],
+      );
+      for (const p of parts) {
+        await c.query(`ALTER TABLE ${t} DETACH PARTITION ${p.name}`);
+        await c.query(`DROP TABLE ${p.name}`);
+      }
+    }
     return true;
   });
   if (partitioned) {

@@ -82,7 +82,7 @@ export class Retention {
           if (table.partitions.idPrefix && table.retention.key) {
             for (const suffix of await this.partitions.rowPurgedSuffixes(table)) {
               if (this.stopped) break;
-              await this.purge(onPartition(table as Purged, suffix), new Date(cutoff).toISOString(), out, table as Purged);
+              await this.purge(onPartition(table as Purged, suffix), table.retention.ageUnit === 'ms' ? cutoff : new Date(cutoff).toISOString(), out, table as Purged);
             }
           }
           continue;
