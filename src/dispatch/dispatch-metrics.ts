@@ -50,7 +50,6 @@ export class DispatchMetrics {
           }
           this.set({ lane: 'all', state: 'leased' }, st.leased);
           this.set({ lane: 'all', state: 'dead' }, st.dead);
-
         } catch {
           // The backend is down: ferry_backend_up says so; keep the last values.
         }

@@ -24,7 +24,6 @@ export function preparedTexts(): string[] {
   return [...names.keys()];
 }
 
-
 /**
  * A hot-path statement over a batch of ledger ids (`id = ANY($1)`), deliberately left unnamed: Postgres then plans
  * each run with the batch's ids in hand and reads only the partitions of messages that hold them (0055). A kept
