@@ -27,7 +27,7 @@ const OTHER_ACCOUNTS = 7;
 /** newId's alphabet (src/util/ids.ts): lower-case Crockford base32. */
 const CROCKFORD = '0123456789abcdefghjkmnpqrstvwxyz';
 /** Every two-character Crockford string, the one for a 10-bit value v at bytes 2v and 2v + 1. */
-const CROCKFORD_PAIRS = Buffer.from(Array.from({ length: 1024 }, (_, i) => CROCKFORD[i >> 5] + CROCKFORD[i & 31]).join(''), 'ascii');
+export const CROCKFORD_PAIRS = Buffer.from(Array.from({ length: 1024 }, (_, i) => CROCKFORD[i >> 5] + CROCKFORD[i & 31]).join(''), 'ascii');
 
 /** The number of events asked for (0: none); refuses it where it cannot apply. */
 export function preloadEventsOption(args: Args, common: CommonOptions): number {
@@ -66,7 +66,7 @@ export interface PreloadResult {
 /** One two-character piece of a message id: the Crockford pair of 10 bits of `v` (an O(1) bytea lookup). */
 const pair = (v: string, shift: number) => `substring($3::bytea from (((${v} >> ${shift}) & 1023) * 2 + 1)::int for 2)`;
 /** newId('msg_') in SQL: 10 characters of the millisecond `t`, then 16 of the 80 random bits in r1 and r2 (40 each). */
-const MESSAGE_ID_SQL = `'msg_' || encode(${[
+export const MESSAGE_ID_SQL = `'msg_' || encode(${[
   ['t', 40], ['t', 30], ['t', 20], ['t', 10], ['t', 0],
   ['r1', 30], ['r1', 20], ['r1', 10], ['r1', 0],
   ['r2', 30], ['r2', 20], ['r2', 10], ['r2', 0],

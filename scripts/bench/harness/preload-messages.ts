@@ -17,6 +17,7 @@ import { openDb } from '../../../src/store/sql/db.js';
 import { partitionWidthDays, RangePartitions, type PartitionedTable } from '../../../src/store/sql/range-partitions.js';
 import { Retention } from '../../../src/store/sql/retention.js';
 import { UsageError, type Args } from './args.js';
+import { CROCKFORD_PAIRS, MESSAGE_ID_SQL } from './preload-events.js';
 import { withPg } from './stack.js';
 import type { CommonOptions } from './scenario.js';
 
@@ -69,25 +70,19 @@ export interface RetentionDrop {
   seconds: number;
 }
 
-/** newId('msg_', t) in SQL: ten base32 characters of `t`, then sixteen of the random `r1`, `r2` (40 bits each). */
-const ID_SQL = `'msg_' || pg_temp.b32(t, 10) || pg_temp.b32(r1, 8) || pg_temp.b32(r2, 8)`;
-const B32_SQL = `CREATE FUNCTION pg_temp.b32(v bigint, n int) RETURNS text LANGUAGE sql IMMUTABLE AS $$
-  SELECT string_agg(substr('0123456789abcdefghjkmnpqrstvwxyz', ((v >> (5 * (n - i))) & 31)::int + 1, 1), '' ORDER BY i)
-  FROM generate_series(1, n) AS i $$`;
-
 /*
- * Messages $1..$2 of $3, evenly over the time from $4 (ms) to $5 (ms), accounts round robin from $6, final statuses
- * as traffic ends (mostly delivered), each with its three events (queued, submitted, final). OFFSET 0 makes each
- * message once, not once per event.
+ * Messages $1..$2 of $4, evenly over the time from $5 (ms) to $6 (ms), ids as newId('msg_') makes them (MESSAGE_ID_SQL,
+ * with the base32 pairs in $3), accounts round robin from $7, final statuses as traffic ends (mostly delivered), each
+ * with its three events (queued, submitted, final). OFFSET 0 makes each message once, not once per event.
  */
 const INSERT_SQL = `WITH m AS (
     INSERT INTO messages (id, account_id, ingress, source, destination, body, encoding, status, error_code, currency, segments,
       route_rule, upstream_id, upstream_message_id, parts_total, parts_done, attempts, created_at, updated_at, final_at)
-    SELECT ${ID_SQL}, ($6::text[])[(g % cardinality($6::text[])) + 1], 'smpp', 'FerryBench', '233' || lpad((r2 % 1000000000)::text, 9, '0'),
+    SELECT ${MESSAGE_ID_SQL}, ($7::text[])[(g % cardinality($7::text[])) + 1], 'smpp', 'FerryBench', '233' || lpad((r2 % 1000000000)::text, 9, '0'),
       'Your code is ' || (r1 % 1000000)::text, 'gsm7', final, CASE final WHEN 'undelivered' THEN '001' END, 'USD', 1,
       'default', 'sim', to_hex(r1), 1, 1, 1, to_timestamp(t / 1000.0), to_timestamp(t / 1000.0 + 2), to_timestamp(t / 1000.0 + 2)
     FROM (
-      SELECT g, $4::bigint + (g * ($5::bigint - $4::bigint) / $3::bigint) AS t, (random() * 1099511627776)::bigint AS r1,
+      SELECT g, $5::bigint + (g * ($6::bigint - $5::bigint) / $4::bigint) AS t, (random() * 1099511627776)::bigint AS r1,
         (random() * 1099511627776)::bigint AS r2, CASE WHEN random() < 0.95 THEN 'delivered' ELSE 'undelivered' END AS final
       FROM generate_series($1::bigint, $2::bigint) AS g OFFSET 0
     ) s
@@ -96,7 +91,6 @@ const INSERT_SQL = `WITH m AS (
   INSERT INTO message_events (message_id, status, at)
   SELECT m.id, e.status, m.created_at FROM m CROSS JOIN LATERAL (VALUES ('queued'), ('submitted'), (m.status)) AS e(status)`;
 
-// A partitioned table's size is its partitions' (pg_partition_tree lists nothing for a plain table).
 const SIZE_SQL = `SELECT sum(COALESCE(
     (SELECT sum(pg_total_relation_size(relid)) FROM pg_partition_tree(t.name::regclass) WHERE isleaf),
     pg_total_relation_size(t.name::regclass)))::text AS bytes
@@ -139,14 +133,13 @@ export async function preloadMessages(dbUrl: string, messages: number, days: num
   }
   const accounts = Array.from({ length: 7 }, (_, i) => `acc_preload${i}`);
   return withPg(dbUrl, async (c) => {
-    await c.query(B32_SQL);
     const started = performance.now();
     // The newest history ends a minute ago: the bench's own messages come after it.
     const lastMs = now - 60_000;
     for (let from = 0; from < messages; from += MESSAGES_PER_STATEMENT) {
       const to = Math.min(messages, from + MESSAGES_PER_STATEMENT) - 1;
       const t0 = performance.now();
-      await c.query(INSERT_SQL, [from, to, messages, firstMs + 60_000, lastMs, accounts]);
+      await c.query(INSERT_SQL, [from, to, CROCKFORD_PAIRS, messages, firstMs + 60_000, lastMs, accounts]);
       const perMessageUs = ((performance.now() - t0) * 1000) / (to - from + 1);
       log(`preload: ${(to + 1).toLocaleString('en')} of ${messages.toLocaleString('en')} messages in ${((performance.now() - started) / 1000).toFixed(1)} s (this statement ${perMessageUs.toFixed(1)} µs per message)`);
     }
