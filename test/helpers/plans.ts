@@ -58,3 +58,17 @@ export function indexReads(node: PlanNode, out: Array<{ relation: string; index:
   for (const p of node.Plans ?? []) indexReads(p, out);
   return out;
 }
+
+/**
+ * Each relation or index name as the statement names it: a partition's (or a partition's index's) root, itself when
+ * not a partition. Plans of a partitioned table name its partitions and their own indexes.
+ */
+export async function roots(db: Queryable, names: readonly string[]): Promise<string[]> {
+  if (!names.length) return [];
+  const { rows } = await db.query<{ name: string; root: string }>(
+    `SELECT n AS name, coalesce(pg_partition_root(to_regclass(n))::regclass::text, n) AS root FROM unnest($1::text[]) AS n`,
+    [names],
+  );
+  const root = new Map(rows.map((r) => [r.name, r.root]));
+  return names.map((n) => root.get(n) ?? n);
+}

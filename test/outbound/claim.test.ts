@@ -9,7 +9,7 @@ import { preparedTexts } from '../../src/store/sql/prepared.js';
 import type { Db } from '../../src/store/types.js';
 import { testDb } from '../helpers/db.js';
 import { backendLabel } from '../helpers/env.js';
-import { recording, seqScans, indexes, planOf, type PlanNode, type Recorded } from '../helpers/plans.js';
+import { recording, seqScans, indexes, planOf, roots, type PlanNode, type Recorded } from '../helpers/plans.js';
 
 const NOW = 1_900_000_000_000;
 const DONE = 50_000;
@@ -109,23 +109,33 @@ t.test(`the claim picks due jobs by lane and due time and reaches them through o
     });
   }
 
+  // outbound_jobs is partitioned (0056): a scan reads a partition, named in the plan. One that holds no row may be scanned.
+  const { rows: holding } = await db.query<{ p: string }>(`SELECT DISTINCT tableoid::regclass::text AS p FROM outbound_jobs`);
+  const jobRelations = new Set(holding.map((r) => r.p));
+  t.ok(jobRelations.size >= 1 && [...jobRelations].every((p) => p.startsWith('outbound_jobs_')), `the rows are in partitions: ${[...jobRelations].join(', ')}`);
+  const scanned = (plan: PlanNode) => seqScans(plan).filter((rel) => jobRelations.has(rel) || rel === 'outbound_jobs');
+
   const claims = log.filter((r) => /^UPDATE outbound_jobs j SET claimed_until/.test(r.text));
   t.ok(claims.length >= 2, 'the claim statement was seen');
   for (const r of claims.slice(0, 1)) {
     const plan = await explain(db, r.text, r.params);
-    t.same(seqScans(plan).filter((rel) => rel === 'outbound_jobs'), [], 'no scan of outbound_jobs in the claim');
-    t.ok(indexes(plan).includes('outbound_jobs_due'), `the claim reads outbound_jobs_due (${indexes(plan).join(', ')})`);
+    t.same(scanned(plan), [], 'no scan of outbound_jobs in the claim');
+    t.ok((await roots(db, indexes(plan))).includes('outbound_jobs_due'), `the claim reads outbound_jobs_due (${indexes(plan).join(', ')})`);
   }
+  // Every statement the store ran over outbound_jobs, with its values: those over a batch of ids are planned per batch.
+  const ran = log.filter((r) => /\boutbound_jobs\b/.test(r.text) && !/^INSERT/.test(r.text) && r.params.length > 0);
+  t.ok(new Set(ran.map((r) => r.text)).size >= 3, `the store's statements were seen (${new Set(ran.map((r) => r.text)).size})`);
+  for (const r of ran) t.same(scanned(await explain(db, r.text, r.params)), [], `no scan of outbound_jobs in ${r.text.replace(/\s+/g, ' ').slice(0, 70)}…`);
   const countsText = log.find((r) => /GROUP BY provider/.test(r.text))!;
-  t.same(seqScans(await explain(db, countsText.text, countsText.params)).filter((rel) => rel === 'outbound_jobs'), [], 'no scan of outbound_jobs in the counts');
+  t.same(scanned(await explain(db, countsText.text, countsText.params)), [], 'no scan of outbound_jobs in the counts');
 
   // On Postgres they run as prepared statements, which may keep a generic plan (made without the values).
   const texts = preparedTexts().filter((text) => /\boutbound_jobs\b/.test(text) && !/^INSERT/.test(text));
-  t.ok(texts.length >= 5, `the prepared statements that read outbound_jobs (${texts.length})`);
+  t.ok(texts.length >= 1, `the prepared statements that read outbound_jobs (${texts.length})`);
   for (const text of texts) {
     const plan = await genericPlan(db, text);
-    t.same(seqScans(plan).filter((rel) => rel === 'outbound_jobs'), [], `generic plan: no scan of outbound_jobs in ${text.replace(/\s+/g, ' ').slice(0, 70)}…`);
+    t.same(scanned(plan), [], `generic plan: no scan of outbound_jobs in ${text.replace(/\s+/g, ' ').slice(0, 70)}…`);
   }
   const generic = await genericPlan(db, claims[0].text);
-  t.ok(indexes(generic).includes('outbound_jobs_due'), `generic plan of the claim reads outbound_jobs_due (${indexes(generic).join(', ')})`);
+  t.ok((await roots(db, indexes(generic))).includes('outbound_jobs_due'), `generic plan of the claim reads outbound_jobs_due (${indexes(generic).join(', ')})`);
 });

@@ -24,8 +24,9 @@ t.test(`every declared retention's purge query has an index on its age column ($
       const firstId = ordered ? `'${idFloor(ordered, Date.parse('2026-01-01T00:00:00Z'))}'` : '';
       const { rows } = await q.query<{ 'QUERY PLAN': string }>(`EXPLAIN ${purgeSelection(table).replace('$1', cutoff).replace('$3', firstId)}`);
       const plan = rows.map((r) => r['QUERY PLAN']).join('\n');
-      // A time-ordered key bounds the search by the primary key instead of an index on the age column.
-      const column = ordered ? table.retention!.key! : table.retention!.ageColumn;
+      // A time-ordered key bounds the search by the primary key, so the age column may have no index of its own
+      // (messages); a table with one (outbound_jobs_done) may be read through either.
+      const column = ordered ? `(${table.retention!.key!}|${table.retention!.ageColumn})` : table.retention!.ageColumn;
       t.match(plan, new RegExp(`Index Cond: .*\\b${column}\\b`), `${table.name}: the purge finds its rows through an index on ${column}`);
       t.notMatch(plan, new RegExp(`Seq Scan on ${table.name}\\b`), `${table.name}: not scanned whole`);
     }

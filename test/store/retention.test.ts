@@ -19,6 +19,9 @@ const YOUNG = NOW - 10 * DAY;
 // Real ids (time-ordered, made when the message was): the purge of messages walks its primary key below the cutoff.
 const MSG = { old: newId('msg_', OLD), open: newId('msg_', OLD), young: newId('msg_', OLD) };
 const LIVE_MSGS = [MSG.open, MSG.young].sort();
+// Job ids carry the time they were made (the retention's purge looks only below the cutoff's first id).
+const JOB = { old1: newId('job_', OLD), old2: newId('job_', OLD), old3: newId('job_', OLD), pending: newId('job_', OLD), young: newId('job_', YOUNG) };
+const LIVE_JOBS = [JOB.pending, JOB.young].sort();
 const iso = (ms: number) => new Date(ms).toISOString();
 
 const config = (over: Partial<RetentionConfig> = {}): RetentionConfig => ({
@@ -55,9 +58,9 @@ t.test(`retention purges old final rows with their children, keeps the rest (${b
        VALUES ($1, 'email', 'smtp', 'acc_r', $1, '{}', $2, $3, $4, $4, $4, $4)`,
       [id, pending ? 'queued' : 'sent', pending, at],
     ).then(() => q(`INSERT INTO outbound_history (job_id, kind, state, at) VALUES ($1, 'state', 'queued', $2), ($1, 'state', 'sent', $2)`, [id, at]));
-  for (const id of ['job_old1', 'job_old2', 'job_old3']) await job(id, false, OLD);
-  await job('job_pending', true, OLD);
-  await job('job_young', false, YOUNG);
+  for (const id of [JOB.old1, JOB.old2, JOB.old3]) await job(id, false, OLD);
+  await job(JOB.pending, true, OLD);
+  await job(JOB.young, false, YOUNG);
 
   // Webhooks: events are dropped by whole partitions (test/store/range-partitions.test.ts); here all are in the
   // partition of today, not past its retention. Delivery rows are purged by their own age once ended.
@@ -134,8 +137,8 @@ t.test(`retention purges old final rows with their children, keeps the rest (${b
   t.same(out, purged, 'every purged row is reported (metrics)');
 
   const ids = async (sql: string) => (await db.query<{ id: string }>(sql)).rows.map((x) => x.id).sort();
-  t.same(await ids(`SELECT id FROM outbound_jobs`), ['job_pending', 'job_young'], 'old done jobs purged over several batches; the pending and the young one kept');
-  t.same(await ids(`SELECT DISTINCT job_id AS id FROM outbound_history`), ['job_pending', 'job_young'], 'their history went with them');
+  t.same(await ids(`SELECT id FROM outbound_jobs`), LIVE_JOBS, 'old done jobs purged over several batches; the pending and the young one kept');
+  t.same(await ids(`SELECT DISTINCT job_id AS id FROM outbound_history`), LIVE_JOBS, 'their history went with them');
   t.equal(purged.outbound_jobs, 3);
   t.equal(purged.outbound_history, 6);
   t.same(await ids(`SELECT id FROM webhook_events`), ['ev_old', 'ev_retrying', 'ev_unread', 'ev_young'], 'events go only with their whole partition');

@@ -6,11 +6,22 @@ import type { TableDeclaration } from './table-declaration.js';
  */
 export const CORE_TABLES: readonly TableDeclaration[] = [
   // Done jobs of the outbound pipeline (sent or failed; later callbacks only add history) and their history. Updated
-  // on every send attempt, claim and status.
+  // on every send attempt, claim and status. Partitioned by ranges of the job id, which carries its time (0056), the
+  // history alike: a range past the retention goes whole, its jobs still pending moved to the default partitions first.
   {
     name: 'outbound_jobs',
     vacuum: 'churn',
-    retention: { family: 'outbound', ageColumn: 'updated_at', ageUnit: 'ms', finishedWhere: 'NOT pending', key: 'id', children: [{ table: 'outbound_history', column: 'job_id' }] },
+    partitions: { column: 'id', idPrefix: 'job_', openWhere: 'pending' },
+    retention: {
+      family: 'outbound',
+      ageColumn: 'updated_at',
+      ageUnit: 'ms',
+      finishedWhere: 'NOT pending',
+      key: 'id',
+      // Ids are newId('job_') from the pipeline's clock, which also stamps updated_at: a job is done only after it was made.
+      keyTimeOrdered: 'job_',
+      children: [{ table: 'outbound_history', column: 'job_id' }],
+    },
   },
   // The event log, partitioned by time (0042): a partition past the retention is dropped once every enabled endpoint's
   // cursor has read past it (its tick's snapshot sees every transaction in it) and no open delivery row needs its
