@@ -23,6 +23,8 @@ import { StateMachine } from '../../src/outbound/state-machine.js';
 import { openBackends } from '../../src/store/backends.js';
 import { openDb } from '../../src/store/sql/db.js';
 import { migrate } from '../../src/store/sql/migrate.js';
+import { CORE_TABLES } from '../../src/store/sql/core-tables.js';
+import { RangePartitions, type PartitionedTable } from '../../src/store/sql/range-partitions.js';
 import { packageRoot } from '../../src/util/paths.js';
 import { HttpTestAdapter } from '../../test/outbound/http-test-adapter.js';
 import { Args, UsageError } from './harness/args.js';
@@ -30,17 +32,20 @@ import { machineInfo } from './harness/machine.js';
 import { cpuSeconds } from './harness/proc.js';
 import { fmt, printJson, printTable } from './harness/report.js';
 
-const FLAGS = ['jobs', 'concurrency', 'batch', 'accounts', 'no-events', 'json', 'help'];
-const USAGE = `usage: npm run bench -- outbound [--jobs 20000] [--concurrency 64] [--batch 1000] [--accounts 10] [--no-events] [--json]
+const FLAGS = ['jobs', 'concurrency', 'batch', 'accounts', 'partitions', 'no-events', 'json', 'help'];
+const USAGE = `usage: npm run bench -- outbound [--jobs 20000] [--concurrency 64] [--batch 1000] [--accounts 10] [--partitions P] [--no-events] [--json]
   --jobs N          jobs to enqueue and drain (default 20,000)
   --concurrency C   requests to the provider at once (default 64; the hold cap is 4 × C)
   --batch B         jobs per product transaction when enqueueing (default 1,000)
   --accounts A      accounts the jobs are spread over (default 10; each may use all C)
+  --partitions P    P more ranges of outbound_jobs and its history made ahead first, as a daemon running for the
+                    retention's length has them (default 0: as just migrated)
   --no-events       no webhook endpoint subscribes, so no event rows are stored (default: every event stored)
   backend: Postgres when DATABASE_URL is set, else embedded (PGlite)`;
 
+const OUTBOUND_JOBS = CORE_TABLES.find((t) => t.name === 'outbound_jobs') as PartitionedTable;
 const args = new Args();
-let N: number, C: number, BATCH: number, ACCOUNTS: number;
+let N: number, C: number, BATCH: number, ACCOUNTS: number, PARTITIONS: number;
 try {
   if (args.has('help')) {
     process.stdout.write(USAGE + '\n');
@@ -52,6 +57,7 @@ try {
   C = args.number('concurrency', 64, { min: 1, max: 4096, integer: true });
   BATCH = args.number('batch', 1000, { min: 1, integer: true });
   ACCOUNTS = args.number('accounts', 10, { min: 1, integer: true });
+  PARTITIONS = args.number('partitions', 0, { min: 0, max: 100, integer: true });
 } catch (err) {
   process.stderr.write(`bench outbound: ${(err as Error).message}\n\n${USAGE}\n`);
   process.exit(2);
@@ -114,6 +120,9 @@ process.once('SIGINT', () => void cleanup().then(() => process.exit(130)));
 
 try {
   await migrate(db);
+  // Ranges of one day each from tomorrow on: statements over the jobs then reach as many partitions as in a daemon
+  // that has run for the retention's length (their rows do not matter to a plan that probes each index).
+  if (PARTITIONS) await new RangePartitions(db, pino({ level: 'warn' })).ensure(OUTBOUND_JOBS, 1, Date.now() + (PARTITIONS - 3) * 86_400_000);
   const backends = await openBackends({ db, redisUrl, keyPrefix });
   registerEventTypes({ 'bench.queued': 'bench job accepted', 'bench.sent': 'bench job sent', 'bench.failed': 'bench job failed' });
   const machine = new StateMachine({
@@ -189,6 +198,7 @@ try {
     jobs: N,
     concurrency: C,
     accounts: ACCOUNTS,
+    partitions: PARTITIONS,
     events,
     enqueuePerSec: N / enqueueSecs,
     enqueueCpuPer1000: cpuPerK(enqueueCpu, N),
@@ -201,7 +211,7 @@ try {
     storedEvents,
   };
   printTable(
-    `Outbound pipeline (${backendName}), ${N.toLocaleString('en')} jobs, concurrency ${C}, ${ACCOUNTS} accounts, events ${events ? 'stored' : 'off'}`,
+    `Outbound pipeline (${backendName}), ${N.toLocaleString('en')} jobs, concurrency ${C}, ${ACCOUNTS} accounts, events ${events ? 'stored' : 'off'}${PARTITIONS ? `, ${PARTITIONS} ranges made ahead` : ''}`,
     [`machine: ${m.cores} × ${m.model}, ${m.memoryGiB} GiB, node ${m.node}`, 'CPU: seconds of CPU per 1,000 jobs; "pipeline" is this process (with PGlite, the database too; Postgres and Redis servers not counted)'],
     [
       { figure: 'enqueue (product transactions)', value: fmt.rate(result.enqueuePerSec, 'jobs/s') },

@@ -1,4 +1,4 @@
-import { plannedPerBatch, prepared } from '../store/sql/prepared.js';
+import { prepared } from '../store/sql/prepared.js';
 import type { Db } from '../store/types.js';
 
 /**
@@ -31,11 +31,6 @@ export interface DueSetDeclaration {
   lanes?: { column: string; values: readonly number[] };
   /** What a claim returns of each row, as SQL over `j` (the claimed row); by default its id. */
   returning?: string;
-  /**
-   * The table is partitioned by ranges of its id (e.g. outbound_jobs, 0056): the statements over a batch of ids are
-   * planned per batch, so Postgres reads only the partitions holding them (prepared.ts, plannedPerBatch).
-   */
-  partitionedById?: boolean;
 }
 
 /** A claim that ends without an outcome: the row is due again at `dueAt`. */
@@ -116,8 +111,7 @@ function build(d: DueSetDeclaration): Statements {
   FROM unnest($1::text[], $2::${database ? 'float8' : 'bigint'}[]) AS u(id, due)
   WHERE j.${d.id} = u.id AND j.${d.id} = ANY($1::text[]) AND ${d.open('j')}`;
 
-  const byIds = d.partitionedById ? plannedPerBatch : prepared;
-  return { claimDue: prepared(claimDue), claimIds: byIds(claimIds), endClaims: byIds(endClaims) };
+  return { claimDue: prepared(claimDue), claimIds: prepared(claimIds), endClaims: prepared(endClaims) };
 }
 
 /**

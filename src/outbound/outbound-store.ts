@@ -1,5 +1,5 @@
 import { DueSet, type Claimed } from '../delivery/due-set.js';
-import { plannedPerBatch, prepared } from '../store/sql/prepared.js';
+import { prepared } from '../store/sql/prepared.js';
 import type { Db, Queryable } from '../store/types.js';
 import type { OutboundJob } from './types.js';
 
@@ -68,17 +68,17 @@ const DUE_JOBS = DueSet.declare({
   scope: 'provider',
   lanes: { column: 'lane', values: [1, 2] },
   returning: COLUMNS,
-  partitionedById: true,
 });
 
 // Locked in id order, so two transactions over overlapping jobs (a result batch and a provider callback) never deadlock.
-// Statements over a batch of job ids are planned per batch: Postgres then reads only the partitions holding them (0056).
-const LOCK_SQL = plannedPerBatch(`SELECT ${COLUMNS} FROM outbound_jobs j WHERE j.id = ANY($1::text[]) ORDER BY j.id FOR UPDATE`);
+// Statements over a batch of job ids keep a generic plan, which probes each partition's key for each id (0056): fewer
+// partitions than the ledger's and smaller batches, where planning each batch cost more (docs/scaling.md, measured).
+const LOCK_SQL = prepared(`SELECT ${COLUMNS} FROM outbound_jobs j WHERE j.id = ANY($1::text[]) ORDER BY j.id FOR UPDATE`);
 const LOCK_BY_PROVIDER_ID_SQL = `SELECT ${COLUMNS} FROM outbound_jobs j WHERE j.provider = $1 AND j.provider_id = ANY($2::text[]) ORDER BY j.id FOR UPDATE`;
 
 // `j.id = ANY($1)` beside the join keeps the generic plan on the primary key whatever it guesses of the unnest (the
 // ledger's batch statements learned this: a plain join hashed the whole table once it was large).
-const WRITE_SQL = plannedPerBatch(`UPDATE outbound_jobs j SET state = u.state, pending = u.pending, attempts = u.attempts, next_attempt_at = u.next_attempt_at,
+const WRITE_SQL = prepared(`UPDATE outbound_jobs j SET state = u.state, pending = u.pending, attempts = u.attempts, next_attempt_at = u.next_attempt_at,
     claimed_until = u.claimed_until, provider_id = u.provider_id, ferry_error = u.ferry_error, provider_error = u.provider_error,
     error_message = u.error_message, updated_at = u.updated_at
   FROM unnest($1::text[], $2::text[], $3::bool[], $4::int[], $5::bigint[], $6::bigint[], $7::text[], $8::text[], $9::text[], $10::text[], $11::bigint[])
