@@ -212,6 +212,13 @@ export const coreConfigSchema = {
         maxQueueHours: { type: 'number', minimum: 0.01, default: 48, description: 'a message without a validity period expires after this long unsent' },
         receiptTimeoutHours: { type: 'number', minimum: 0, default: 48, description: 'a submitted message with no receipt after this long is expired (NO_RECEIPT); 0 never' },
         maxBacklog: { type: 'integer', minimum: 1, default: 200000, description: 'queued messages beyond which new submits are refused (ESME_RTHROTTLED / 429) while every window is full' },
+        accountMetrics: {
+          type: 'integer',
+          minimum: 0,
+          maximum: 10000,
+          default: 200,
+          description: 'accounts with series of their own in the per-account message metrics, the first this instance counts; later ones are counted as _other (0: all as _other)',
+        },
       },
     },
     pricing: {
@@ -471,7 +478,7 @@ export interface FerryConfig {
     simulator: { enabled: 'auto' | 'on' | 'off'; receiptDelayMs: number };
   };
   routing: { rules: RouteRuleConfig[] };
-  messages: { defaultAccountTps: number; maxAttempts: number; maxQueueHours: number; receiptTimeoutHours: number; maxBacklog: number };
+  messages: { defaultAccountTps: number; maxAttempts: number; maxQueueHours: number; receiptTimeoutHours: number; maxBacklog: number; accountMetrics: number };
   dispatch: { batch: number; leaseSeconds: number; reconcileSeconds: number; reconcileStaleSeconds: number };
   pricing: { defaultPrice: number | null; entries: Array<{ prefix: string; price: number; route?: string }> };
   billing: { refundOnFailure: boolean };

@@ -2,12 +2,15 @@ import { decideDebits, type Debit } from '../billing/billing.js';
 import { EVENT_ID_SQL, SUBSCRIBED_SQL } from '../events/event-outbox.js';
 import { prepared } from '../store/sql/prepared.js';
 import type { Db } from '../store/types.js';
+import type { AccountMessageMetrics } from './account-metrics.js';
 import { GroupCommit, type GroupCommitOptions, type GroupCommitStats } from './group-commit.js';
 import type { NewMessage } from './types.js';
 
 export interface LedgerWriterOptions extends GroupCommitOptions {
   /** Epoch ms; decides queued vs scheduled. */
   clock?: () => number;
+  /** Counts the messages accepted per account, once their batch committed. */
+  accountMetrics?: AccountMessageMetrics;
 }
 
 /*
@@ -63,7 +66,7 @@ export class LedgerWriter {
 
   constructor(
     private readonly db: Db,
-    opts: LedgerWriterOptions = {},
+    private readonly opts: LedgerWriterOptions = {},
   ) {
     this.clock = opts.clock ?? Date.now;
     this.gc = new GroupCommit<Pending, boolean>((items) => this.writeBatch(items), opts);
@@ -115,9 +118,10 @@ export class LedgerWriter {
     if (!debits.length) {
       // A single statement is its own transaction: one round trip.
       await this.db.query(INSERT_SQL, this.columns(items));
+      this.counted(items, out);
       return out;
     }
-    return this.db.tx(async (q) => {
+    const decided = await this.db.tx(async (q) => {
       const { ok, write } = await decideDebits(q, debits);
       for (let k = 0; k < debited.length; k++) if (!ok[k]) out[debited[k]] = false;
       const rows = out.every(Boolean) ? items : items.filter((_, i) => out[i]);
@@ -129,6 +133,15 @@ export class LedgerWriter {
       for (const r of await Promise.allSettled(written)) if (r.status === 'rejected') throw r.reason;
       return out;
     });
+    this.counted(items, decided);
+    return decided;
+  }
+
+  /** The committed rows of a batch (those `written` says), per account. */
+  private counted(items: readonly Pending[], written: readonly boolean[]): void {
+    const m = this.opts.accountMetrics;
+    if (!m) return;
+    for (let i = 0; i < items.length; i++) if (written[i]) m.acceptedOf(items[i].row.accountId);
   }
 
   /** The INSERT's parameters: one array per column. */

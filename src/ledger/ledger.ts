@@ -1,5 +1,6 @@
 import { plannedPerBatch, prepared } from '../store/sql/prepared.js';
 import type { Db, Queryable, QueryResult, Transaction } from '../store/types.js';
+import type { AccountMessageMetrics } from './account-metrics.js';
 import { GroupCommit, type GroupCommitOptions, type GroupCommitStats } from './group-commit.js';
 import { decide, isFinal } from './transitions.js';
 import type {
@@ -17,6 +18,7 @@ import type {
 /** A status change the batch applied, as handed to the effects. */
 export interface AppliedChange {
   id: string;
+  accountId: string;
   from: MessageStatus;
   to: MessageStatus;
   errorCode: string | null;
@@ -46,6 +48,8 @@ export interface LedgerOptions {
   /** Batching of transitions (receipts arrive at submit rates). */
   transitions?: GroupCommitOptions;
   effects?: TransitionEffect[];
+  /** Counts the messages reaching a final status per account, once their batch committed. */
+  accountMetrics?: AccountMessageMetrics;
   /** Epoch ms; the "now" of the recovery sweep. */
   clock?: () => number;
 }
@@ -82,7 +86,7 @@ INSERT INTO message_events (message_id, status, detail)
   ORDER BY e.n`);
 
 // Batches lock their rows in id order, so two batches never deadlock.
-const LOCK_SQL = plannedPerBatch(`SELECT id, status FROM messages WHERE id = ANY($1::text[]) ORDER BY id FOR UPDATE`);
+const LOCK_SQL = plannedPerBatch(`SELECT id, account_id, status FROM messages WHERE id = ANY($1::text[]) ORDER BY id FOR UPDATE`);
 
 // Keep a part's final state when its receipt came before this record.
 const UPSERT_SUBMITTED_PARTS_SQL = plannedPerBatch(`INSERT INTO message_parts (message_id, part_index, upstream_id, upstream_message_id, status)
@@ -131,6 +135,7 @@ export class Ledger {
   private readonly gc: GroupCommit<TransitionInput, TransitionResult>;
   private readonly clock: () => number;
   private readonly effects: TransitionEffect[];
+  private readonly accountMetrics: AccountMessageMetrics | undefined;
   private readonly submits: GroupCommit<SubmitRecord, MarkSubmittedOutcome>;
   private readonly partRecords: GroupCommit<PartUpdate, PartSummary>;
 
@@ -140,7 +145,11 @@ export class Ledger {
   ) {
     this.clock = opts.clock ?? Date.now;
     this.effects = [...(opts.effects ?? [])];
-    this.gc = new GroupCommit<TransitionInput, TransitionResult>((items) => this.inTx((q, after) => applyTransitions(q, items, this.effects, after)), opts.transitions);
+    this.accountMetrics = opts.accountMetrics;
+    this.gc = new GroupCommit<TransitionInput, TransitionResult>(
+      (items) => this.inTx((q, after) => applyTransitions(q, items, this.effects, after, this.accountMetrics)),
+      opts.transitions,
+    );
     this.submits = new GroupCommit<SubmitRecord, MarkSubmittedOutcome>((items) => this.inTx((q, after) => applySubmits(q, items, this.effects, after)), opts.transitions);
     this.partRecords = new GroupCommit<PartUpdate, PartSummary>((items) => applyPartRecords(this.db, items), opts.transitions);
   }
@@ -249,6 +258,7 @@ export class Ledger {
        INSERT INTO message_events (message_id, status) SELECT id, 'cancelled' FROM c`,
       [id, accountId],
     );
+    if (r.rowCount > 0) this.accountMetrics?.finalOf(accountId, 'cancelled');
     return r.rowCount > 0;
   }
 
@@ -316,14 +326,14 @@ async function applySubmits(q: Transaction, items: SubmitRecord[], effects: read
     }
   }
   const ids = [...byId.keys()];
-  const locked = q.query<{ id: string; status: MessageStatus }>(LOCK_SQL, [ids]);
+  const locked = q.query<{ id: string; account_id: string; status: MessageStatus }>(LOCK_SQL, [ids]);
   // Needs nothing from the locking read's answer, so it travels with it (one round trip); it still runs after it.
   const parts = pId.length ? [q.query(UPSERT_SUBMITTED_PARTS_SQL, [pId, pIdx, pUp, pMsg])] : [];
   const cur = await locked.catch(async (err: unknown) => {
     await Promise.allSettled(parts);
     throw err;
   });
-  const status = new Map(cur.rows.map((r) => [r.id, r.status]));
+  const lockedRows = new Map(cur.rows.map((r) => [r.id, r]));
   const uId: string[] = [];
   const uUp: string[] = [];
   const uRule: (string | null)[] = [];
@@ -334,7 +344,7 @@ async function applySubmits(q: Transaction, items: SubmitRecord[], effects: read
   const uMsgId: (string | null)[] = [];
   const eDetail: object[] = [];
   for (const [id, m] of byId) {
-    const from = status.get(id);
+    const from = lockedRows.get(id)?.status;
     if (from === undefined) continue;
     const late = isFinal(from);
     const single = m.total <= 1;
@@ -355,15 +365,15 @@ async function applySubmits(q: Transaction, items: SubmitRecord[], effects: read
     // Effects see the first submit of a message (webhook sms.sent); a resumed or late record changes no status.
     const changes: AppliedChange[] = [];
     for (let i = 0; i < uId.length; i++) {
-      const from = status.get(uId[i])!;
-      if (!uLate[i] && from !== 'submitted') changes.push({ id: uId[i], from, to: 'submitted', errorCode: null });
+      const row = lockedRows.get(uId[i])!;
+      if (!uLate[i] && row.status !== 'submitted') changes.push({ id: uId[i], accountId: row.account_id, from: row.status, to: 'submitted', errorCode: null });
     }
     await writeWithEffects(q, RECORD_SUBMITS_SQL, [uId, uUp, uRule, uTotal, uCount, uLate, uKnown, uMsgId, JSON.stringify(eDetail)], effects, changes, after, parts);
   } else {
     for (const r of await Promise.allSettled(parts)) if (r.status === 'rejected') throw r.reason;
   }
   return items.map((it) => {
-    const from = status.get(it.id);
+    const from = lockedRows.get(it.id)?.status;
     if (from === undefined) return 'not_found';
     return isFinal(from) ? 'late' : 'changed';
   });
@@ -442,6 +452,7 @@ function partCategory(status: string): 'delivered' | 'failed' | 'pending' {
 }
 
 interface Pending {
+  accountId: string;
   from: MessageStatus;
   status: MessageStatus;
   errorCode: string | null;
@@ -449,11 +460,17 @@ interface Pending {
 }
 
 /** One batch of transitions inside one transaction: lock (in id order, so batches never deadlock), decide, write. */
-async function applyTransitions(q: Transaction, items: TransitionInput[], effects: readonly TransitionEffect[], after: AfterCommit[]): Promise<TransitionResult[]> {
+async function applyTransitions(
+  q: Transaction,
+  items: TransitionInput[],
+  effects: readonly TransitionEffect[],
+  after: AfterCommit[],
+  accountMetrics?: AccountMessageMetrics,
+): Promise<TransitionResult[]> {
   const ids = [...new Set(items.map((i) => i.id))];
-  const cur = await q.query<{ id: string; status: MessageStatus }>(LOCK_SQL, [ids]);
+  const cur = await q.query<{ id: string; account_id: string; status: MessageStatus }>(LOCK_SQL, [ids]);
   const state = new Map<string, Pending>();
-  for (const r of cur.rows) state.set(r.id, { status: r.status, errorCode: null, dirty: false, from: r.status });
+  for (const r of cur.rows) state.set(r.id, { accountId: r.account_id, status: r.status, errorCode: null, dirty: false, from: r.status });
   const results: TransitionResult[] = new Array(items.length);
   const evId: string[] = [];
   const evStatus: string[] = [];
@@ -494,8 +511,13 @@ async function applyTransitions(q: Transaction, items: TransitionInput[], effect
   }
   if (!uId.length && !evId.length) return results;
   const changes: AppliedChange[] = [];
-  for (const [id, s] of state) if (s.dirty) changes.push({ id, from: s.from, to: s.status, errorCode: s.errorCode });
+  for (const [id, s] of state) if (s.dirty) changes.push({ id, accountId: s.accountId, from: s.from, to: s.status, errorCode: s.errorCode });
   await writeWithEffects(q, APPLY_TRANSITIONS_SQL, [uId, uStatus, uErr, uFinal, evId, evStatus, JSON.stringify(evDetail)], effects, changes, after);
+  if (accountMetrics) {
+    after.push(() => {
+      for (const c of changes) if (isFinal(c.to)) accountMetrics.finalOf(c.accountId, c.to);
+    });
+  }
   return results;
 }
 

@@ -15,7 +15,7 @@ import { parseQuery, parseVariableQuery } from './promql.js';
 
 const DASHBOARD_FILE = join(packageRoot, 'contrib/grafana/ferry.json');
 
-const ROWS = ['Overview', 'SMPP upstreams', 'SMPP customers', 'Queues & back-pressure', 'Webhooks & outbound', 'REST API & errors', 'Products', 'Process'];
+const ROWS = ['Overview', 'SMPP upstreams', 'SMPP customers', 'Accounts', 'Queues & back-pressure', 'Webhooks & outbound', 'REST API & errors', 'Products', 'Process'];
 
 /** Variables Grafana defines itself. */
 const GRAFANA_VARIABLES = new Set(['__rate_interval', '__interval', '__range', '__interval_ms', '__range_s']);
@@ -200,7 +200,7 @@ t.test('the check fails on a made-up metric, a missing label and a misused type'
 });
 
 /** A little traffic, so labelled series have samples: REST sends, a failed login, an SMPP submit and its receipt. */
-async function driveTraffic(t: Test, d: TestDaemon): Promise<void> {
+async function driveTraffic(t: Test, d: TestDaemon): Promise<string> {
   const account = await d.adminCall('POST', '/admin/accounts', { name: 'dash', defaultCountry: 'GH', smppPassword: 'pw123456' });
   const key = await d.adminCall('POST', '/admin/keys', { account: 'dash', scopes: 'all' });
   for (let i = 0; i < 3; i++) {
@@ -218,17 +218,21 @@ async function driveTraffic(t: Test, d: TestDaemon): Promise<void> {
   await client.next((p) => p.command === 'deliver_sm', 30_000);
   await until(
     async () => (await call(d.admin, 'GET', '/metrics')).text,
-    (text) => /^ferry_upstream_receipts_total\{/m.test(text) && /^ferry_smpp_customer_deliveries_total\{/m.test(text),
+    (text) => /^ferry_upstream_receipts_total\{/m.test(text) && /^ferry_smpp_customer_deliveries_total\{/m.test(text) && /^ferry_account_messages_final_total\{/m.test(text),
     30_000,
   );
+  return account.id as string;
 }
 
 t.test(`every metric and label the dashboard queries is on /metrics (${backendLabel})`, async (t) => {
   const d = await startDaemon();
   t.teardown(() => d.stop());
-  await driveTraffic(t, d);
+  const accountId = await driveTraffic(t, d);
 
   const text = (await call(d.admin, 'GET', '/metrics')).text;
+  // Per account: the three REST sends and the SMPP submit accepted, the SMPP one delivered (its receipt came).
+  t.match(text, new RegExp(`^ferry_account_messages_accepted_total\\{account="${accountId}"\\} 4$`, 'm'), 'messages accepted, counted per account');
+  t.match(text, new RegExp(`^ferry_account_messages_final_total\\{account="${accountId}",status="delivered"\\} [1-4]$`, 'm'), 'final statuses, counted per account');
   // A labelled metric prints its # TYPE line but no sample until used: its declared label names stand in for them.
   // (prom-client's metric objects carry `labelNames`; its MetricObject type does not say so.)
   const registered = d.daemon.metrics.registry.getMetricsAsArray() as unknown as Array<{ name: string; labelNames?: readonly string[] }>;
@@ -266,7 +270,7 @@ t.test(`every metric and label the dashboard queries is on /metrics (${backendLa
   // The same check on the real catalogue sees a renamed metric and a label the metric lacks.
   const first = panelQueries(dashboard).find((q) => q.expr.includes('ferry_upstream_submits_total{'))!;
   t.match(checkQuery(first.expr.replace('ferry_upstream_submits_total', 'ferry_upstream_submitz_total'), catalogue), [/ferry_upstream_submitz_total: no such metric/], 'a renamed metric fails');
-  t.match(checkQuery('sum by (account) (rate(ferry_upstream_submits_total[5m]))', catalogue), [/no label account/], 'per-account series do not exist');
+  t.match(checkQuery('sum by (account) (rate(ferry_upstream_submits_total[5m]))', catalogue), [/no label account/], 'a label the metric lacks fails');
 });
 
 /** Whether promtool (Debian package prometheus) is installed. */
