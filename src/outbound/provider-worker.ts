@@ -49,6 +49,20 @@ interface Held {
   prevClaim: number | null;
   /** Counted in accountHeld (waiting or sending). */
   admitted: boolean;
+  /**
+   * Its outcome (or hand-back) went to be written, with the claim as it was then: a later claim of the job is not this
+   * hold's to carry on, even while the entry stays in `held` (until the write has answered).
+   */
+  settling: boolean;
+  /** A claim of the job made while this hold was settling: taken up once it is settled (see takeUp). */
+  reclaim: Reclaim | null;
+}
+
+/** A claim as the loop made it. */
+interface Reclaim {
+  row: ClaimedRow;
+  now: number;
+  until: number;
 }
 
 const CLAIM_BATCH = 100;
@@ -185,7 +199,7 @@ export class ProviderWorker {
       await this.host.store.endClaims([{ id: jobId, until, nextAttemptAt: row.nextAttemptAt }]);
       return null;
     }
-    const h: Held = { id: jobId, job: row, endpoint, claimedUntil: until, prevClaim: row.prevClaim !== null && row.prevClaim <= now ? row.prevClaim : null, admitted: false };
+    const h: Held = { id: jobId, job: row, endpoint, claimedUntil: until, prevClaim: row.prevClaim !== null && row.prevClaim <= now ? row.prevClaim : null, admitted: false, settling: false, reclaim: null };
     this.active++;
     this.accountSlots.tryTake(row.accountId);
     let result: SendResult | null = null;
@@ -284,12 +298,19 @@ export class ProviderWorker {
   private admit(row: ClaimedRow, now: number, until: number): void {
     const known = this.held.get(row.id);
     if (known) {
+      if (known.settling) {
+        // The held copy's outcome (or hand-back) is being written, or has committed and its answer is not here yet
+        // (the claim can see a commit before this process does, and a retry or a hand-back may be due at once). That
+        // write carries the earlier claim, so this one would be left to nobody: it is taken up once the write is done.
+        known.reclaim = { row, now, until };
+        return;
+      }
       // Our own claim ran out while this worker still held the job (a stalled process): the held copy goes on under
       // the new claim, which its outcome then ends.
       known.claimedUntil = until;
       return;
     }
-    const h: Held = { id: row.id, job: row, endpoint: this.name, claimedUntil: until, prevClaim: row.prevClaim !== null && row.prevClaim <= now ? row.prevClaim : null, admitted: false };
+    const h: Held = { id: row.id, job: row, endpoint: this.name, claimedUntil: until, prevClaim: row.prevClaim !== null && row.prevClaim <= now ? row.prevClaim : null, admitted: false, settling: false, reclaim: null };
     this.held.set(row.id, h);
     if (now >= row.deadlineAt) {
       this.track(this.finish(h, { kind: 'deadline', job: row, claimedUntil: until }));
@@ -417,20 +438,32 @@ export class ProviderWorker {
   }
 
   private async finish(h: Held, outcome: WorkerOutcome): Promise<void> {
+    h.settling = true;
+    let written = false;
     try {
       if (!this.abandoned) await this.host.record(outcome);
+      written = true;
     } finally {
-      this.drop(h.id);
+      this.drop(h, written);
     }
   }
 
   /** Handed back unsent, due again after about `delayMs`: the claim ends (where still ours); the attempt does not count. */
   private defer(h: Held, delayMs: number, reason: string): void {
+    h.settling = true;
     this.unadmit(h);
     this.host.metrics?.deferred.inc({ provider: this.name, reason });
     const delay = delayMs <= 0 ? 0 : jitter(delayMs, 0.2);
     const end: ClaimEnd = { id: h.id, until: h.claimedUntil, nextAttemptAt: this.host.clock() + Math.round(delay) };
-    this.track(this.deferrals.submit(end).finally(() => this.drop(h.id)));
+    this.track(
+      this.deferrals.submit(end).then(
+        () => this.drop(h, true),
+        (err: unknown) => {
+          this.drop(h, false);
+          throw err;
+        },
+      ),
+    );
   }
 
   private readonly writeDeferrals = async (ends: ClaimEnd[]): Promise<void> => {
@@ -438,7 +471,34 @@ export class ProviderWorker {
     await this.host.store.endClaims(ends);
   };
 
-  private drop(id: string): void {
-    if (this.held.delete(id)) this.wake();
+  /** The hold ends (its outcome or hand-back written, or not: `written`); a claim made meanwhile is taken up. */
+  private drop(h: Held, written: boolean): void {
+    // An inline attempt's hold (sendNow) is not in `held`.
+    if (this.held.get(h.id) !== h) return;
+    this.held.delete(h.id);
+    if (h.reclaim && !this.abandoned) this.takeUp(h.reclaim, written);
+    this.wake();
+  }
+
+  /**
+   * A claim made while the job's earlier hold was settling. Made after that write committed (which ended our claim:
+   * no previous claim), the row as claimed is current and the job is admitted like any other. Made before it, over our
+   * own claim that had run out, the row as claimed predates the write, which left this newer claim in place: it is
+   * handed back, the job due when its row now says. When the write failed, the claim runs out, as after any failed write.
+   */
+  private takeUp(r: Reclaim, written: boolean): void {
+    if (r.row.prevClaim === null) {
+      this.admit(r.row, r.now, r.until);
+      if (this.held.size > this.maxHeld) this.maxHeld = this.held.size;
+      this.pump();
+    } else if (written) {
+      this.track(this.handBack(r.row.id, r.until));
+    }
+  }
+
+  /** Ends a claim of ours without moving the job's schedule (what the write before it set). */
+  private async handBack(id: string, until: number): Promise<void> {
+    const row = await this.host.store.get(id);
+    if (row && row.claimedUntil === until) await this.host.store.endClaims([{ id, until, nextAttemptAt: row.nextAttemptAt }]);
   }
 }

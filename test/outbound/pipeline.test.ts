@@ -367,7 +367,9 @@ t.test(`outbound pipeline contract (${backendLabel})`, async (t) => {
       h.pipeline.enqueue(q, [demoJob(name, 'od-1', 'acc_1', { deadlineAt: clock.now + 1000 }), demoJob(name, 'od-2', 'acc_1', { deadlineAt: clock.now + 60_000 })]),
     );
     clock.advance(2000);
-    t.equal(await h.reconciler.periodic(), 1, 'one failed');
+    // The pass covers every provider's jobs in the database, those other subtests left included: only what it did to
+    // this subtest's two is checked.
+    t.ok((await h.reconciler.periodic()) >= 1, 'the pass failed the overdue one');
     const row = await stateOf(h.pipeline, overdue.id);
     t.match(row, { state: 'failed', ferryError: 'DEADLINE_EXCEEDED', pending: false });
     t.same((await eventsOf(backends, 'dm_od-1')).map((e) => e.type), ['demo.queued', 'demo.failed']);
