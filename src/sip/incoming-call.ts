@@ -3,7 +3,7 @@ import type { CallHost, DialogUser, ServerTransaction } from './call-host.js';
 import { Dialog } from './dialog.js';
 import type { SipRequest } from './message.js';
 import { fromOf, toOf } from './message.js';
-import { parseNameAddr, type NameAddr } from './name-addr.js';
+import { parseNameAddr, toNameAddr, type NameAddr } from './name-addr.js';
 import type { EndInfo } from './outgoing-call.js';
 import type { ServerInviteTransaction } from './server-invite-transaction.js';
 import type { SipTarget } from './transport.js';
@@ -22,7 +22,7 @@ export interface IncomingCallEvents {
   referProgress: [progress: ReferProgress];
 }
 
-export type IncomingCallState = 'offered' | 'answered' | 'confirmed' | 'terminating' | 'ended' | 'rejected' | 'cancelled';
+export type IncomingCallState = 'offered' | 'answered' | 'confirmed' | 'terminating' | 'ended' | 'rejected' | 'redirected' | 'cancelled';
 
 /** The UAS side of one call: ring, answer, reject, BYE either way, CANCEL. */
 export class IncomingCall extends EventEmitter<IncomingCallEvents> implements DialogUser {
@@ -79,6 +79,17 @@ export class IncomingCall extends EventEmitter<IncomingCallEvents> implements Di
     this.state = 'rejected';
     this.host.removeDialog(this.callId, this.localTag);
     this.host.respond(this.tx, this.request, code < 300 ? 480 : code, { toTag: this.localTag, reason });
+  }
+
+  /**
+   * Sends the caller elsewhere before answering (RFC 3261 8.3.1): a 3xx (302 Moved Temporarily by default) whose
+   * Contact is `contact`, a SIP URI or name-addr. The caller, not this UA, places the new INVITE.
+   */
+  redirect(contact: string, code: 301 | 302 = 302): void {
+    if (this.state !== 'offered') return;
+    this.state = 'redirected';
+    this.host.removeDialog(this.callId, this.localTag);
+    this.host.respond(this.tx, this.request, code, { toTag: this.localTag, headers: [['Contact', toNameAddr(contact)]] });
   }
 
   /** Asks the caller's side to call `referTo` instead (blind transfer): see OutgoingCall.refer. */

@@ -7,6 +7,7 @@ import { SipParseError } from './errors.js';
 import { SipHeaders } from './headers.js';
 import { cseqOf, toOf, type SipRequest, type SipResponse } from './message.js';
 import { parseNameAddr, toNameAddr } from './name-addr.js';
+import { parseUri, type SipUri } from './uri.js';
 import type { SipTarget } from './transport.js';
 import { sendBye } from './send-bye.js';
 import { receiveNotify, receiveRefer, sendRefer, type IncomingRefer, type ReferAnswer, type ReferProgress } from './refer.js';
@@ -23,6 +24,8 @@ export interface OutgoingCallEvents {
   answered: [sdp: string];
   /** A final ≥ 300, Timer B (408) or a transport failure (503). */
   failed: [code: number, reason: string];
+  /** A 3xx was followed (`followRedirects`): the same call goes on as a new INVITE to `uri` (its first Contact). */
+  redirected: [code: number, uri: string];
   ended: [info: EndInfo];
   /** The far end asks us to transfer (REFER): accept or reject it in the listener, or it is refused. */
   refer: [refer: IncomingRefer];
@@ -41,6 +44,12 @@ export interface InviteOptions {
   credentials?: DigestCredentials;
   /** Extra headers for the INVITE (e.g. P-Asserted-Identity). */
   headers?: Array<[string, string]>;
+  /**
+   * How many 301/302 answers to follow, as a carrier does: a new INVITE of the same call (Call-ID, From tag, next
+   * CSeq) to the first Contact's URI, over UDP or TCP. Default 0: a redirect fails the call like any final ≥ 300
+   * (Ferry's own calls to trunks never go where a trunk's answer points).
+   */
+  followRedirects?: number;
 }
 
 export type OutgoingCallState = 'calling' | 'early' | 'confirmed' | 'terminating' | 'ended' | 'failed';
@@ -60,6 +69,9 @@ export class OutgoingCall extends EventEmitter<OutgoingCallEvents> implements Di
   private cancelRequested = false;
   private cancelSent = false;
   private authRetried = false;
+  private redirectsLeft: number;
+  /** Where the INVITE goes: the caller's target, then the Contact of a redirect followed. */
+  private target: SipTarget;
   private readonly localSdp: string;
 
   constructor(private readonly host: CallHost, private readonly options: InviteOptions) {
@@ -67,6 +79,8 @@ export class OutgoingCall extends EventEmitter<OutgoingCallEvents> implements Di
     this.callId = `${randomToken(12)}@${options.target.host}`;
     this.localTag = randomToken();
     this.localSdp = options.sdp;
+    this.target = options.target;
+    this.redirectsLeft = options.followRedirects ?? 0;
     const headers = new SipHeaders();
     headers.append('Max-Forwards', '70');
     headers.append('From', `${toNameAddr(options.from)};tag=${this.localTag}`);
@@ -89,7 +103,7 @@ export class OutgoingCall extends EventEmitter<OutgoingCallEvents> implements Di
   }
 
   private sendInvite(): void {
-    this.host.startClientTransaction(this.invite, this.options.target, {
+    this.host.startClientTransaction(this.invite, this.target, {
       onResponse: (res) => this.onInviteResponse(res),
       onTimeout: () => this.fail(408, 'Request Timeout'),
       onTransportError: () => this.fail(503, 'Service Unavailable'),
@@ -114,7 +128,41 @@ export class OutgoingCall extends EventEmitter<OutgoingCallEvents> implements Di
       if (this.retryWithCredentials(res)) return;
     }
     if (this.cancelRequested && status === 487) return this.fail(487, res.reason || 'Request Terminated');
+    if ((status === 301 || status === 302) && this.redirectsLeft > 0 && !this.cancelRequested && this.followRedirect(res)) return;
     this.fail(status, res.reason);
+  }
+
+  /** Sends the INVITE again to the redirect's first Contact; false when there is none this UA can reach. */
+  private followRedirect(res: SipResponse): boolean {
+    const contact = res.headers.get('contact');
+    if (contact === undefined || this.target.flow !== undefined) return false;
+    let uri: SipUri;
+    let text: string;
+    try {
+      text = parseNameAddr(contact).uri;
+      uri = parseUri(text);
+    } catch (err) {
+      if (err instanceof SipParseError) return false;
+      throw err;
+    }
+    const transport = (uri.params.transport ?? this.target.transport).toLowerCase();
+    if (uri.scheme !== 'sip' || !isRedirectTransport(transport)) return false;
+    this.redirectsLeft--;
+    this.target = { transport, host: uri.host, port: uri.port ?? 5060 };
+    const headers = this.invite.headers.clone();
+    headers.delete('via');
+    headers.delete('authorization');
+    headers.delete('proxy-authorization');
+    headers.set('CSeq', `${cseqOf(this.invite).seq + 1} INVITE`);
+    headers.set('Contact', this.host.contact(transport));
+    this.invite = { ...this.invite, uri: text, headers };
+    this.gotProvisional = false;
+    this.authRetried = false;
+    this.remoteTag = undefined;
+    this.state = 'calling';
+    this.emit('redirected', res.status, text);
+    this.sendInvite();
+    return true;
   }
 
   private retryWithCredentials(res: SipResponse): boolean {
@@ -175,13 +223,13 @@ export class OutgoingCall extends EventEmitter<OutgoingCallEvents> implements Di
       localParty: this.invite.headers.get('from') ?? '', remoteParty: res.headers.get('to') ?? '',
       localSeq: cseqOf(this.invite).seq, remoteTarget,
       routeSet: res.headers.getAll('record-route').reverse(),
-      transport: this.options.target.transport, fallback: this.options.target,
+      transport: this.target.transport, fallback: this.target,
     });
   }
 
   private ackFor(dialog: Dialog): SipRequest {
     const ack = dialog.createRequest('ACK', cseqOf(this.invite).seq);
-    ack.headers.append('Contact', this.host.contact(this.options.target.transport));
+    ack.headers.append('Contact', this.host.contact(this.target.transport));
     return ack;
   }
 
@@ -208,7 +256,7 @@ export class OutgoingCall extends EventEmitter<OutgoingCallEvents> implements Di
     headers.append('CSeq', `${cseqOf(inv).seq} CANCEL`);
     const cancel: SipRequest = { kind: 'request', method: 'CANCEL', uri: inv.uri, headers, body: '' };
     // the outcome of the CANCEL itself does not matter: the INVITE's final response decides
-    this.host.startClientTransaction(cancel, this.options.target, { onResponse: () => undefined, onTimeout: () => undefined, onTransportError: () => undefined });
+    this.host.startClientTransaction(cancel, this.target, { onResponse: () => undefined, onTimeout: () => undefined, onTransportError: () => undefined });
   }
 
   /**
@@ -217,7 +265,7 @@ export class OutgoingCall extends EventEmitter<OutgoingCallEvents> implements Di
    */
   refer(referTo: string): Promise<ReferAnswer> {
     if (this.state !== 'confirmed' || !this.dialog) return Promise.resolve({ status: 481, reason: 'Call/Transaction Does Not Exist' });
-    return sendRefer(this.host, this.dialog, this.host.contact(this.options.target.transport), referTo, this.invite.headers.get('from'));
+    return sendRefer(this.host, this.dialog, this.host.contact(this.target.transport), referTo, this.invite.headers.get('from'));
   }
 
   /** Hangs up an answered call (BYE); before an answer it cancels instead. */
@@ -248,7 +296,7 @@ export class OutgoingCall extends EventEmitter<OutgoingCallEvents> implements Di
             // keep the old target
           }
         }
-        this.host.respond(tx, request, 200, { body: this.localSdp, headers: [['Contact', this.host.contact(this.options.target.transport)]] });
+        this.host.respond(tx, request, 200, { body: this.localSdp, headers: [['Contact', this.host.contact(this.target.transport)]] });
         return;
       case 'UPDATE':
         this.host.respond(tx, request, 200, request.body === '' ? {} : { body: this.localSdp });
@@ -293,4 +341,9 @@ export class OutgoingCall extends EventEmitter<OutgoingCallEvents> implements Di
     this.host.removeDialog(this.callId, this.localTag);
     this.emit('ended', info);
   }
+}
+
+/** The transports a redirect may move a call to: a browser's WebSocket is reached only over its own connection. */
+function isRedirectTransport(transport: string): transport is 'udp' | 'tcp' {
+  return transport === 'udp' || transport === 'tcp';
 }

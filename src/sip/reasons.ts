@@ -1,6 +1,6 @@
 const REASONS: Record<number, string> = {
   100: 'Trying', 180: 'Ringing', 181: 'Call Is Being Forwarded', 182: 'Queued', 183: 'Session Progress',
-  200: 'OK', 202: 'Accepted', 400: 'Bad Request', 401: 'Unauthorized', 403: 'Forbidden', 404: 'Not Found',
+  200: 'OK', 202: 'Accepted', 301: 'Moved Permanently', 302: 'Moved Temporarily', 400: 'Bad Request', 401: 'Unauthorized', 403: 'Forbidden', 404: 'Not Found',
   405: 'Method Not Allowed', 407: 'Proxy Authentication Required', 408: 'Request Timeout',
   415: 'Unsupported Media Type', 480: 'Temporarily Unavailable', 481: 'Call/Transaction Does Not Exist',
   482: 'Loop Detected', 483: 'Too Many Hops', 486: 'Busy Here', 487: 'Request Terminated', 488: 'Not Acceptable Here',
