@@ -12,6 +12,7 @@ import { simAdminRoutes } from '../../sim/voice/sim-admin-routes.js';
 import { voiceSimulatorCli } from '../../sim/voice/sim-cli.js';
 import { VoiceTrunkSimulator } from '../../sim/voice/trunk-simulator.js';
 import { BrowserPhone } from './browser/browser-phone.js';
+import { DialerPresence, INSTANCE_HEARTBEAT_MS } from './browser/dialer-presence.js';
 import { InboundCalls } from './inbound/inbound-calls.js';
 import { NumberRouteStore } from './inbound/number-route-store.js';
 import { numberRoutes } from './inbound/number-routes.js';
@@ -103,6 +104,12 @@ export const voiceModule: ChannelModule<VoiceModuleService> = {
     const dialerTokens = new DialerTokens(ctx.deriveKey('voice-dialer'));
     const unsubscribe: Array<() => Promise<void>> = [];
     const instanceId = `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
+    // With Redis there may be several instances: a browser registered with one is found by the others (a call for it
+    // is redirected there). Embedded, this instance is the only one and keeps its registrations to itself.
+    const presenceRedis = media ? ctx.redis.client('dialer-presence') : null;
+    const presence = presenceRedis
+      ? new DialerPresence({ redis: presenceRedis, keyPrefix: ctx.redis.keyPrefix, instanceId, sip: () => ({ host: ua!.host, port: ua!.port }), log: ctx.log })
+      : null;
     const agents = new AgentService({
       store: new AgentStore({ db: ctx.db, key: ctx.deriveKey('voice-agents') }),
       rules: { maxDurationSeconds: c.maxDurationSeconds, httpsOnly: ctx.http.resolver.policy.httpsOnly, defaultLocale: c.tts.defaultLocale },
@@ -172,6 +179,7 @@ export const voiceModule: ChannelModule<VoiceModuleService> = {
         if (!media) return;
         ua = await UserAgent.create({ host: c.sip.host, port: c.sip.port, advertisedHost: c.sip.advertisedHost ?? undefined, userAgent: 'Ferry' });
         ua.on('warning', (err) => ctx.log.debug({ err: err.message }, 'voice: SIP warning'));
+        await presence?.connect();
         // With the embedded trunk simulator, Ferry's calls take the lower half of the RTP ports and the simulator the upper.
         const half = Math.floor((c.media.portMax - c.media.portMin) / 2);
         const ours = simulatorOn ? { min: c.media.portMin, max: c.media.portMin + half } : { min: c.media.portMin, max: c.media.portMax };
@@ -222,7 +230,7 @@ export const voiceModule: ChannelModule<VoiceModuleService> = {
         unsubscribe.push(await ctx.pubsub.subscribe('due', () => dialer?.wake()));
         unsubscribe.push(await ctx.pubsub.subscribe('hangup', (id) => dialer?.hangup(id)));
         dialer.start();
-        const inbound = new InboundCalls({ trunks, routes: numberRouteStore, voice: service, dialer, browsers: () => phone, log: ctx.log, claimMs: leaseMs });
+        const inbound = new InboundCalls({ trunks, routes: numberRouteStore, voice: service, dialer, browsers: () => phone, presence, log: ctx.log, claimMs: leaseMs });
         // Calls from the trunks to numbers routed to an agent; INVITEs over a browser's connection are dialer calls.
         ua.onInvite((call) => void inbound.answer(call));
         if (c.dialer.enabled && ctx.roles.has('api')) {
@@ -237,6 +245,7 @@ export const voiceModule: ChannelModule<VoiceModuleService> = {
             portRange: { min: c.dialer.portMin, max: c.dialer.portMax },
             trunkHost: c.sip.host,
             claimMs: leaseMs,
+            presence,
           });
           const exchange = phone;
           ua.onInvite((call) => void (call.source.flow !== undefined ? exchange.invite(call) : inbound.answer(call)));
@@ -245,6 +254,8 @@ export const voiceModule: ChannelModule<VoiceModuleService> = {
         ctx.log.info({ sip: `${ua.host}:${ua.port}`, simulator: simulatorOn }, 'voice: SIP user agent started');
       },
       async stop() {
+        // Other instances stop sending this one's browsers' calls here before its SIP port closes.
+        await presence?.stop(phone?.held() ?? []);
         for (const u of unsubscribe.splice(0)) await u().catch(() => undefined);
         await dialer?.stop();
         for (const call of phone?.calls ?? []) await call.close().catch(() => undefined);
@@ -273,6 +284,8 @@ export const voiceModule: ChannelModule<VoiceModuleService> = {
             }
           },
         },
+        // Keeps this instance counted as running, so other instances redirect calls to its browsers (with Redis only).
+        ...(presence ? [{ name: 'voice.dialer-presence', everyMs: INSTANCE_HEARTBEAT_MS, scope: 'instance' as const, roles: ['media' as const], run: () => presence.heartbeat() }] : []),
       ],
     };
   },

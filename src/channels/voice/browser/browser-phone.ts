@@ -12,6 +12,7 @@ import { readAnswer } from '../sdp.js';
 import type { Trunk } from '../trunk-registry.js';
 import { BrowserCall, CALL_ID_HEADER } from './browser-call.js';
 import { BrowserCallee } from './browser-callee.js';
+import type { DialerPresence } from './dialer-presence.js';
 import type { DialerClaims, DialerTokens } from './dialer-token.js';
 
 /** Where browsers connect for SIP over WebSocket (RFC 7118), with `?token=` a dialer token. */
@@ -34,6 +35,17 @@ export interface BrowserPhoneOptions {
   trunkHost: string;
   /** How long a browser's call row is held for this instance before it is dialled (the owner lease). */
   claimMs: number;
+  /** Where registrations are told to the other instances (Redis); null with one instance. */
+  presence: DialerPresence | null;
+}
+
+/** A browser's registration: where to reach it, until when. */
+interface Binding {
+  target: SipTarget;
+  contact: string;
+  accountId: string;
+  /** When the registration lapses unless the browser refreshes it (ms since the epoch). */
+  expiresAt: number;
 }
 
 /**
@@ -46,7 +58,7 @@ export class BrowserPhone {
   private readonly claimsOf = new WeakMap<http.IncomingMessage, DialerClaims>();
   private readonly flows = new Map<string, DialerClaims>();
   /** Registered browsers: identity → their connections (flow id → where to reach it), latest last. */
-  private readonly registered = new Map<string, Map<string, { target: SipTarget; contact: string; accountId: string }>>();
+  private readonly registered = new Map<string, Map<string, Binding>>();
   private readonly ports: PortPool;
   readonly calls = new Set<BrowserCall | BrowserCallee>();
 
@@ -61,7 +73,10 @@ export class BrowserPhone {
       if (flow.flow === undefined) return;
       const claims = this.flows.get(flow.flow);
       this.flows.delete(flow.flow);
-      if (claims) this.registered.get(claims.identity)?.delete(flow.flow);
+      const binding = claims ? this.registered.get(claims.identity)?.get(flow.flow) : undefined;
+      if (!claims || !binding) return;
+      this.registered.get(claims.identity)!.delete(flow.flow);
+      void this.publish(binding.accountId, claims.identity);
     });
     o.ua.onRequest('REGISTER', (r) => this.register(r));
   }
@@ -100,6 +115,37 @@ export class BrowserPhone {
     return this.registered.get(identity)?.size ?? 0;
   }
 
+  /** The live registrations of the account's identity here, latest last. */
+  private bindings(accountId: string, identity: string): Binding[] {
+    const now = Date.now();
+    return [...(this.registered.get(identity)?.entries() ?? [])]
+      .filter(([flow, b]) => b.accountId === accountId && b.expiresAt > now && (this.flows.get(flow)?.expiresAt.getTime() ?? 0) > now)
+      .map(([, b]) => b);
+  }
+
+  /** Whether a browser of the account is registered here under `identity` (a call for it rings here). */
+  hasRegistration(accountId: string, identity: string): boolean {
+    return this.bindings(accountId, identity).length > 0;
+  }
+
+  /**
+   * Tells the other instances what is left here of the identity after a browser left: nothing (the presence goes,
+   * unless another instance's newer registration replaced it), or the registration that remains, for its lifetime.
+   */
+  private async publish(accountId: string, identity: string): Promise<void> {
+    if (!this.o.presence) return;
+    const now = Date.now();
+    const keepMs = Math.max(0, ...this.bindings(accountId, identity).map((b) => b.expiresAt - now));
+    await this.o.presence.release(accountId, identity, keepMs);
+  }
+
+  /** Every identity registered here, per account (what a stopping instance lets go). */
+  held(): Array<{ accountId: string; identity: string }> {
+    const out = new Map<string, { accountId: string; identity: string }>();
+    for (const [identity, flows] of this.registered) for (const b of flows.values()) out.set(`${b.accountId}\u0000${identity}`, { accountId: b.accountId, identity });
+    return [...out.values()];
+  }
+
   /** The claims of a connection whose token is still valid; null for a stranger or an expired token. */
   private claimsFor(source: SipTarget): DialerClaims | null {
     const claims = source.flow === undefined ? undefined : this.flows.get(source.flow);
@@ -107,17 +153,24 @@ export class BrowserPhone {
     return claims;
   }
 
-  private register(r: IncomingRequest): void {
+  private async register(r: IncomingRequest): Promise<void> {
     const claims = this.claimsFor(r.source);
     if (!claims) return r.respond(403, { reason: 'Dialer token missing or expired' });
     const contact = r.request.headers.get('contact') ?? '';
     const asked = /;\s*expires=(\d+)/i.exec(contact)?.[1] ?? r.request.headers.get('expires') ?? String(MAX_REGISTRATION_SECONDS);
     const expires = Math.min(Number(asked) || 0, MAX_REGISTRATION_SECONDS);
-    const flows = this.registered.get(claims.identity) ?? new Map<string, { target: SipTarget; contact: string; accountId: string }>();
+    const flows = this.registered.get(claims.identity) ?? new Map<string, Binding>();
     const uri = contact ? parseNameAddr(contact).uri : '';
     flows.delete(r.source.flow!);
-    if (expires > 0 && uri) flows.set(r.source.flow!, { target: r.source, contact: uri, accountId: claims.accountId });
+    // A registration outlives neither its token nor its Expires.
+    const lifetimeMs = Math.min(expires * 1000, claims.expiresAt.getTime() - Date.now());
+    const registering = expires > 0 && uri !== '' && lifetimeMs > 0;
+    if (registering) flows.set(r.source.flow!, { target: r.source, contact: uri, accountId: claims.accountId, expiresAt: Date.now() + lifetimeMs });
     this.registered.set(claims.identity, flows);
+    // Told before the 200, so a call for the identity reaching another instance right after finds it.
+    if (registering) await this.o.presence?.claim(claims.accountId, claims.identity, lifetimeMs);
+    // Not registering, or the connection closed while the claim was written (its release may have gone first).
+    if (!registering || !flows.has(r.source.flow!)) await this.publish(claims.accountId, claims.identity);
     const headers: Array<[string, string]> = uri && expires > 0 ? [['Contact', `<${uri}>;expires=${expires}`]] : [];
     r.respond(200, { headers: [...headers, ['Expires', String(expires)]] });
   }
@@ -161,9 +214,7 @@ export class BrowserPhone {
    * answered and relayed to it. Nobody signed in: 480.
    */
   async receive(incoming: IncomingCall, trunk: Trunk, o: { accountId: string; identity: string; to: string; from: string }): Promise<void> {
-    const binding = [...(this.registered.get(o.identity)?.entries() ?? [])]
-      .filter(([flow, b]) => b.accountId === o.accountId && (this.flows.get(flow)?.expiresAt.getTime() ?? 0) > Date.now())
-      .at(-1)?.[1];
+    const binding = this.bindings(o.accountId, o.identity).at(-1);
     if (!binding) return incoming.reject(480, `Temporarily Unavailable: nobody is signed in to the dialer as ${o.identity}`);
     const offer = readAnswer(incoming.sdp);
     if (!offer.ok) return incoming.reject(488, 'Not Acceptable Here');

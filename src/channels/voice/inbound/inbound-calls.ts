@@ -3,8 +3,9 @@ import { isIP } from 'node:net';
 import type { Logger } from 'pino';
 import { ApiError } from '../../../http/errors.js';
 import { normalizeNumber } from '../../../numbers/phone.js';
-import { parseUri, type IncomingCall } from '../../../sip/index.js';
+import { formatUri, parseUri, type IncomingCall, type SipParams } from '../../../sip/index.js';
 import type { BrowserPhone } from '../browser/browser-phone.js';
+import type { DialerLocation, DialerPresence } from '../browser/dialer-presence.js';
 import type { Dialer } from '../dialer.js';
 import type { Trunk, TrunkRegistry } from '../trunk-registry.js';
 import type { VoiceService } from '../voice-service.js';
@@ -12,6 +13,11 @@ import type { NumberRouteStore } from './number-route-store.js';
 
 /** How long a trunk's name is taken to resolve to the addresses last looked up. */
 const TRUNK_ADDRESS_TTL_MS = 60_000;
+/**
+ * The Request-URI parameter of Ferry's redirects (`sip:NUMBER@HOST:PORT;ferry-hop=1`): an INVITE carrying it was sent
+ * here by another instance, and is answered here or refused, never redirected again (no loops).
+ */
+export const DIALER_HOP_PARAM = 'ferry-hop';
 
 export interface InboundCallsOptions {
   trunks: TrunkRegistry;
@@ -20,6 +26,8 @@ export interface InboundCallsOptions {
   dialer: Dialer;
   /** The browser dialer on this instance (numbers routed to a dialer identity ring its browsers). */
   browsers: () => BrowserPhone | null;
+  /** Where browsers registered with other instances are (Redis); null with one instance. */
+  presence: DialerPresence | null;
   log: Logger;
   /** How long the call row is held for this instance before it answers (the owner lease). */
   claimMs: number;
@@ -45,13 +53,21 @@ export class InboundCalls {
       const called = calledNumber(incoming);
       const route = called ? await this.o.routes.resolve(called) : null;
       if (!called || !route) return incoming.reject(404, 'Not Found: no agent answers this number');
-      incoming.ring(180);
       const caller = (incoming.from.uri ? safeUser(incoming.from.uri) : undefined) ?? '';
       if ('dialerIdentity' in route) {
         const browsers = this.o.browsers();
-        if (!browsers) return incoming.reject(480, 'Temporarily Unavailable: the browser dialer does not run here');
-        return await browsers.receive(incoming, trunk, { accountId: route.accountId, identity: route.dialerIdentity, to: called, from: caller });
+        if (!browsers?.hasRegistration(route.accountId, route.dialerIdentity)) {
+          const elsewhere = hopped(incoming) ? null : await this.o.presence?.find(route.accountId, route.dialerIdentity);
+          if (elsewhere) {
+            this.o.log.debug({ identity: route.dialerIdentity, instance: elsewhere.instanceId }, 'voice: a call for the dialer redirected to the instance its browser is on');
+            return incoming.redirect(redirectContact(incoming, elsewhere));
+          }
+          if (!browsers) return incoming.reject(480, 'Temporarily Unavailable: the browser dialer does not run here');
+        }
+        incoming.ring(180);
+        return await browsers!.receive(incoming, trunk, { accountId: route.accountId, identity: route.dialerIdentity, to: called, from: caller });
       }
+      incoming.ring(180);
       const call = await this.o.voice.receive(route.accountId, { to: '+' + called, from: caller, agentId: route.agentId }, this.o.claimMs);
       await this.o.dialer.answerInbound(call, incoming, trunk);
     } catch (err) {
@@ -77,6 +93,23 @@ export class InboundCalls {
     }
     return null;
   }
+}
+
+/** Whether another instance sent this INVITE here (its Request-URI carries the hop marker). */
+function hopped(incoming: IncomingCall): boolean {
+  try {
+    return parseUri(incoming.request.uri).params[DIALER_HOP_PARAM] !== undefined;
+  } catch {
+    return false;
+  }
+}
+
+/** The Contact of a redirect to another instance: the number as it was called, that instance's SIP address, the hop marker. */
+function redirectContact(incoming: IncomingCall, to: DialerLocation): string {
+  const user = safeUser(incoming.request.uri) ?? safeUser(incoming.to.uri);
+  // The caller came over TCP: it is asked to use TCP again (UDP is every SIP address's default).
+  const params: SipParams = incoming.source.transport === 'tcp' ? { transport: 'tcp', [DIALER_HOP_PARAM]: '1' } : { [DIALER_HOP_PARAM]: '1' };
+  return formatUri({ scheme: 'sip', user, host: to.host, port: to.port, params, headers: {} });
 }
 
 function safeUser(uri: string): string | undefined {

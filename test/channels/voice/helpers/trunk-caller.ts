@@ -12,11 +12,21 @@ export interface TrunkCall {
   media: MediaHandle;
   /** Resolves true once Ferry answers (our media then points at Ferry's), false with its refusal's code. */
   outcome: Promise<{ answered: boolean; code: number }>;
+  /** The redirects the call followed (code, Contact URI), in order. */
+  redirects: Array<{ code: number; uri: string }>;
+}
+
+export interface TrunkCallOptions {
+  /** The Request-URI (default `sip:<to>@127.0.0.1:<ferrySipPort>`), e.g. with a hop marker as a redirect's Contact has. */
+  requestUri?: string;
+  /** Follow a 302 once, as carriers do (default true); false: the 302 ends the call, its code in `outcome`. */
+  followRedirect?: boolean;
 }
 
 /**
  * A carrier calling Ferry: Ferry's own SIP and RTP stacks on 127.0.0.1 (the embedded trunk simulator's address, so
- * Ferry takes it for a configured trunk), sending INVITEs to Ferry's SIP port. Closed at the test's teardown.
+ * Ferry takes it for a configured trunk), sending INVITEs to Ferry's SIP port and following a redirect once, as real
+ * carriers do. Closed at the test's teardown.
  */
 export async function trunkCaller(t: Teardown, o: { ferrySipPort: number; from: string; mediaPorts: { min: number; max: number } }) {
   const ua = await UserAgent.create({ host: '127.0.0.1', port: 0 });
@@ -25,15 +35,18 @@ export async function trunkCaller(t: Teardown, o: { ferrySipPort: number; from: 
   t.teardown(() => engine.close());
   let session = 0;
   return {
-    async call(to: string): Promise<TrunkCall> {
+    async call(to: string, c: TrunkCallOptions = {}): Promise<TrunkCall> {
       const media = await engine.open({ codec: 'PCMU', continuous: true, record: { maxSeconds: 60 } });
       const sip = ua.invite({
         target: { host: '127.0.0.1', port: o.ferrySipPort, transport: 'udp' },
-        requestUri: `sip:${to}@127.0.0.1:${o.ferrySipPort}`,
+        requestUri: c.requestUri ?? `sip:${to}@127.0.0.1:${o.ferrySipPort}`,
         from: `<sip:${o.from}@127.0.0.1>`,
         to: `<sip:${to}@127.0.0.1>`,
         sdp: buildOffer({ host: '127.0.0.1', port: media.localPort, sessionId: ++session }),
+        followRedirects: c.followRedirect === false ? 0 : 1,
       });
+      const redirects: TrunkCall['redirects'] = [];
+      sip.on('redirected', (code, uri) => redirects.push({ code, uri }));
       const outcome = new Promise<{ answered: boolean; code: number }>((resolve) => {
         sip.once('answered', (sdp) => {
           const answer = readAnswer(sdp);
@@ -42,7 +55,7 @@ export async function trunkCaller(t: Teardown, o: { ferrySipPort: number; from: 
         });
         sip.once('failed', (code) => resolve({ answered: false, code }));
       });
-      return { sip, media, outcome };
+      return { sip, media, outcome, redirects };
     },
   };
 }
