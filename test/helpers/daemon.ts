@@ -1,5 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { availableParallelism } from 'node:os';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { loadConfig } from '../../src/config/load.js';
@@ -98,6 +99,28 @@ export async function startDaemon(extra: Record<string, string> = {}, reuse?: Te
     },
     reuse: { env, store },
   };
+}
+
+/**
+ * A second instance beside `first`: the same database, Redis prefix and secrets, its own data folder (as a second
+ * machine would have), `extra` on top. `first` is stopped if it fails to start; the test's teardown stops both.
+ */
+export async function startSecondInstance(t: { teardown(fn: () => Promise<void>): void }, first: TestDaemon, extra: Record<string, string>, folderPrefix: string): Promise<TestDaemon> {
+  const dir = mkdtempSync(join(tmpdir(), folderPrefix));
+  let second: TestDaemon;
+  try {
+    second = await startDaemon({ FERRY_DATA_DIR: dir, ...extra }, first.reuse);
+  } catch (err) {
+    await first.stop();
+    rmSync(dir, { recursive: true, force: true });
+    throw err;
+  }
+  t.teardown(async () => {
+    await second.stopKeepingStore();
+    await first.stop();
+    rmSync(dir, { recursive: true, force: true });
+  });
+  return second;
 }
 
 export interface CallResult {

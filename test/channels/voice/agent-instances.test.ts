@@ -6,7 +6,7 @@
 // and an agent changed through A while B carries a call with it: that call keeps its version, a new one gets the next.
 // Speech is the local OpenAI-compatible stand-ins' (text-to-speech tones, scripted speech-to-text, scripted model), so
 // no Debian package is needed.
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -18,7 +18,7 @@ import { OpenAiSpeechSimulator } from '../../../src/sim/speech/openai-speech-sim
 import { OpenAiTranscriptionSimulator } from '../../../src/sim/speech/openai-transcription-simulator.js';
 import { speechTones } from '../../../src/sim/speech/speech-tones.js';
 import { VoiceTrunkSimulator } from '../../../src/sim/voice/trunk-simulator.js';
-import { accountWithKey, call, startDaemon, type TestDaemon } from '../../helpers/daemon.js';
+import { accountWithKey, call, startDaemon, startSecondInstance, type TestDaemon } from '../../helpers/daemon.js';
 import { DATABASE_URL, REDIS_URL } from '../../helpers/env.js';
 import { until } from '../../helpers/wait.js';
 import { WebhookReceiver } from '../../helpers/webhook-receiver.js';
@@ -94,22 +94,10 @@ t.test('agent calls across two instances: placed through A, carried by B, read, 
     FERRY_VOICE_MEDIA_PORT_MAX: '47899',
   });
   // B on its own data folder, as a second machine would be, with every role: the only instance that dials.
-  const bDir = mkdtempSync(join(tmpdir(), 'ferry-voice-agent-b-'));
-  let b: TestDaemon;
-  try {
-    b = await startDaemon({ FERRY_DATA_DIR: bDir, FERRY_ROLE: 'all', FERRY_VOICE_MEDIA_PORT_MIN: '47800', FERRY_VOICE_MEDIA_PORT_MAX: '47849' }, a.reuse);
-  } catch (err) {
-    await a.stop();
-    throw err;
-  }
-  t.teardown(async () => {
-    await b.stopKeepingStore();
-    await a.stop();
-    rmSync(bDir, { recursive: true, force: true });
-  });
+  const b = await startSecondInstance(t, a, { FERRY_ROLE: 'all', FERRY_VOICE_MEDIA_PORT_MIN: '47800', FERRY_VOICE_MEDIA_PORT_MAX: '47849' }, 'ferry-voice-agent-b-');
   t.equal(a.daemon.modules.service<VoiceModuleService>('voice').dialer(), null, 'A runs no dialer');
   t.not(b.daemon.modules.service<VoiceModuleService>('voice').dialer(), null, 'B does');
-  const bHolder = readFileSync(join(bDir, 'voice-calls.holder'), 'utf8').trim();
+  const bHolder = readFileSync(join(b.reuse.env.FERRY_DATA_DIR, 'voice-calls.holder'), 'utf8').trim();
 
   const { account, token } = await accountWithKey(a, 'voice-agent-instances');
   await a.adminCall('POST', `/admin/accounts/${account.id}/numbers`, { number: FROM });

@@ -6,7 +6,7 @@
 // then, where Debian's chromium is installed, the /dialer page answering with audio; SIPp is a second, independent
 // carrier where sip-tester is installed. Each part skips with one line where its tool is missing.
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -18,7 +18,7 @@ import { dialerPresenceKeys } from '../../../src/channels/voice/browser/dialer-p
 import type { VoiceModuleService } from '../../../src/channels/voice/index.js';
 import { buildResponse, parseMessage, serializeMessage, type SipMessage, type SipRequest } from '../../../src/sip/index.js';
 import { launchBrowser, screenshotPath } from '../../helpers/browser.js';
-import { accountWithKey, call, startDaemon, type TestDaemon } from '../../helpers/daemon.js';
+import { accountWithKey, call, startDaemon, startSecondInstance, type TestDaemon } from '../../helpers/daemon.js';
 import { DATABASE_URL, REDIS_URL } from '../../helpers/env.js';
 import { testRedisClient } from '../../helpers/redis.js';
 import { until } from '../../helpers/wait.js';
@@ -109,22 +109,12 @@ t.test('the browser dialer across two instances: presence in Redis, a 302 to the
     FERRY_VOICE_DIALER_PORT_MAX: '49249',
   });
   // B on its own data folder, as a second machine would be.
-  const bDir = mkdtempSync(join(tmpdir(), 'ferry-dialer-b-'));
-  let b: TestDaemon;
-  try {
-    b = await startDaemon(
-      { FERRY_DATA_DIR: bDir, FERRY_VOICE_SIP_PORT: String(B_SIP), FERRY_VOICE_MEDIA_PORT_MIN: '49150', FERRY_VOICE_MEDIA_PORT_MAX: '49199', FERRY_VOICE_DIALER_PORT_MIN: '49250', FERRY_VOICE_DIALER_PORT_MAX: '49299' },
-      a.reuse,
-    );
-  } catch (err) {
-    await a.stop();
-    throw err;
-  }
-  t.teardown(async () => {
-    await b.stopKeepingStore();
-    await a.stop();
-    rmSync(bDir, { recursive: true, force: true });
-  });
+  const b = await startSecondInstance(
+    t,
+    a,
+    { FERRY_VOICE_SIP_PORT: String(B_SIP), FERRY_VOICE_MEDIA_PORT_MIN: '49150', FERRY_VOICE_MEDIA_PORT_MAX: '49199', FERRY_VOICE_DIALER_PORT_MIN: '49250', FERRY_VOICE_DIALER_PORT_MAX: '49299' },
+    'ferry-dialer-b-',
+  );
   const aId = readFileSync(join(a.reuse.store.dataDir, 'voice-calls.holder'), 'utf8').trim();
   const phoneOf = (d: TestDaemon) => d.daemon.modules.service<VoiceModuleService>('voice').browserPhone()!;
 

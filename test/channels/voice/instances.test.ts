@@ -1,14 +1,14 @@
 // Two instances on one Postgres and Redis, both running the media role, both trunked to one SIP trunk simulator in this
 // process: calls placed through one are each dialled exactly once by one of them, read the same through either, hung
 // up through the instance that does not carry them, and held to the account's concurrency limit across both.
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t from 'tap';
 import { stringify } from 'yaml';
 import { VoiceTrunkSimulator } from '../../../src/sim/voice/trunk-simulator.js';
-import { accountWithKey, call, startDaemon, type TestDaemon } from '../../helpers/daemon.js';
+import { accountWithKey, call, startDaemon, startSecondInstance, type TestDaemon } from '../../helpers/daemon.js';
 import { DATABASE_URL, REDIS_URL } from '../../helpers/env.js';
 import { until } from '../../helpers/wait.js';
 
@@ -38,23 +38,11 @@ t.test('two media instances share calls: each dialled once, read and hung up fro
   };
   const a = await startDaemon({ ...common, FERRY_VOICE_MEDIA_PORT_MIN: '46400', FERRY_VOICE_MEDIA_PORT_MAX: '46499' });
   // B on its own data folder, as a second machine would be (the folder names the instance's earlier life).
-  const bDir = mkdtempSync(join(tmpdir(), 'ferry-voice-b-'));
-  let b: TestDaemon;
-  try {
-    b = await startDaemon({ FERRY_DATA_DIR: bDir, FERRY_VOICE_MEDIA_PORT_MIN: '46500', FERRY_VOICE_MEDIA_PORT_MAX: '46599' }, a.reuse);
-  } catch (err) {
-    await a.stop();
-    throw err;
-  }
-  t.teardown(async () => {
-    await b.stopKeepingStore();
-    await a.stop();
-    rmSync(bDir, { recursive: true, force: true });
-  });
+  const b = await startSecondInstance(t, a, { FERRY_VOICE_MEDIA_PORT_MIN: '46500', FERRY_VOICE_MEDIA_PORT_MAX: '46599' }, 'ferry-voice-b-');
   const holder = (dir: string) => readFileSync(join(dir, 'voice-calls.holder'), 'utf8').trim();
   const name = new Map([
     [holder(a.reuse.store.dataDir), 'A'],
-    [holder(bDir), 'B'],
+    [holder(b.reuse.env.FERRY_DATA_DIR), 'B'],
   ]);
   const { account, token } = await accountWithKey(a, 'voice-instances');
   await a.adminCall('POST', `/admin/accounts/${account.id}/numbers`, { number: FROM });
