@@ -171,7 +171,7 @@ t.test(`0056 turns the jobs and history so far into the first partitions, the hi
     t.same(rows, [{ p: `${table}_p_before`, n: 2 }], `${table}: its rows are the first partition's`);
   }
   const { rows: adopted } = await db.query<{ n: number }>(
-    `SELECT count(*)::int AS n FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid WHERE c.relname LIKE 'outbound\\_jobs\\_p\\_before\\_%' AND c.relkind = 'i'`,
+    `SELECT count(*)::int AS n FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid WHERE c.relnamespace = current_schema()::regnamespace AND c.relname LIKE 'outbound\\_jobs\\_p\\_before\\_%' AND c.relkind = 'i'`,
   );
   t.equal(adopted[0].n, 7, "the old table's indexes became the partition's (key, deadline, oldest, provider id, message, done, due)");
   await db.query(`INSERT INTO outbound_history (job_id, kind, state, at) VALUES ($1, 'state', 'sent', $2)`, [ids[0], at + 5]);
