@@ -1,4 +1,4 @@
-import { cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync } from 'node:fs';
+import { cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { createHash, randomBytes } from 'node:crypto';
@@ -69,8 +69,12 @@ let migrated: Promise<string> | undefined;
 
 function migratedTemplate(): Promise<string> {
   migrated ??= (async () => {
-    const template = join(tmpdir(), `ferry-pglite-migrated-${pgliteVersion()}-${migrationsHash()}`);
+    // Migrations that partition a table by time make its first partitions relative to the day they run (every id up
+    // to tomorrow's first): a template is one UTC day's, or the tests' "today" would be past it.
+    const day = new Date().toISOString().slice(0, 10);
+    const template = join(tmpdir(), `ferry-pglite-migrated-${pgliteVersion()}-${migrationsHash()}-${day}`);
     if (!existsSync(template)) {
+      removeStaleTemplates();
       const bare = await bareTemplate();
       await costed('pglite-template-migrated', () =>
         buildTemplate(template, async (dir) => {
@@ -87,6 +91,20 @@ function migratedTemplate(): Promise<string> {
     return template;
   })();
   return migrated;
+}
+
+/** Migrated templates of earlier days (older than two days: a run that spans midnight may still be copying one). */
+function removeStaleTemplates(): void {
+  const before = Date.now() - 2 * 86_400_000;
+  for (const name of readdirSync(tmpdir())) {
+    if (!name.startsWith('ferry-pglite-migrated-')) continue;
+    const path = join(tmpdir(), name);
+    try {
+      if (statSync(path).mtimeMs < before) rmSync(path, { recursive: true, force: true });
+    } catch {
+      /* gone already, or not ours to remove */
+    }
+  }
 }
 
 /** Builds `<tmp>/pg` with `fill`, then renames it into place: a reader never sees a half-built template. */
