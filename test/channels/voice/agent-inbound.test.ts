@@ -11,13 +11,15 @@ import { OpenAiChatSimulator } from '../../../src/sim/llm/openai-chat-simulator.
 import { accountWithKey, call, startDaemon } from '../../helpers/daemon.js';
 import { backendLabel } from '../../helpers/env.js';
 import { until } from '../../helpers/wait.js';
+import { freePort } from '../../sip/sipp.js';
 import { trunkCaller } from './helpers/trunk-caller.js';
 
 t.setTimeout(240_000);
 
 const OUR_NUMBER = '+233200000303';
 const CALLER = '+14155550313';
-const FERRY_SIP_PORT = 48300;
+// A free port, not a fixed one: a fixed port in the ephemeral range can be any socket's local port at the moment.
+const FERRY_SIP_PORT = await freePort();
 
 const ESPEAK = spawnSync('espeak-ng', ['--version']).error === undefined;
 

@@ -32,8 +32,10 @@ const FROM = '+233200000602';
 /** Routed to the dialer identity alice; the SIPp scenario calls it too. */
 const ROUTED = '+233200000603';
 const CALLER = '+14155550399';
-const A_SIP = 49001;
-const B_SIP = 49002;
+// Free ports, not fixed ones: a fixed port in the ephemeral range can be any socket's local port at the moment.
+const A_SIP = await freePort();
+let B_SIP = await freePort();
+while (B_SIP === A_SIP) B_SIP = await freePort();
 const HOP = `sip:${ROUTED}@127.0.0.1:${A_SIP};ferry-hop=1`;
 // runSipp reads scenarios from test/sip/fixtures/sipp; this one lives beside this file.
 const SIPP_SCENARIO = relative(fileURLToPath(new URL('../../sip/fixtures/sipp/', import.meta.url)), fileURLToPath(new URL('./fixtures/sipp/uac-redirected-decline.xml', import.meta.url)));

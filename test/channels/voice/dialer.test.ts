@@ -12,6 +12,7 @@ import { launchBrowser, screenshotPath } from '../../helpers/browser.js';
 import { accountWithKey, call, startDaemon } from '../../helpers/daemon.js';
 import { backendLabel } from '../../helpers/env.js';
 import { until } from '../../helpers/wait.js';
+import { freePort } from '../../sip/sipp.js';
 import { trunkCaller } from './helpers/trunk-caller.js';
 
 t.setTimeout(240_000);
@@ -20,7 +21,8 @@ const FROM = '+233200000202';
 /** A number of the account routed to the dialer identity alice: calls to it ring the page. */
 const ROUTED = '+233200000203';
 const CALLER = '+14155550313';
-const FERRY_SIP_PORT = 48301;
+// A free port, not a fixed one: a fixed port in the ephemeral range can be any socket's local port at the moment.
+const FERRY_SIP_PORT = await freePort();
 
 /** Whether a WebSocket handshake to the dialer's SIP path with this token is accepted. */
 function handshake(api: string, token: string): Promise<number | 'open'> {
