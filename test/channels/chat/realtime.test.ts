@@ -63,7 +63,7 @@ async function refused(api: string, auth: Record<string, unknown>, nsp = '/chat-
 const messagesIn = (c: Client, channelId: string) => c.of('message.new').filter((p) => p.channelId === channelId).map((p) => p.message);
 
 t.test(`chat real time (${backendLabel})`, async (t) => {
-  const d: TestDaemon = await startDaemon({ FERRY_CHAT_MESSAGES_PER_SECOND: '100' });
+  const d: TestDaemon = await startDaemon({ FERRY_CHAT_MESSAGES_PER_SECOND: '20' });
   let stopped = false;
   t.teardown(async () => {
     if (!stopped) await d.stop();
@@ -337,11 +337,12 @@ t.test(`chat real time (${backendLabel})`, async (t) => {
   await t.test('per-socket limits: sends per second per user, and the packet size', async (t) => {
     const ch = await channel('limits-1', ['lim-a']);
     const a = await user('lim-a');
-    // 100/s, burst 200: 300 sends at once overflow the bucket (its refill while they arrive is far less than 100).
-    const answers = await Promise.all(Array.from({ length: 300 }, (_, i) => a.ack('message.send', { channelId: ch, text: `l${i}`, clientMsgId: `lim-${i}` })));
+    // 20/s, burst 40: 120 sends at once overflow the bucket unless their arrival is spread over 4 s. (At 100/s, 300 sends
+    // on an embedded store under a loaded machine arrived over more than the one second they had, and none was refused.)
+    const answers = await Promise.all(Array.from({ length: 120 }, (_, i) => a.ack('message.send', { channelId: ch, text: `l${i}`, clientMsgId: `lim-${i}` })));
     const limited = answers.filter((x) => !x.ok);
     const accepted = answers.length - limited.length;
-    t.ok(limited.length > 0 && accepted >= 200, `${accepted} accepted (the burst at least), ${limited.length} refused`);
+    t.ok(limited.length > 0 && accepted >= 40, `${accepted} accepted (the burst at least), ${limited.length} refused`);
     t.ok(
       limited.every((x) => x.error.code === 'RATE_LIMIT_EXCEEDED' && x.error.data.retryAfterMs > 0 && x.error.data.limit === 'chat.messagesPerSecond'),
       'RATE_LIMIT_EXCEEDED with the wait',
