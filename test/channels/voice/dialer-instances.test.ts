@@ -11,12 +11,10 @@ import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import t from 'tap';
-import WebSocket from 'ws';
 import { stringify } from 'yaml';
 import { analyzeAudio } from '../../../src/audio/analysis.js';
 import { dialerPresenceKeys } from '../../../src/channels/voice/browser/dialer-presence.js';
 import type { VoiceModuleService } from '../../../src/channels/voice/index.js';
-import { buildResponse, parseMessage, serializeMessage, type SipMessage, type SipRequest } from '../../../src/sip/index.js';
 import { launchBrowser, screenshotPath } from '../../helpers/browser.js';
 import { accountWithKey, call, startDaemon, startSecondInstance, type TestDaemon } from '../../helpers/daemon.js';
 import { DATABASE_URL, REDIS_URL } from '../../helpers/env.js';
@@ -24,6 +22,7 @@ import { testRedisClient } from '../../helpers/redis.js';
 import { until } from '../../helpers/wait.js';
 import { HAVE_SIPP, freePort, runSipp } from '../../sip/sipp.js';
 import { trunkCaller } from './helpers/trunk-caller.js';
+import { wsPhone } from './helpers/ws-phone.js';
 
 t.setTimeout(300_000);
 
@@ -42,56 +41,6 @@ const SIPP_SCENARIO = relative(fileURLToPath(new URL('../../sip/fixtures/sipp/',
 
 /** An assertion's name, with the answer's body when the status is not the one expected. */
 const answered = (what: string, r: { status: number; text: string }) => (r.status < 300 ? what : `${what}: ${r.text}`);
-
-/** A browser stand-in: a WebSocket to the dialer's SIP path speaking SIP by hand; it declines every call (486). */
-async function wsPhone(t: { teardown(fn: () => unknown): void }, api: string, token: string) {
-  const ws = new WebSocket(`${api.replace(/^http/, 'ws')}/v1/voice/dialer/sip?token=${encodeURIComponent(token)}`, 'sip');
-  t.teardown(() => ws.terminate());
-  const received: SipMessage[] = [];
-  const invites: SipRequest[] = [];
-  const send = (m: SipMessage) => ws.send(serializeMessage(m).toString('utf8'));
-  ws.on('message', (data: Buffer) => {
-    const m = parseMessage(data);
-    received.push(m);
-    if (m.kind === 'request' && m.method === 'INVITE') {
-      invites.push(m);
-      send(buildResponse(m, 486, { toTag: 'declined' }));
-    }
-  });
-  await new Promise((resolve, reject) => {
-    ws.once('open', resolve);
-    ws.once('error', reject);
-  });
-  let cseq = 0;
-  const callId = `${randomBytes(6).toString('hex')}@phone.invalid`;
-  return {
-    invites,
-    /** REGISTER with this lifetime (0: unregister); resolves with the registrar's status. */
-    async register(expires: number): Promise<number> {
-      const seq = ++cseq;
-      ws.send(
-        [
-          'REGISTER sip:127.0.0.1 SIP/2.0',
-          `Via: SIP/2.0/WS phone.invalid;branch=z9hG4bK${randomBytes(6).toString('hex')}`,
-          'Max-Forwards: 70',
-          'From: <sip:alice@127.0.0.1>;tag=phone1',
-          'To: <sip:alice@127.0.0.1>',
-          `Call-ID: ${callId}`,
-          `CSeq: ${seq} REGISTER`,
-          `Contact: <sip:alice@phone.invalid;transport=ws>;expires=${expires}`,
-          `Expires: ${expires}`,
-          'Content-Length: 0',
-          '',
-          '',
-        ].join('\r\n'),
-      );
-      const answer = await until(async () => received.find((m) => m.kind === 'response' && m.headers.get('cseq') === `${seq} REGISTER`), (m) => m !== undefined, 10_000);
-      return answer!.kind === 'response' ? answer!.status : 0;
-    },
-    /** The connection drops without an unregister (a closed tab, a lost network). */
-    drop: () => ws.terminate(),
-  };
-}
 
 t.test('the browser dialer across two instances: presence in Redis, a 302 to the instance the browser is on', { skip }, async (t) => {
   const config = join(tmpdir(), `ferry-dialer-instances-${process.pid}.yaml`);

@@ -14,6 +14,7 @@ import { backendLabel } from '../../helpers/env.js';
 import { until } from '../../helpers/wait.js';
 import { freePort } from '../../sip/sipp.js';
 import { trunkCaller } from './helpers/trunk-caller.js';
+import { wsPhone } from './helpers/ws-phone.js';
 
 t.setTimeout(240_000);
 
@@ -168,6 +169,40 @@ t.test(`the browser dialer (${backendLabel})`, async (t) => {
     t.equal((await until(async () => (await call(d.api, 'GET', `/v1/voice/calls/${rung.callId}`, { token })).json.data, (c) => c.status !== 'initiated' && c.status !== 'queued', 10_000)).status, 'canceled');
     await ringing.media.stop();
 
+    // Two browsers of alice: the page and a stand-in that rings and never answers. A call rings both; the page
+    // answers and takes it, and the stand-in is cancelled.
+    const other = await wsPhone(t, d.api, dialerToken, { onInvite: 'ring' });
+    t.equal(await other.register(300), 200, 'a second browser signs in as alice');
+    t.equal(voice.browserPhone()!.registrations('alice'), 2);
+    const both = await carrier.call(ROUTED);
+    const bothAnswered = both.outcome.then((o) => o.answered);
+    await status((s) => s === `Incoming call from ${CALLER}`, 20_000);
+    await until(async () => other.invites.length, (n) => n === 1, 10_000);
+    t.equal(other.cancels.length, 0, 'both ring at once');
+    await page.click('#answer');
+    t.equal(await bothAnswered, true, 'the page answered first and took the call');
+    await until(async () => other.cancels.length, (n) => n === 1, 10_000);
+    t.equal(other.cancels[0].headers.get('call-id'), other.invites[0].headers.get('call-id'), 'the other browser was cancelled');
+    await status((s) => s.startsWith(`In call with ${CALLER}`), 15_000);
+    both.sip.bye();
+    await status((s) => s === 'Call ended', 15_000);
+    await both.media.stop();
+
+    // A browser declining leaves the others ringing; once every one has declined, the caller hears busy.
+    const decliner = await wsPhone(t, d.api, dialerToken, { onInvite: 'decline' });
+    t.equal(await decliner.register(300), 200);
+    other.drop();
+    await until(async () => voice.browserPhone()!.registrations('alice'), (n) => n === 2, 10_000);
+    const declined = await carrier.call(ROUTED);
+    await status((s) => s === `Incoming call from ${CALLER}`, 20_000);
+    await until(async () => decliner.invites.length, (n) => n === 1, 10_000);
+    // Had the stand-in's 486 ended the call, the page would show a missed call (no Decline button) and log it so.
+    await page.click('#decline');
+    t.equal((await declined.outcome).code, 486, 'the page declined too: the caller hears 486');
+    await declined.media.stop();
+    decliner.drop();
+    await until(async () => voice.browserPhone()!.registrations('alice'), (n) => n === 1, 10_000);
+
     // Routed to an identity nobody is signed in as: the caller hears 480.
     await call(d.api, 'PUT', `/v1/voice/numbers/${encodeURIComponent(ROUTED)}`, { token, body: { dialerIdentity: 'bob' } });
     const nobody = await carrier.call(ROUTED);
@@ -175,11 +210,13 @@ t.test(`the browser dialer (${backendLabel})`, async (t) => {
     await nobody.media.stop();
 
     const log = await page.$$eval('#log li', (items) => items.map((li) => li.textContent ?? ''));
-    t.equal(log.length, 4, 'the four calls are in the call log');
-    t.match(log[0], /\+14155550313 {2}missed/);
+    t.equal(log.length, 6, 'the six calls are in the call log');
+    t.match(log[0], /\+14155550313 {2}incoming, declined/);
     t.match(log[1], /\+14155550313 {2}incoming, ended/);
-    t.match(log[2], /\+14155550486 {2}failed: 486 Busy Here/);
-    t.match(log[3], /\+14155550212 {2}ended/);
+    t.match(log[2], /\+14155550313 {2}missed/);
+    t.match(log[3], /\+14155550313 {2}incoming, ended/);
+    t.match(log[4], /\+14155550486 {2}failed: 486 Busy Here/);
+    t.match(log[5], /\+14155550212 {2}ended/);
     await page.screenshot({ path: screenshotPath('voice-dialer-call-log') });
     t.same(pageErrors, [], 'no script error on the page');
   });

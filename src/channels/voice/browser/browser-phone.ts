@@ -19,6 +19,8 @@ import type { DialerClaims, DialerTokens } from './dialer-token.js';
 export const DIALER_SIP_PATH = '/v1/voice/dialer/sip';
 /** A browser's registration lasts at most this long (it refreshes before). */
 const MAX_REGISTRATION_SECONDS = 600;
+/** A call to an identity rings at most this many of its browsers (the latest signed in): each takes a port pair. */
+const MAX_RINGING_BROWSERS = 8;
 
 export interface BrowserPhoneOptions {
   ua: UserAgent;
@@ -209,36 +211,57 @@ export class BrowserPhone {
   }
 
   /**
-   * A call from a trunk to a number routed to `identity`: rings the browser of the account signed in under it last
-   * (its WebRTC offer made here, G.711 only, the codec the caller offered), and once it answers the caller's call is
-   * answered and relayed to it. Nobody signed in: 480.
+   * A call from a trunk to a number routed to `identity`: rings every browser of the account signed in under it here
+   * (the latest `MAX_RINGING_BROWSERS`, each with a WebRTC offer of its own made here, G.711 only, the codec the caller
+   * offered); the first to answer takes the call, the others are cancelled, and the caller's call is answered and
+   * relayed to it. Nobody signed in: 480.
    */
   async receive(incoming: IncomingCall, trunk: Trunk, o: { accountId: string; identity: string; to: string; from: string }): Promise<void> {
-    const binding = this.bindings(o.accountId, o.identity).at(-1);
-    if (!binding) return incoming.reject(480, `Temporarily Unavailable: nobody is signed in to the dialer as ${o.identity}`);
+    const bindings = this.bindings(o.accountId, o.identity).slice(-MAX_RINGING_BROWSERS).reverse();
+    if (!bindings.length) return incoming.reject(480, `Temporarily Unavailable: nobody is signed in to the dialer as ${o.identity}`);
     const offer = readAnswer(incoming.sdp);
     if (!offer.ok) return incoming.reject(488, 'Not Acceptable Here');
-    const ports = this.takePorts();
-    if (!ports) return incoming.reject(503, 'No media port free');
-    const { port, trunkPort, release } = ports;
-    let leg: WebRtcLeg | null = null;
+    // The trunk side's pair, then one pair per browser rung (as many as the range has free, the latest first).
+    const trunkPort = this.ports.acquire();
+    const legPorts: number[] = [];
+    for (let i = 0; trunkPort !== undefined && i < bindings.length; i++) {
+      const port = this.ports.acquire();
+      if (port === undefined) break;
+      legPorts.push(port);
+    }
+    const release = () => {
+      if (trunkPort !== undefined) this.ports.release(trunkPort);
+      for (const port of legPorts) this.ports.release(port);
+    };
+    if (trunkPort === undefined || !legPorts.length) {
+      release();
+      return incoming.reject(503, 'No media port free');
+    }
+    const legs: WebRtcLeg[] = [];
     let socket: Socket | null = null;
     let callee: BrowserCallee | null = null;
     try {
-      const offered = await WebRtcLeg.offer({ host: this.o.webrtcHost, iceServers: this.o.iceServers, portRange: { min: port, max: port + 1 }, codecs: [offer.codec] });
-      leg = offered.leg;
+      // Settled, not all: a leg made while another failed is still closed below.
+      const made = await Promise.allSettled(legPorts.map((port) => WebRtcLeg.offer({ host: this.o.webrtcHost, iceServers: this.o.iceServers, portRange: { min: port, max: port + 1 }, codecs: [offer.codec] })));
+      const offers = made.flatMap((m) => (m.status === 'fulfilled' ? [m.value] : []));
+      legs.push(...offers.map((m) => m.leg));
+      const failed = made.find((m): m is PromiseRejectedResult => m.status === 'rejected');
+      if (failed) throw failed.reason;
       socket = await bindUdp(this.o.trunkHost, trunkPort);
       const call = await this.o.voice.receive(o.accountId, { to: '+' + o.to, from: o.from, dialerIdentity: o.identity }, this.o.claimMs);
       const caller = o.from ? `+${o.from.replace(/^\+/, '')}` : 'anonymous';
-      const invite = this.o.ua.invite({
-        target: binding.target,
-        requestUri: binding.contact,
-        from: `<sip:${caller}@dialer.invalid>`,
-        to: `<sip:${o.identity}@dialer.invalid>`,
-        sdp: offered.offerSdp,
-        headers: [[CALL_ID_HEADER, call.id]],
-      });
-      callee = new BrowserCallee(invite, leg, socket, release);
+      const branches = offers.map((offered, i) => ({
+        leg: offered.leg,
+        invite: this.o.ua.invite({
+          target: bindings[i].target,
+          requestUri: bindings[i].contact,
+          from: `<sip:${caller}@dialer.invalid>`,
+          to: `<sip:${o.identity}@dialer.invalid>`,
+          sdp: offered.offerSdp,
+          headers: [[CALL_ID_HEADER, call.id]],
+        }),
+      }));
+      callee = new BrowserCallee(branches, socket, release);
       this.calls.add(callee);
       const session = await this.o.dialer.answerInbound(call, incoming, trunk, callee);
       if (session) await session.done;
@@ -253,7 +276,7 @@ export class BrowserPhone {
         await callee.close();
         this.calls.delete(callee);
       } else {
-        await leg?.close().catch(() => undefined);
+        for (const leg of legs) await leg.close().catch(() => undefined);
         socket?.close();
         release();
       }
