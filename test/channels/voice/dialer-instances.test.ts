@@ -134,7 +134,7 @@ t.test('the browser dialer across two instances: presence in Redis, a 302 to the
     onA.drop();
     await until(async () => phoneOf(a).registrations('alice'), (n) => n === 0, 10_000);
     // A's release ran (its registration is gone); a compare-and-delete keeps B's newer one.
-    await new Promise((resolve) => setTimeout(resolve, 300));
+    await phoneOf(a).departed();
     t.equal((await presence()).port, String(B_SIP), "A's browser leaving kept B's registration");
     t.equal((await callB()).code, 486, 'a call to B rings the browser on B (it declines)');
     t.equal(onB.invites.length, 1);

@@ -63,6 +63,8 @@ export class BrowserPhone {
   private readonly registered = new Map<string, Map<string, Binding>>();
   private readonly ports: PortPool;
   readonly calls = new Set<BrowserCall | BrowserCallee>();
+  /** Presence updates for browsers whose connection closed, while they run. */
+  private readonly departures = new Set<Promise<unknown>>();
 
   constructor(private readonly o: BrowserPhoneOptions) {
     this.ports = new PortPool(o.portRange);
@@ -78,7 +80,9 @@ export class BrowserPhone {
       const binding = claims ? this.registered.get(claims.identity)?.get(flow.flow) : undefined;
       if (!claims || !binding) return;
       this.registered.get(claims.identity)!.delete(flow.flow);
-      void this.publish(binding.accountId, claims.identity);
+      const published = this.publish(binding.accountId, claims.identity).catch((err: unknown) => this.o.log.warn({ err }, 'voice: could not update the dialer presence'));
+      this.departures.add(published);
+      void published.finally(() => this.departures.delete(published));
     });
     o.ua.onRequest('REGISTER', (r) => this.register(r));
   }
@@ -139,6 +143,11 @@ export class BrowserPhone {
     const now = Date.now();
     const keepMs = Math.max(0, ...this.bindings(accountId, identity).map((b) => b.expiresAt - now));
     await this.o.presence.release(accountId, identity, keepMs);
+  }
+
+  /** Resolves once the presence updates of browsers that left so far are done (the other instances see them). */
+  async departed(): Promise<void> {
+    await Promise.all([...this.departures]);
   }
 
   /** Every identity registered here, per account (what a stopping instance lets go). */
