@@ -283,8 +283,9 @@ export async function createApp(opts: AppOptions): Promise<FastifyInstance> {
         socket.destroy();
       }
     },
-    // x-ferry-redact: a body property the request logs never store (src/channels/logs/redact.ts).
-    ajv: { customOptions: { allErrors: true, coerceTypes: false, useDefaults: true, removeAdditional: false, keywords: ['x-ferry-redact'] } },
+    // x-ferry-redact: a body property the request logs never store (src/channels/logs/redact.ts). Union types (a
+    // value given as an object or its text) are meant: allowed, rather than warned about at every start.
+    ajv: { customOptions: { allErrors: true, coerceTypes: false, useDefaults: true, removeAdditional: false, allowUnionTypes: true, keywords: ['x-ferry-redact'] } },
     routerOptions: { maxParamLength: 200, ignoreTrailingSlash: true },
   });
 
