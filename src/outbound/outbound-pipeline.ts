@@ -59,6 +59,11 @@ export interface OutboundPipelineOptions {
    * another instance, or a retry coming due, waits before this instance may claim it.
    */
   pollMs?: number;
+  /**
+   * Only where no other instance can enqueue (the embedded database): idle polls space out up to this (default:
+   * `pollMs`, none do). This instance's enqueues, settles, retries and deferrals wake its workers when due.
+   */
+  idlePollMaxMs?: number;
 }
 
 /** A status from a provider callback (Meta status webhook, DSN), by job id or by the provider's id. */
@@ -140,6 +145,7 @@ export class OutboundPipeline {
         })
       : null;
     const pollMs = o.pollMs ?? 100;
+    const idlePollMaxMs = Math.max(pollMs, o.idlePollMaxMs ?? pollMs);
     for (const p of o.providers) {
       const name = p.adapter.name;
       if (!PROVIDER_NAME.test(name)) throw new Error(`provider name ${JSON.stringify(name)}: lower case letters, digits, _ and -`);
@@ -155,6 +161,7 @@ export class OutboundPipeline {
           sendTimeoutMs,
           leaseMs: Math.max(sendTimeoutMs + 1000, p.leaseMs ?? sendTimeoutMs + 60_000),
           pollMs,
+          idlePollMaxMs,
           throttleMs: p.throttleMs ?? 1000,
           breaker: p.breaker ?? {},
         },
@@ -259,7 +266,10 @@ export class OutboundPipeline {
     }
     const now = this.clock();
     const providers = new Set<string>();
-    for (const j of jobs) if (j.runAt <= now) providers.add(j.provider);
+    for (const j of jobs) {
+      if (j.runAt <= now) providers.add(j.provider);
+      else this.workers.get(j.provider)?.wakeAt(j.runAt);
+    }
     for (const p of providers) this.workers.get(p)?.wake();
   }
 
@@ -404,9 +414,12 @@ export class OutboundPipeline {
       for (const r of await this.store.lock(q, items.map((o) => o.job.id))) rows.set(r.id, r);
       const muts: Mutation[] = items.map((o) => ({ kind: 'outcome', o }));
       const outcomes: StatusOutcome[] = new Array(items.length).fill('not_found');
-      return this.apply(q, muts, (m) => (m.kind === 'outcome' ? rows.get(m.o.job.id) : undefined), outcomes);
+      const done = await this.apply(q, muts, (m) => (m.kind === 'outcome' ? rows.get(m.o.job.id) : undefined), outcomes);
+      return { done, rows };
     });
-    this.countFinished(finished);
+    this.countFinished(finished.done);
+    // Retries: their worker claims them when due, not only at its next poll.
+    for (const r of finished.rows.values()) if (r.pending) this.workers.get(r.provider)?.wakeAt(r.nextAttemptAt);
   };
 
   /**

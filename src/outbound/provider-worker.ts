@@ -20,6 +20,12 @@ export interface WorkerSettings {
   leaseMs: number;
   /** How often an idle worker looks for due jobs (jobs enqueued by other instances, retries coming due). */
   pollMs: number;
+  /**
+   * Where no other instance can enqueue (the embedded database): polls that find nothing space out, doubling from
+   * `pollMs` up to this; a wake, and the due time of a job this instance deferred or scheduled, end the wait. Equal to
+   * `pollMs`: no spacing out.
+   */
+  idlePollMaxMs: number;
   /** Hold of a throttled endpoint when the provider gave no Retry-After. */
   throttleMs: number;
   breaker: Omit<CircuitBreakerOptions, 'clock' | 'onChange'>;
@@ -101,6 +107,10 @@ export class ProviderWorker {
   private wakeUp: (() => void) | null = null;
   /** A wake that came while the loop was not asleep (mid-claim): its next sleep is skipped. */
   private wokenAwake = false;
+  /** Polls in a row that found nothing (since the last wake): the next idle sleep is longer (up to idlePollMaxMs). */
+  private emptyPolls = 0;
+  /** The earliest due time a timer wakes the loop at (jobs deferred or scheduled here), while idle polls space out. */
+  private dueTimer: { at: number; timer: NodeJS.Timeout } | null = null;
   maxHeld = 0;
 
   constructor(
@@ -144,13 +154,30 @@ export class ProviderWorker {
 
   /** Claim now rather than at the next poll (a job of this provider was enqueued here, or room freed up). */
   wake(): void {
+    this.emptyPolls = 0;
     if (this.wakeUp) this.wakeUp();
     else this.wokenAwake = true;
+  }
+
+  /** A job of this provider comes due at `at` (ms since the epoch): claim then, even while idle polls are spaced out. */
+  wakeAt(at: number): void {
+    if (this.s.idlePollMaxMs <= this.s.pollMs || !this.running) return;
+    const inMs = at - this.host.clock();
+    if (inMs <= 0) return this.wake();
+    if (this.dueTimer && this.dueTimer.at <= at) return;
+    if (this.dueTimer) clearTimeout(this.dueTimer.timer);
+    const timer = setTimeout(() => {
+      this.dueTimer = null;
+      this.wake();
+    }, inMs);
+    timer.unref();
+    this.dueTimer = { at, timer };
   }
 
   /** Stops claiming, hands waiting jobs back, and waits for the requests in flight (each ends by the timeout) to be recorded. */
   async stop(): Promise<void> {
     this.running = false;
+    this.clearDueTimer();
     this.wake();
     await this.loopDone;
     const waiting = this.ready;
@@ -167,6 +194,7 @@ export class ProviderWorker {
   async abandon(): Promise<void> {
     this.abandoned = true;
     this.running = false;
+    this.clearDueTimer();
     this.wake();
     await this.loopDone;
     this.ready = [];
@@ -211,6 +239,22 @@ export class ProviderWorker {
       this.tasks.delete(p);
     }
     return result;
+  }
+
+  private clearDueTimer(): void {
+    if (this.dueTimer) clearTimeout(this.dueTimer.timer);
+    this.dueTimer = null;
+  }
+
+  /** The wait after a poll that found fewer jobs than asked: `pollMs`, doubling per empty poll up to idlePollMaxMs. */
+  private idleWaitMs(found: number): number {
+    if (found > 0 || this.s.idlePollMaxMs <= this.s.pollMs) {
+      this.emptyPolls = 0;
+      return this.s.pollMs;
+    }
+    const ms = Math.min(this.s.idlePollMaxMs, this.s.pollMs * 2 ** Math.min(this.emptyPolls, 20));
+    this.emptyPolls++;
+    return ms;
   }
 
   private sleep(ms: number): Promise<void> {
@@ -290,7 +334,7 @@ export class ProviderWorker {
       this.pump();
       // Fewer than asked: nothing more is due now. Until the next poll, only this instance's enqueues and settling
       // jobs wake the loop; jobs enqueued by other instances and retries coming due are found by the poll.
-      if (rows.length < n) await this.sleep(this.s.pollMs);
+      if (rows.length < n) await this.sleep(this.idleWaitMs(rows.length));
     }
   }
 
@@ -457,7 +501,10 @@ export class ProviderWorker {
     const end: ClaimEnd = { id: h.id, until: h.claimedUntil, nextAttemptAt: this.host.clock() + Math.round(delay) };
     this.track(
       this.deferrals.submit(end).then(
-        () => this.drop(h, true),
+        () => {
+          this.drop(h, true);
+          this.wakeAt(end.nextAttemptAt);
+        },
         (err: unknown) => {
           this.drop(h, false);
           throw err;

@@ -3,6 +3,9 @@ import type { Registry } from 'prom-client';
 import { OutboundPipeline, type OutboundProduct, type OutboundProvider } from '../outbound/outbound-pipeline.js';
 import type { Backends } from '../store/types.js';
 
+/** The longest an idle worker waits between looks for due jobs on the embedded database. */
+const EMBEDDED_IDLE_POLL_MAX_MS = 1000;
+
 /**
  * The one outbound pipeline, assembled from what the modules register while they are created: each product its
  * state machine and deadline, each provider its adapter and limits. The daemon builds it once every module exists
@@ -36,7 +39,16 @@ export class OutboundRegistry {
   /** Builds the pipeline when anything was registered; null when no product uses it (no workers, no polling). */
   build(o: { backends: Pick<Backends, 'db'>; log: Logger; registry: Registry }): OutboundPipeline | null {
     if (!Object.keys(this.products).length && !this.providers.length) return null;
-    this.built = new OutboundPipeline({ backends: o.backends, log: o.log, registry: o.registry, products: this.products, providers: this.providers });
+    this.built = new OutboundPipeline({
+      backends: o.backends,
+      log: o.log,
+      registry: o.registry,
+      products: this.products,
+      providers: this.providers,
+      // The embedded database has one instance: every job is enqueued, retried or deferred here, and wakes a worker
+      // when due, so an idle worker need not look every 100 ms (each look is a query run on this process's CPU).
+      ...(o.backends.db.kind === 'pglite' ? { idlePollMaxMs: EMBEDDED_IDLE_POLL_MAX_MS } : {}),
+    });
     return this.built;
   }
 }

@@ -57,7 +57,7 @@ export function makePipeline(
   backends: Pick<Backends, 'db' | 'queue'>,
   clock: TestClock,
   url: string,
-  opts: { name?: string; deadlineMs?: number; provider?: Omit<OutboundProvider, 'adapter'>; onChange?: boolean; start?: boolean } = {},
+  opts: { name?: string; deadlineMs?: number; provider?: Omit<OutboundProvider, 'adapter'>; onChange?: boolean; start?: boolean; idlePollMaxMs?: number } = {},
 ): Harness {
   const adapter = new HttpTestAdapter(opts.name ?? providerName(), url, () => clock.now);
   const registry = new Registry();
@@ -67,6 +67,7 @@ export function makePipeline(
     clock: () => clock.now,
     registry,
     pollMs: 10,
+    ...(opts.idlePollMaxMs !== undefined ? { idlePollMaxMs: opts.idlePollMaxMs } : {}),
     products: {
       demo: {
         machine: DEMO,

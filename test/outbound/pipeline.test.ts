@@ -71,6 +71,33 @@ t.test(`outbound pipeline contract (${backendLabel})`, async (t) => {
     t.same((await eventsOf(backends, 'dm_retry-1')).map((e) => e.type), ['demo.queued', 'demo.sent'], 'retries are not events');
   });
 
+  t.test('idle polls space out (embedded): a retry and a scheduled job still wake the worker when due', async (t) => {
+    // An hour between idle polls: past the first few, the worker looks again only when something wakes it.
+    const h = makePipeline(backends, clock, provider.url, { idlePollMaxMs: 3_600_000 });
+    t.teardown(() => h.stop());
+    const store = h.pipeline.store;
+    const claimDue = store.claimDue.bind(store);
+    let polls = 0;
+    store.claimDue = (...args: Parameters<typeof claimDue>) => {
+      if (args[0] === h.adapter.name) polls++;
+      return claimDue(...args);
+    };
+    await pause(1000);
+    t.ok(polls <= 12, `${polls} polls in an idle second (10 ms doubling; 100 at a fixed 10 ms)`);
+
+    provider.on('idle-retry', { status: 500 }, OK);
+    const [retried] = await h.pipeline.submit([demoJob(h.adapter.name, 'idle-retry')]);
+    const failedOnce = await jobState(h.pipeline, retried.id, (j) => j.attempts === 1);
+    clock.advance(failedOnce.nextAttemptAt - clock.now);
+    await jobState(h.pipeline, retried.id, (j) => j.state === 'sent', 'the retry, claimed when due without a poll');
+
+    const [scheduled] = await h.pipeline.submit([demoJob(h.adapter.name, 'idle-later', 'acc_1', { notBefore: clock.now + 500 })]);
+    await pause(100);
+    t.equal(provider.countFor('idle-later'), 0, 'not sent before it is due');
+    clock.advance(500);
+    await jobState(h.pipeline, scheduled.id, (j) => j.state === 'sent', 'the scheduled job, claimed when due without a poll');
+  });
+
   t.test('Retry-After is honoured: the next attempt is not made before it', async (t) => {
     const h = makePipeline(backends, clock, provider.url);
     t.teardown(() => h.stop());
