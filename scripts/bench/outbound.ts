@@ -139,6 +139,8 @@ try {
     products: { bench: { machine, deadlineMs: 3_600_000 } },
     providers: [{ adapter, maxConcurrency: C, sendTimeoutMs: 10_000 }],
     pollMs: 20,
+    // As the daemon runs it on the embedded database (src/platform/outbound-registry.ts): idle polls space out.
+    ...(db.kind === 'pglite' ? { idlePollMaxMs: 1000 } : {}),
     registry: new Registry(),
   });
   if (events) {
