@@ -118,7 +118,7 @@ export class SipTransport extends EventEmitter<SipTransportEvents> {
       } catch (err) {
         this.udp?.close();
         this.udp = undefined;
-        if (this.options.port !== 0 || attempt >= 5) throw new SipTransportError(`cannot listen on TCP port ${port}`, { cause: err });
+        if (this.options.port !== 0 || attempt >= 5) throw new SipTransportError(`cannot listen on TCP port ${port}: ${(err as Error).message}`, { cause: err });
       }
     }
   }
