@@ -61,6 +61,8 @@ export interface VoiceModuleService {
   dialer: () => Dialer | null;
   /** The browser dialer's exchange, in a process running the api and media roles. */
   browserPhone: () => BrowserPhone | null;
+  /** The port the SIP user agent listens on (UDP and TCP; the one it picked when `voice.sip.port` is 0), once started. */
+  sipPort: () => number | null;
 }
 
 export const SIMULATOR_WARNING = 'voice: the embedded SIP trunk simulator stands in for a real trunk (voice.simulator); calls reach no telephone';
@@ -159,7 +161,7 @@ export const voiceModule: ChannelModule<VoiceModuleService> = {
     });
     const sms = ctx.use<SmsGatewayService>('sms');
     return {
-      service: { voice: service, agents, trunks, simulator: () => simulator, dialer: () => dialer, browserPhone: () => phone },
+      service: { voice: service, agents, trunks, simulator: () => simulator, dialer: () => dialer, browserPhone: () => phone, sipPort: () => ua?.port ?? null },
       mcpTools: [...VOICE_MCP_TOOLS, ...AGENT_MCP_TOOLS],
       async routes(app) {
         await app.register(voiceRoutes, { service, idempotency, voices: () => speech.voices(), callbackSecret: (accountId) => callbackSigningSecret(callbackKey, accountId), transcript: (id) => transcripts.list(id) });

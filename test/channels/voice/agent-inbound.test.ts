@@ -11,15 +11,12 @@ import { OpenAiChatSimulator } from '../../../src/sim/llm/openai-chat-simulator.
 import { accountWithKey, call, startDaemon } from '../../helpers/daemon.js';
 import { backendLabel } from '../../helpers/env.js';
 import { until } from '../../helpers/wait.js';
-import { freePort } from '../../sip/sipp.js';
 import { trunkCaller } from './helpers/trunk-caller.js';
 
 t.setTimeout(240_000);
 
 const OUR_NUMBER = '+233200000303';
 const CALLER = '+14155550313';
-// A free port, not a fixed one: a fixed port in the ephemeral range can be any socket's local port at the moment.
-const FERRY_SIP_PORT = await freePort();
 
 const ESPEAK = spawnSync('espeak-ng', ['--version']).error === undefined;
 
@@ -35,7 +32,6 @@ t.test(`an agent answers calls to a routed number (${backendLabel})`, { skip: ES
     // The stand-in model is on http://127.0.0.1 (a deployment's guard would refuse it).
     FERRY_WEBHOOKS_ALLOW_PRIVATE_TARGETS: 'true',
     FERRY_VOICE_SIMULATOR: 'on',
-    FERRY_VOICE_SIP_PORT: String(FERRY_SIP_PORT),
     FERRY_VOICE_MEDIA_PORT_MIN: '48000',
     FERRY_VOICE_MEDIA_PORT_MAX: '48199',
     FERRY_VOICE_PRICES_INBOUND_PER_MINUTE: '0.01',
@@ -45,6 +41,8 @@ t.test(`an agent answers calls to a routed number (${backendLabel})`, { skip: ES
   await d.adminCall('POST', `/admin/accounts/${account.id}/numbers`, { number: OUR_NUMBER });
   await d.adminCall('POST', `/admin/accounts/${account.id}/credit`, { amount: '10' });
   const voice = d.daemon.modules.service<VoiceModuleService>('voice');
+  // The SIP port the daemon picked (port 0): a fixed port can be taken, e.g. as a Postgres connection's local port.
+  const FERRY_SIP_PORT = voice.sipPort()!;
 
   const created = await call(d.api, 'POST', '/v1/voice/agents', {
     token,

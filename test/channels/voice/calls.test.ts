@@ -32,7 +32,8 @@ t.test(`voice calls through the trunk simulator (${backendLabel})`, async (t) =>
   t.teardown(() => d.stop());
   const { account, token } = await accountWithKey(d, 'voice-calls');
   await d.adminCall('POST', `/admin/accounts/${account.id}/numbers`, { number: FROM });
-  await d.adminCall('POST', `/admin/accounts/${account.id}/credit`, { amount: '10' });
+  // Enough for several calls' holds at once: a call holds credit for up to its time limit until it ends.
+  await d.adminCall('POST', `/admin/accounts/${account.id}/credit`, { amount: '100' });
   const rx = await WebhookReceiver.start();
   t.teardown(() => rx.close());
   const hook = await call(d.api, 'POST', '/v1/webhooks', { token, body: { url: rx.url, events: ['*'] } });
@@ -85,7 +86,7 @@ t.test(`voice calls through the trunk simulator (${backendLabel})`, async (t) =>
       t.equal(c.headers['webhook-signature'], expected, `callback ${c.json.type} is signed with the account's voice callback secret`);
     }
     const balance = (await d.adminCall('GET', `/admin/accounts/${account.id}`)).balance;
-    t.equal(balance, 9.94, 'the hold was settled: 10 − 0.06');
+    t.equal(balance, 99.94, 'the hold was settled: 100 − 0.06');
   });
 
   await t.test('busy, declined, unknown number, no answer within the ring time', async (t) => {

@@ -31,11 +31,6 @@ const FROM = '+233200000602';
 /** Routed to the dialer identity alice; the SIPp scenario calls it too. */
 const ROUTED = '+233200000603';
 const CALLER = '+14155550399';
-// Free ports, not fixed ones: a fixed port in the ephemeral range can be any socket's local port at the moment.
-const A_SIP = await freePort();
-let B_SIP = await freePort();
-while (B_SIP === A_SIP) B_SIP = await freePort();
-const HOP = `sip:${ROUTED}@127.0.0.1:${A_SIP};ferry-hop=1`;
 // runSipp reads scenarios from test/sip/fixtures/sipp; this one lives beside this file.
 const SIPP_SCENARIO = relative(fileURLToPath(new URL('../../sip/fixtures/sipp/', import.meta.url)), fileURLToPath(new URL('./fixtures/sipp/uac-redirected-decline.xml', import.meta.url)));
 
@@ -53,7 +48,6 @@ t.test('the browser dialer across two instances: presence in Redis, a 302 to the
     FERRY_HTTP_RATE_LIMIT_PER_KEY_PER_SECOND: '0',
     // Instances sharing a database share the key API secrets are hashed and dialer tokens signed with.
     FERRY_SECURITY_SECRET_KEY: randomBytes(32).toString('hex'),
-    FERRY_VOICE_SIP_PORT: String(A_SIP),
     FERRY_VOICE_MEDIA_PORT_MIN: '49100',
     FERRY_VOICE_MEDIA_PORT_MAX: '49149',
     FERRY_VOICE_DIALER_PORT_MIN: '49200',
@@ -63,11 +57,15 @@ t.test('the browser dialer across two instances: presence in Redis, a 302 to the
   const b = await startSecondInstance(
     t,
     a,
-    { FERRY_VOICE_SIP_PORT: String(B_SIP), FERRY_VOICE_MEDIA_PORT_MIN: '49150', FERRY_VOICE_MEDIA_PORT_MAX: '49199', FERRY_VOICE_DIALER_PORT_MIN: '49250', FERRY_VOICE_DIALER_PORT_MAX: '49299' },
+    { FERRY_VOICE_MEDIA_PORT_MIN: '49150', FERRY_VOICE_MEDIA_PORT_MAX: '49199', FERRY_VOICE_DIALER_PORT_MIN: '49250', FERRY_VOICE_DIALER_PORT_MAX: '49299' },
     'ferry-dialer-b-',
   );
   const aId = readFileSync(join(a.reuse.store.dataDir, 'voice-calls.holder'), 'utf8').trim();
   const phoneOf = (d: TestDaemon) => d.daemon.modules.service<VoiceModuleService>('voice').browserPhone()!;
+  // The SIP ports the instances picked (port 0): a fixed port can be taken, e.g. as a Postgres connection's local port.
+  const A_SIP = a.daemon.modules.service<VoiceModuleService>('voice').sipPort()!;
+  const B_SIP = b.daemon.modules.service<VoiceModuleService>('voice').sipPort()!;
+  const HOP = `sip:${ROUTED}@127.0.0.1:${A_SIP};ferry-hop=1`;
 
   const { account, token } = await accountWithKey(a, 'voice-dialer-instances', ['voice:calls', 'voice:agents']);
   await a.adminCall('POST', `/admin/accounts/${account.id}/numbers`, { number: FROM });

@@ -12,7 +12,6 @@ import { launchBrowser, screenshotPath } from '../../helpers/browser.js';
 import { accountWithKey, call, startDaemon } from '../../helpers/daemon.js';
 import { backendLabel } from '../../helpers/env.js';
 import { until } from '../../helpers/wait.js';
-import { freePort } from '../../sip/sipp.js';
 import { trunkCaller } from './helpers/trunk-caller.js';
 import { wsPhone } from './helpers/ws-phone.js';
 
@@ -22,8 +21,6 @@ const FROM = '+233200000202';
 /** A number of the account routed to the dialer identity alice: calls to it ring the page. */
 const ROUTED = '+233200000203';
 const CALLER = '+14155550313';
-// A free port, not a fixed one: a fixed port in the ephemeral range can be any socket's local port at the moment.
-const FERRY_SIP_PORT = await freePort();
 
 /** Whether a WebSocket handshake to the dialer's SIP path with this token is accepted. */
 function handshake(api: string, token: string): Promise<number | 'open'> {
@@ -41,7 +38,6 @@ function handshake(api: string, token: string): Promise<number | 'open'> {
 t.test(`the browser dialer (${backendLabel})`, async (t) => {
   const d = await startDaemon({
     FERRY_VOICE_SIMULATOR: 'on',
-    FERRY_VOICE_SIP_PORT: String(FERRY_SIP_PORT),
     FERRY_VOICE_MEDIA_PORT_MIN: '47400',
     FERRY_VOICE_MEDIA_PORT_MAX: '47599',
     FERRY_VOICE_DIALER_PORT_MIN: '47900',
@@ -56,6 +52,8 @@ t.test(`the browser dialer (${backendLabel})`, async (t) => {
   await d.adminCall('POST', `/admin/accounts/${account.id}/numbers`, { number: ROUTED });
   await d.adminCall('POST', `/admin/accounts/${account.id}/credit`, { amount: '10' });
   const voice = d.daemon.modules.service<VoiceModuleService>('voice');
+  // The SIP port the daemon picked (port 0): a fixed port can be taken, e.g. as a Postgres connection's local port.
+  const FERRY_SIP_PORT = voice.sipPort()!;
 
   const minted = await call(d.api, 'POST', '/v1/voice/dialer/token', { token, body: { identity: 'alice', ttlSeconds: 600 } });
   t.equal(minted.status, 201, minted.text);
