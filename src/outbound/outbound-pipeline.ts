@@ -117,6 +117,8 @@ export class OutboundPipeline {
   private readonly products = new Map<string, ProductRuntime>();
   private readonly workers = new Map<string, ProviderWorker>();
   private readonly recorder: GroupCommit<WorkerOutcome, void>;
+  /** Idle polls space out (the embedded database): workers are woken at the due time of the retries recorded here. */
+  private readonly wakesWhenDue: boolean;
   /** Sent results being recorded, by provider and provider id: a callback for one of them waits for its record. */
   private readonly recording = new Map<string, Promise<void>>();
   private abandoned = false;
@@ -146,6 +148,7 @@ export class OutboundPipeline {
       : null;
     const pollMs = o.pollMs ?? 100;
     const idlePollMaxMs = Math.max(pollMs, o.idlePollMaxMs ?? pollMs);
+    this.wakesWhenDue = idlePollMaxMs > pollMs;
     for (const p of o.providers) {
       const name = p.adapter.name;
       if (!PROVIDER_NAME.test(name)) throw new Error(`provider name ${JSON.stringify(name)}: lower case letters, digits, _ and -`);
@@ -418,8 +421,8 @@ export class OutboundPipeline {
       return { done, rows };
     });
     this.countFinished(finished.done);
-    // Retries: their worker claims them when due, not only at its next poll.
-    for (const r of finished.rows.values()) if (r.pending) this.workers.get(r.provider)?.wakeAt(r.nextAttemptAt);
+    // Retries: their worker claims them when due, not only at its next poll (where idle polls space out).
+    if (this.wakesWhenDue) for (const r of finished.rows.values()) if (r.pending) this.workers.get(r.provider)?.wakeAt(r.nextAttemptAt);
   };
 
   /**
