@@ -100,7 +100,7 @@ export class BrowserCall implements BrowserSide {
         if (this.incoming.state === 'offered') this.incoming.reject(500, 'Server Internal Error');
         else this.incoming.bye();
       }
-      await closeRelay(this.bridge, this.leg, this.socket, this.release);
+      await closeRelay(this.bridge, [this.leg], this.socket, this.release);
     })();
     return this.closed;
   }

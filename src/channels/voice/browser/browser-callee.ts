@@ -4,7 +4,7 @@ import type { RtpBridge, WebRtcLeg } from '../../../webrtc/index.js';
 import type { Call } from '../call.js';
 import type { BrowserSide, LocalEnd, RingOutcome } from '../call-session.js';
 import type { AnswerReading } from '../sdp.js';
-import { relayToTrunk, untilBrowserEnds } from './browser-relay.js';
+import { closeRelay, relayToTrunk, untilBrowserEnds } from './browser-relay.js';
 
 /** One signed-in browser rung for the call: Ferry's INVITE to it, with the WebRTC leg Ferry offered it. */
 export interface CalleeBranch {
@@ -73,11 +73,6 @@ export class BrowserCallee implements BrowserSide {
     });
   }
 
-  /** How many browsers are rung. */
-  get size(): number {
-    return this.branches.length;
-  }
-
   get trunkPort(): number {
     return this.socket.address().port;
   }
@@ -124,10 +119,7 @@ export class BrowserCallee implements BrowserSide {
   close(): Promise<void> {
     this.closed ??= (async () => {
       for (const b of this.branches) b.invite.bye();
-      await this.bridge?.close();
-      for (const b of this.branches) await b.leg.close().catch(() => undefined);
-      await new Promise<void>((resolve) => this.socket.close(() => resolve()));
-      this.release();
+      await closeRelay(this.bridge, this.branches.map((b) => b.leg), this.socket, this.release);
     })();
     return this.closed;
   }

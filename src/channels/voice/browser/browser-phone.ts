@@ -101,19 +101,27 @@ export class BrowserPhone {
     });
   }
 
-  /** Two port pairs for one browser call (its WebRTC leg, its trunk side), or null when the range is used up. */
-  private takePorts(): { port: number; trunkPort: number; release: () => void } | null {
-    const port = this.ports.acquire();
-    const trunkPort = port === undefined ? undefined : this.ports.acquire();
+  /**
+   * Port pairs for one browser call: its trunk side's, and one per WebRTC leg (up to `legs`, as many as the range has
+   * free); null when the range has not the trunk side's and one leg's.
+   */
+  private takePorts(legs: number): { trunkPort: number; legPorts: number[]; release: () => void } | null {
+    const trunkPort = this.ports.acquire();
+    const legPorts: number[] = [];
+    for (let i = 0; trunkPort !== undefined && i < legs; i++) {
+      const port = this.ports.acquire();
+      if (port === undefined) break;
+      legPorts.push(port);
+    }
     const release = () => {
-      if (port !== undefined) this.ports.release(port);
       if (trunkPort !== undefined) this.ports.release(trunkPort);
+      for (const port of legPorts) this.ports.release(port);
     };
-    if (port === undefined || trunkPort === undefined) {
+    if (trunkPort === undefined || !legPorts.length) {
       release();
       return null;
     }
-    return { port, trunkPort, release };
+    return { trunkPort, legPorts, release };
   }
 
   /** How many browsers are registered under `identity` (for tests and the page's status). */
@@ -197,9 +205,10 @@ export class BrowserPhone {
       user = undefined;
     }
     if (!user || !/^\+?[0-9]{3,15}$/.test(user)) return incoming.reject(484, 'Address Incomplete: dial a number in E.164');
-    const ports = this.takePorts();
+    const ports = this.takePorts(1);
     if (!ports) return incoming.reject(503, 'No media port free');
-    const { port, trunkPort, release } = ports;
+    const { trunkPort, release } = ports;
+    const [port] = ports.legPorts;
     let leg: WebRtcLeg | null = null;
     let socket: Socket | null = null;
     try {
@@ -230,22 +239,10 @@ export class BrowserPhone {
     if (!bindings.length) return incoming.reject(480, `Temporarily Unavailable: nobody is signed in to the dialer as ${o.identity}`);
     const offer = readAnswer(incoming.sdp);
     if (!offer.ok) return incoming.reject(488, 'Not Acceptable Here');
-    // The trunk side's pair, then one pair per browser rung (as many as the range has free, the latest first).
-    const trunkPort = this.ports.acquire();
-    const legPorts: number[] = [];
-    for (let i = 0; trunkPort !== undefined && i < bindings.length; i++) {
-      const port = this.ports.acquire();
-      if (port === undefined) break;
-      legPorts.push(port);
-    }
-    const release = () => {
-      if (trunkPort !== undefined) this.ports.release(trunkPort);
-      for (const port of legPorts) this.ports.release(port);
-    };
-    if (trunkPort === undefined || !legPorts.length) {
-      release();
-      return incoming.reject(503, 'No media port free');
-    }
+    // One leg per browser rung, as many as the range has free (the latest signed in first).
+    const ports = this.takePorts(bindings.length);
+    if (!ports) return incoming.reject(503, 'No media port free');
+    const { trunkPort, legPorts, release } = ports;
     const legs: WebRtcLeg[] = [];
     let socket: Socket | null = null;
     let callee: BrowserCallee | null = null;

@@ -48,10 +48,10 @@ export function untilBrowserEnds(dialog: BrowserDialog, leg: WebRtcLeg, signal: 
   });
 }
 
-/** Stops the relay and the leg, closes the trunk-side socket and gives its ports back. */
-export async function closeRelay(bridge: RtpBridge | null, leg: WebRtcLeg, socket: Socket, release: () => void): Promise<void> {
+/** Stops the relay and the legs (a call to the browsers has one per browser rung), closes the trunk-side socket and gives the ports back. */
+export async function closeRelay(bridge: RtpBridge | null, legs: readonly WebRtcLeg[], socket: Socket, release: () => void): Promise<void> {
   await bridge?.close();
-  await leg.close();
+  for (const leg of legs) await leg.close();
   await new Promise<void>((resolve) => socket.close(() => resolve()));
   release();
 }
